@@ -1,0 +1,231 @@
+package stages
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+	"io"
+
+	"golang.org/x/image/bmp"
+	"golang.org/x/image/tiff"
+	"golang.org/x/image/webp"
+)
+
+// DefaultMaxPixels is decode's default pixel limit (100 MP).
+const DefaultMaxPixels = 100_000_000
+
+// DecodeOptions controls Decode.
+type DecodeOptions struct {
+	MaxPixels int64 // refuse images with W*H above this; 0 means DefaultMaxPixels
+	Orient    bool  // apply the JPEG EXIF orientation
+}
+
+// Alloc returns a w×h image with c channels for the decoder to fill. It is
+// called once per successful decode, after the pixels have been decoded, so a
+// failing file never takes a buffer from it. The buffer may hold old data:
+// Decode writes every pixel byte (and no padding byte).
+type Alloc func(w, h, c int) (*Image, error)
+
+// ErrUnknownFormat is returned for data that is none of the supported formats.
+var ErrUnknownFormat = errors.New("unknown image format")
+
+// ErrEmpty is returned for zero-byte input.
+var ErrEmpty = errors.New("empty file")
+
+// ErrTooLarge is matched (with errors.Is) by the error Decode and
+// DecodeHeader return for an image over the pixel limit.
+var ErrTooLarge = errors.New("image over the pixel limit")
+
+// LimitError says that an image's header claims more pixels than allowed.
+type LimitError struct {
+	W, H      int   // dimensions from the header
+	MaxPixels int64 // the limit in force
+}
+
+// Error gives the size and the limit in megapixels, e.g.
+// "image is 20000x20000 (400.0 MP), over the 100.0 MP limit".
+func (e *LimitError) Error() string {
+	mp := float64(e.W) * float64(e.H) / 1e6
+	return fmt.Sprintf("image is %dx%d (%.1f MP), over the %.1f MP limit", e.W, e.H, mp, float64(e.MaxPixels)/1e6)
+}
+
+// Unwrap lets errors.Is(err, ErrTooLarge) match.
+func (e *LimitError) Unwrap() error { return ErrTooLarge }
+
+// Header is what Decode learns from a file before decoding any pixel.
+type Header struct {
+	Format string // "jpeg", "png", "gif", "bmp", "tiff" or "webp"
+	// W and H are the dimensions of the decoded result: the stored ones with
+	// W and H swapped when the applied orientation is 5..8.
+	W, H int
+	// Orientation is the EXIF orientation applied (1..8); 1 when none is, or
+	// when DecodeOptions.Orient is false, or for formats other than JPEG.
+	Orientation int
+}
+
+// format is one supported file format: how to recognise it and its decoders.
+type format struct {
+	name   string
+	match  func([]byte) bool
+	config func(io.Reader) (image.Config, error)
+	decode func(io.Reader) (image.Image, error)
+}
+
+// formats is fixed here rather than taken from image.RegisterFormat so that
+// what decode accepts does not depend on which packages happen to be linked.
+var formats = []format{
+	{"jpeg", prefix("\xff\xd8"), jpeg.DecodeConfig, jpeg.Decode},
+	{"png", prefix("\x89PNG\r\n\x1a\n"), png.DecodeConfig, png.Decode},
+	{"gif", func(b []byte) bool {
+		return len(b) >= 6 && string(b[:4]) == "GIF8" && (b[4] == '7' || b[4] == '9') && b[5] == 'a'
+	}, gif.DecodeConfig, gif.Decode},
+	// The same magic as x/image/bmp registers: "BM", file size, four zero
+	// reserved bytes.
+	{"bmp", func(b []byte) bool {
+		return len(b) >= 10 && b[0] == 'B' && b[1] == 'M' && b[6]|b[7]|b[8]|b[9] == 0
+	}, bmp.DecodeConfig, bmp.Decode},
+	{"tiff", func(b []byte) bool {
+		return len(b) >= 4 && (string(b[:4]) == "II*\x00" || string(b[:4]) == "MM\x00*")
+	}, tiff.DecodeConfig, tiff.Decode},
+	{"webp", func(b []byte) bool {
+		return len(b) >= 15 && string(b[:4]) == "RIFF" && string(b[8:15]) == "WEBPVP8"
+	}, webp.DecodeConfig, webp.Decode},
+}
+
+func prefix(p string) func([]byte) bool {
+	return func(b []byte) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
+}
+
+// Sniff names the format of data from its first bytes ("jpeg", "png",
+// "gif", "bmp", "tiff", "webp"), or returns "" when it is none of them.
+func Sniff(data []byte) string {
+	if f := sniff(data); f != nil {
+		return f.name
+	}
+	return ""
+}
+
+func sniff(data []byte) *format {
+	for i := range formats {
+		if formats[i].match(data) {
+			return &formats[i]
+		}
+	}
+	return nil
+}
+
+// DecodeHeader reads only the header of data and checks it against the pixel
+// limit of opt, without decoding or allocating pixels.
+func DecodeHeader(data []byte, opt DecodeOptions) (Header, error) {
+	h, _, _, err := readHeader(data, opt)
+	return h, err
+}
+
+// readHeader returns the header, the format and the stored (canvas)
+// dimensions, or an error for unknown, broken or oversized files.
+func readHeader(data []byte, opt DecodeOptions) (Header, *format, image.Point, error) {
+	max := opt.MaxPixels
+	if max == 0 {
+		max = DefaultMaxPixels
+	}
+	if max < 0 {
+		return Header{}, nil, image.Point{}, fmt.Errorf("pixel limit %d is negative", max)
+	}
+	if len(data) == 0 {
+		return Header{}, nil, image.Point{}, ErrEmpty
+	}
+	f := sniff(data)
+	if f == nil {
+		return Header{}, nil, image.Point{}, ErrUnknownFormat
+	}
+	cfg, err := f.config(bytes.NewReader(data))
+	if err != nil {
+		return Header{}, nil, image.Point{}, plainError(err)
+	}
+	w, h := cfg.Width, cfg.Height
+	if w <= 0 || h <= 0 {
+		return Header{}, nil, image.Point{}, fmt.Errorf("image is %dx%d, want at least 1x1", w, h)
+	}
+	// w > max/h rather than w*h > max: TIFF dimensions are 32-bit each, so
+	// the product can overflow int64.
+	if int64(w) > max/int64(h) {
+		return Header{}, nil, image.Point{}, &LimitError{W: w, H: h, MaxPixels: max}
+	}
+	hd := Header{Format: f.name, W: w, H: h, Orientation: 1}
+	if opt.Orient && f.name == "jpeg" {
+		hd.Orientation = jpegOrientation(data)
+		if hd.Orientation >= 5 {
+			hd.W, hd.H = h, w
+		}
+	}
+	return hd, f, image.Pt(w, h), nil
+}
+
+// Decode decodes an encoded image into RGB (C = 3) pixels in memory from
+// alloc (nil: NewImage).
+//
+// The header is read and checked against opt.MaxPixels first; a file over
+// the limit is refused before any pixel memory is allocated. Conversions: alpha
+// is dropped and the stored colour values are kept (no premultiplication;
+// for the premultiplied RGBA of TIFF associated alpha the stored, already
+// premultiplied, values are what is kept); palettes are expanded; 16-bit
+// samples become v>>8; gray becomes R = G = B; YCbCr uses the standard
+// library's color.YCbCrToRGB arithmetic; CMYK uses color.CMYKToRGB.
+//
+// A GIF yields its first frame on the GIF's logical screen: the result has
+// the screen's size and any area the frame does not cover is black. (Go's GIF
+// decoder maps the transparent palette index to black as well.)
+//
+// Errors are short and plain, e.g. "unexpected EOF", "unknown image format",
+// "image is 20000x20000 (400.0 MP), over the 100.0 MP limit"; callers add
+// their own "decode: " prefix.
+func Decode(data []byte, opt DecodeOptions, alloc Alloc) (*Image, error) {
+	hd, f, canvas, err := readHeader(data, opt)
+	if err != nil {
+		return nil, err
+	}
+	src, err := f.decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, plainError(err)
+	}
+	b := src.Bounds()
+	if !b.In(image.Rectangle{Max: canvas}) || b.Empty() {
+		// The decoders guarantee this; a file that gets past them anyway
+		// must not make us write out of bounds.
+		return nil, fmt.Errorf("decoded bounds %v outside the %dx%d header size", b, canvas.X, canvas.Y)
+	}
+	if alloc == nil {
+		alloc = func(w, h, c int) (*Image, error) { return NewImage(w, h, c), nil }
+	}
+	dst, err := alloc(hd.W, hd.H, 3)
+	if err != nil {
+		return nil, fmt.Errorf("allocating %dx%d: %w", hd.W, hd.H, err)
+	}
+	if dst == nil || dst.W != hd.W || dst.H != hd.H || dst.C != 3 || dst.Check() != nil {
+		return nil, fmt.Errorf("allocator returned a bad image for %dx%dx3", hd.W, hd.H)
+	}
+	if b != (image.Rectangle{Max: canvas}) {
+		for y := 0; y < dst.H; y++ {
+			clear(dst.Row(y))
+		}
+	}
+	paint(dst, src, hd.Orientation, canvas)
+	return dst, nil
+}
+
+// plainError turns decoder errors into the short forms the report shows.
+func plainError(err error) error {
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		// A decoder that hits the end of the data mid-header reports io.EOF;
+		// for a file either way it is truncated.
+		return io.ErrUnexpectedEOF
+	case errors.Is(err, image.ErrFormat):
+		return ErrUnknownFormat
+	}
+	return err
+}

@@ -1,0 +1,111 @@
+package stages
+
+import (
+	"fmt"
+	"image"
+	"image/jpeg"
+	"io"
+	"strings"
+	"sync"
+)
+
+// DefaultJPEGQuality is the JPEG quality used when SaveOptions.Quality is 0.
+const DefaultJPEGQuality = 95
+
+// PNG compression settings for SaveOptions.Compression, besides the zlib
+// levels 1 (fastest) to 9 (smallest).
+const (
+	// PNGDefault selects level 1 with the Sub filter: what OpenCV's imwrite
+	// does by default, fast with a reasonable size.
+	PNGDefault = 0
+	// PNGNoCompression stores the rows without compressing them.
+	PNGNoCompression = -1
+)
+
+// SaveOptions controls Encode.
+type SaveOptions struct {
+	Format  string // "png" (the default when empty) or "jpeg" ("jpg" is accepted)
+	Quality int    // JPEG quality 1..100; 0 means DefaultJPEGQuality
+	// Compression is the PNG zlib level 1..9, PNGDefault (0, meaning 1) or
+	// PNGNoCompression. Every level is lossless; higher ones are smaller
+	// and slower.
+	Compression int
+}
+
+// normalize fills in defaults and checks ranges, so that a bad option is
+// reported before any output is written.
+func (o SaveOptions) normalize() (SaveOptions, error) {
+	switch strings.ToLower(o.Format) {
+	case "", "png":
+		o.Format = "png"
+	case "jpeg", "jpg":
+		o.Format = "jpeg"
+	default:
+		return o, fmt.Errorf("unknown save format %q, want png or jpeg", o.Format)
+	}
+	if o.Quality == 0 {
+		o.Quality = DefaultJPEGQuality
+	}
+	if o.Quality < 1 || o.Quality > 100 {
+		return o, fmt.Errorf("jpeg quality %d is not in 1..100", o.Quality)
+	}
+	if o.Compression < PNGNoCompression || o.Compression > 9 {
+		return o, fmt.Errorf("png compression %d is not in -1..9", o.Compression)
+	}
+	return o, nil
+}
+
+// Validate reports whether opt is usable, with the error Encode would give.
+func (o SaveOptions) Validate() error {
+	_, err := o.normalize()
+	return err
+}
+
+// Encode writes m to w in opt's format: PNG (lossless, 8-bit gray for C = 1,
+// 8-bit RGB for C = 3) or baseline JPEG (4:2:0 for C = 3, gray for C = 1).
+func Encode(w io.Writer, m *Image, opt SaveOptions) error {
+	if m == nil {
+		return fmt.Errorf("no image to encode")
+	}
+	if err := m.Check(); err != nil {
+		return err
+	}
+	opt, err := opt.normalize()
+	if err != nil {
+		return err
+	}
+	if opt.Format == "png" {
+		return encodePNG(w, m, opt.Compression)
+	}
+	return encodeJPEG(w, m, opt.Quality)
+}
+
+// rgbaPool recycles the RGBA copies the JPEG encoder needs for C = 3: its
+// fast path is for *image.RGBA, and anything else goes through per-pixel
+// interface calls.
+var rgbaPool sync.Pool
+
+func encodeJPEG(w io.Writer, m *Image, quality int) error {
+	rect := image.Rect(0, 0, m.W, m.H)
+	jo := &jpeg.Options{Quality: quality}
+	if m.C == 1 {
+		// image.Gray honours the stride, so the pixels are used in place.
+		return jpeg.Encode(w, &image.Gray{Pix: m.Pix, Stride: m.Stride, Rect: rect}, jo)
+	}
+	var buf []byte
+	if p, ok := rgbaPool.Get().(*[]byte); ok {
+		buf = *p
+	}
+	buf = grow(buf, m.W*m.H*4)
+	defer func() { rgbaPool.Put(&buf) }()
+	for y := 0; y < m.H; y++ {
+		in := m.Row(y)
+		out := buf[y*m.W*4 : (y+1)*m.W*4]
+		for x := 0; x < m.W; x++ {
+			p := in[3*x : 3*x+3 : 3*x+3]
+			o := out[4*x : 4*x+4 : 4*x+4]
+			o[0], o[1], o[2], o[3] = p[0], p[1], p[2], 0xff
+		}
+	}
+	return jpeg.Encode(w, &image.RGBA{Pix: buf, Stride: m.W * 4, Rect: rect}, jo)
+}

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Regenerates the decode fixtures that Go's standard encoders cannot make.
+# Every picture is the project's own synthetic pattern (see pattern.py), so
+# the files carry the project's licence. Needs python3, libjpeg-turbo-progs
+# (cjpeg), imagemagick (convert), webp (cwebp) and exiftool:
+#   apt-get install -y imagemagick webp libjpeg-turbo-progs libimage-exiftool-perl
+# Run it from this folder: sh make.sh
+set -eu
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+python3 pattern.py ppm 24 16 > "$tmp/p24x16.ppm"
+python3 pattern.py ppm 33 21 > "$tmp/p33x21.ppm"
+python3 pattern.py ppm 23 13 > "$tmp/p23x13.ppm"
+python3 pattern.py rgba-png 32 24 > "$tmp/p32x24a.png"
+
+# JPEG: progressive (colour and gray), CMYK, and every chroma subsampling
+# Go's decoder knows, on odd sizes so partial chroma blocks are exercised.
+cjpeg -quality 90 -progressive "$tmp/p33x21.ppm" > progressive.jpg
+cjpeg -quality 90 -progressive -grayscale "$tmp/p33x21.ppm" > progressive_gray.jpg
+convert "$tmp/p33x21.ppm" -colorspace CMYK -quality 90 cmyk.jpg
+for s in 1x1:444 2x1:422 1x2:440 2x2:420 4x1:411 4x2:410; do
+	cjpeg -quality 90 -sample "${s%:*}" "$tmp/p23x13.ppm" > "sub${s#*:}.jpg"
+done
+
+# JPEG with EXIF orientation 1..8 (big-endian "MM" EXIF, exiftool's default),
+# and two with little-endian "II" EXIF.
+cjpeg -quality 90 "$tmp/p24x16.ppm" > "$tmp/base.jpg"
+for o in 1 2 3 4 5 6 7 8; do
+	exiftool -q -n -Orientation=$o -o "orient_$o.jpg" "$tmp/base.jpg"
+done
+for o in 3 6; do
+	exiftool -q -n -ExifByteOrder=II -Orientation=$o -o "orient_${o}_le.jpg" "$tmp/base.jpg"
+done
+
+# WebP: lossy (YCbCr 4:2:0), lossy with alpha (NYCbCrA) and lossless (NRGBA).
+cwebp -quiet -q 90 "$tmp/p32x24a.png" -noalpha -o lossy.webp
+cwebp -quiet -q 90 "$tmp/p32x24a.png" -o lossy_alpha.webp
+cwebp -quiet -lossless "$tmp/p32x24a.png" -o lossless.webp
