@@ -1,0 +1,204 @@
+package pipeline
+
+import (
+	"io"
+
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// The builtin stages. Their semantics are those of DESIGN.md ("Reference semantics"); the
+// implementations live in package stages. Every other part of the engine and the CLI learns
+// about stages from these definitions only.
+
+// Stage names, shared by the definitions and the typed builder below.
+const (
+	stageDecode    = "decode"
+	stageGrayscale = "grayscale"
+	stageBlur      = "blur"
+	stageBoxBlur   = "boxblur"
+	stageTranspose = "transpose"
+	stageHistogram = "histogram"
+	stageSave      = "save"
+)
+
+var decodeDef = &StageDef{
+	Name: stageDecode,
+	Kind: SourceKind,
+	Help: "read an image file (JPEG, PNG, GIF, BMP, TIFF, WebP) into RGB",
+	Doc: `Decodes each input into 8-bit RGB. Alpha is dropped (stored colour kept), palettes are
+expanded, 16-bit samples become v>>8, gray becomes R=G=B. GIF gives its first frame.
+The header's width×height is checked against max_pixels before any pixel memory is
+allocated; bigger images fail with a clear error. JPEG EXIF orientation is applied
+unless orient=false. Inputs that are already pixels (Go API) only get the pixel check.`,
+	Params: []ParamSpec{
+		{Name: "max_pixels", Kind: Int, Default: int64(stages.DefaultMaxPixels), Range: &Range{Min: 1, Max: 1 << 40},
+			Help: "refuse images with more pixels than this (width×height)"},
+		{Name: "orient", Kind: Bool, Default: true,
+			Help: "apply the JPEG EXIF orientation"},
+	},
+	NewDecoder: func(p Params) (*Decoder, error) {
+		opt := stages.DecodeOptions{MaxPixels: p.Int("max_pixels"), Orient: p.Bool("orient")}
+		return &Decoder{
+			MaxPixels: opt.MaxPixels,
+			Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, error) {
+				return stages.Decode(data, opt, alloc)
+			},
+		}, nil
+	},
+}
+
+var grayscaleDef = &StageDef{
+	Name: stageGrayscale,
+	Kind: PixelKind,
+	Help: "RGB to gray: Y = (9798·R + 19235·G + 3735·B + 16384) >> 15",
+	Doc: `Converts RGB to one channel with integer weights that sum to 32768; bit-exact with
+OpenCV's cvtColor(RGB2GRAY) on 8-bit images. On a gray image it is the identity.`,
+	Shape: func(in Shape, _ Params) (Shape, bool) {
+		if in.C == 1 {
+			return in, true
+		}
+		return Shape{W: in.W, H: in.H, C: 1}, false
+	},
+	CPU: func(Params) (CPUFunc, error) {
+		return func(dst, src *stages.Image, _ *[256]uint64) {
+			if dst != nil {
+				stages.Grayscale(dst, src)
+			}
+		}, nil
+	},
+}
+
+var blurDef = &StageDef{
+	Name: stageBlur,
+	Kind: PixelKind,
+	Help: "Gaussian blur of each channel, integer taps, replicated borders",
+	Doc: `Separable Gaussian with radius max(1, ceil(3·sigma)) and integer taps summing to 16384,
+computed once per run. Borders replicate the edge pixels. Exact integer arithmetic, so
+CPU and GPU give the same bits.`,
+	Params: []ParamSpec{
+		{Name: "sigma", Kind: Float, Default: 1.0, Range: &Range{Min: 0, Max: 32, MinOpen: true},
+			Help: "standard deviation in pixels"},
+	},
+	Shape: sameShape,
+	CPU: func(p Params) (CPUFunc, error) {
+		taps := stages.BlurTaps(p.Float("sigma"))
+		return func(dst, src *stages.Image, _ *[256]uint64) {
+			stages.Blur(dst, src, taps)
+		}, nil
+	},
+}
+
+var boxBlurDef = &StageDef{
+	Name: stageBoxBlur,
+	Kind: PixelKind,
+	Help: "mean over a (2·radius+1)² window of each channel",
+	Doc: `out = floor(sum / count) over the in-bounds pixels of the window, so borders average
+fewer pixels. radius=1 is the 3×3 mean.`,
+	Params: []ParamSpec{
+		{Name: "radius", Kind: Int, Default: int64(1), Range: &Range{Min: 0, Max: 15},
+			Help: "window radius in pixels"},
+	},
+	Shape: sameShape,
+	CPU: func(p Params) (CPUFunc, error) {
+		r := int(p.Int("radius"))
+		return func(dst, src *stages.Image, _ *[256]uint64) {
+			stages.BoxBlur(dst, src, r)
+		}, nil
+	},
+}
+
+var transposeDef = &StageDef{
+	Name: stageTranspose,
+	Kind: PixelKind,
+	Help: "swap rows and columns: out(x, y) = in(y, x)",
+	Doc:  `Width and height swap; channels are kept.`,
+	Shape: func(in Shape, _ Params) (Shape, bool) {
+		return Shape{W: in.H, H: in.W, C: in.C}, false
+	},
+	CPU: func(Params) (CPUFunc, error) {
+		return func(dst, src *stages.Image, _ *[256]uint64) {
+			stages.Transpose(dst, src)
+		}, nil
+	},
+}
+
+var histogramDef = &StageDef{
+	Name:      stageHistogram,
+	Kind:      PixelKind,
+	Histogram: true,
+	Help:      "count the 256 gray levels (luma of RGB) into the report",
+	Doc: `Counts values of a gray image, or the grayscale formula's Y of an RGB image, into 256
+bins. The image passes through unchanged; the counts go to the report.`,
+	Shape: func(in Shape, _ Params) (Shape, bool) { return in, true },
+	CPU: func(Params) (CPUFunc, error) {
+		return func(_, src *stages.Image, hist *[256]uint64) {
+			stages.Histogram(hist, src)
+		}, nil
+	},
+}
+
+var saveDef = &StageDef{
+	Name: stageSave,
+	Kind: SinkKind,
+	Help: "write the image into the output folder (PNG or JPEG)",
+	Doc: `Writes the image under the output folder at the input's relative path with the
+extension replaced (.png or .jpg). Writes are atomic: a temporary file, fsync, rename,
+so an output is never partial. When several inputs in one folder share a stem
+(a.jpg, a.png), each is saved as stem.origext.fmt (a.jpg.png, a.png.png).`,
+	Params: []ParamSpec{
+		{Name: "format", Kind: Enum, Default: "png", Values: []string{"png", "jpeg"},
+			Help: "file format; png is lossless"},
+		{Name: "quality", Kind: Int, Default: int64(95), Range: &Range{Min: 1, Max: 100},
+			Help: "JPEG quality (jpeg only)"},
+	},
+	NewEncoder: func(p Params) (*Encoder, error) {
+		opt := stages.SaveOptions{Format: p.Str("format"), Quality: int(p.Int("quality"))}
+		ext := "png"
+		if opt.Format == "jpeg" {
+			ext = "jpg"
+		}
+		return &Encoder{Ext: ext, Encode: func(w io.Writer, m *stages.Image) error {
+			return stages.Encode(w, m, opt)
+		}}, nil
+	},
+}
+
+func sameShape(in Shape, _ Params) (Shape, bool) { return in, false }
+
+// Builtin is the registry of the builtin stages.
+var Builtin = mustRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, saveDef)
+
+func mustRegistry(defs ...*StageDef) *Registry {
+	r, err := NewRegistry(defs...)
+	if err != nil {
+		panic("pipeline: builtin stages: " + err.Error())
+	}
+	return r
+}
+
+// Decode appends the decode stage with its default parameters (use Then for others).
+func (p *Pipeline) Decode() *Pipeline { return p.Then(stageDecode, nil) }
+
+// Grayscale appends the grayscale stage.
+func (p *Pipeline) Grayscale() *Pipeline { return p.Then(stageGrayscale, nil) }
+
+// Blur appends a Gaussian blur with the given sigma.
+func (p *Pipeline) Blur(sigma float64) *Pipeline {
+	return p.Then(stageBlur, Args{"sigma": sigma})
+}
+
+// BoxBlur appends a box blur with the given radius.
+func (p *Pipeline) BoxBlur(radius int) *Pipeline {
+	return p.Then(stageBoxBlur, Args{"radius": radius})
+}
+
+// Transpose appends the transpose stage.
+func (p *Pipeline) Transpose() *Pipeline { return p.Then(stageTranspose, nil) }
+
+// Histogram appends the histogram stage.
+func (p *Pipeline) Histogram() *Pipeline { return p.Then(stageHistogram, nil) }
+
+// Save appends the save stage with the given format ("png" or "jpeg").
+func (p *Pipeline) Save(format string) *Pipeline {
+	return p.Then(stageSave, Args{"format": format})
+}

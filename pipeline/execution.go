@@ -1,0 +1,131 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Execution holds how a job runs, as opposed to what it computes. The YAML job's
+// `execution:` mapping and the CLI flags of the same names set it; both go through Set, so
+// they accept and refuse the same values.
+type Execution struct {
+	// Device is "auto", "cpu" or "cuda".
+	Device string
+	// Streams is the number of CUDA streams (GPU only).
+	Streams int
+	// Batch is the number of images per GPU batch (GPU only).
+	Batch int
+	// Workers is the number of images processed at once; 0 means GOMAXPROCS.
+	Workers int
+	// OnError is "skip" (go on after a failed input, exit 1 at the end) or "fail" (stop at
+	// the first failed input).
+	OnError string
+	// Resume skips inputs that a previous report lists as ok and whose output exists.
+	Resume bool
+	// Trace is a file to write a Chrome trace-event timeline to; "" for none.
+	Trace string
+}
+
+// executionSettings defines every Execution field once: its name, type, default, range and
+// help. Defaults for streams and batch are the GPU executor's starting point.
+var executionSettings = []ParamSpec{
+	{Name: "device", Kind: Enum, Default: "auto", Values: []string{"auto", "cpu", "cuda"},
+		Help: "where pixel stages run: auto uses a working GPU, else the CPU"},
+	{Name: "streams", Kind: Int, Default: int64(4), Range: &Range{Min: 1, Max: 64},
+		Help: "CUDA streams (GPU only)"},
+	{Name: "batch", Kind: Int, Default: int64(16), Range: &Range{Min: 1, Max: 4096},
+		Help: "images per GPU batch (GPU only)"},
+	{Name: "workers", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 4096},
+		Help: "images processed at once on the CPU; 0 means one per core (GOMAXPROCS)"},
+	{Name: "on_error", Kind: Enum, Default: "skip", Values: []string{"skip", "fail"},
+		Help: "skip: report a failed input and go on; fail: stop at the first failure"},
+	{Name: "resume", Kind: Bool, Default: false,
+		Help: "skip inputs the previous report lists as ok whose output exists"},
+	{Name: "trace", Kind: String, Default: "",
+		Help: "write a Chrome trace-event timeline to this file"},
+}
+
+// ExecutionSettings returns the definitions of the execution settings, for help texts.
+func ExecutionSettings() []ParamSpec {
+	return append([]ParamSpec(nil), executionSettings...)
+}
+
+// DefaultExecution returns the settings used when neither a job nor a flag sets them.
+func DefaultExecution() Execution {
+	var e Execution
+	for i := range executionSettings {
+		ps := &executionSettings[i]
+		if err := e.assign(ps.Name, ps.Default); err != nil {
+			panic("pipeline: execution defaults: " + err.Error())
+		}
+	}
+	return e
+}
+
+func executionSetting(name string) (*ParamSpec, error) {
+	for i := range executionSettings {
+		if executionSettings[i].Name == name {
+			return &executionSettings[i], nil
+		}
+	}
+	names := make([]string, len(executionSettings))
+	for i, ps := range executionSettings {
+		names[i] = ps.Name
+	}
+	msg := fmt.Sprintf("unknown execution setting %q", name)
+	if near := nearest(name, names); near != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", near)
+	} else {
+		msg += " (settings: " + strings.Join(names, ", ") + ")"
+	}
+	return nil, fmt.Errorf("%s", msg)
+}
+
+// Set validates a Go value (string, int or bool) for the setting called name (as written
+// in YAML: "on_error") and stores it.
+func (e *Execution) Set(name string, v any) error {
+	ps, err := executionSetting(name)
+	if err != nil {
+		return err
+	}
+	val, err := ps.convert(v)
+	if err != nil {
+		return err
+	}
+	return e.assign(name, val)
+}
+
+// setText is Set for text (a YAML scalar).
+func (e *Execution) setText(name, s string) error {
+	ps, err := executionSetting(name)
+	if err != nil {
+		return err
+	}
+	val, err := ps.parse(s)
+	if err != nil {
+		return err
+	}
+	return e.assign(name, val)
+}
+
+func (e *Execution) assign(name string, v any) error {
+	switch name {
+	case "device":
+		e.Device = v.(string)
+	case "streams":
+		e.Streams = int(v.(int64))
+	case "batch":
+		e.Batch = int(v.(int64))
+	case "workers":
+		e.Workers = int(v.(int64))
+	case "on_error":
+		e.OnError = v.(string)
+	case "resume":
+		e.Resume = v.(bool)
+	case "trace":
+		e.Trace = v.(string)
+	default:
+		return fmt.Errorf("execution setting %s has no field", name)
+	}
+	return nil
+}

@@ -1,0 +1,426 @@
+package pipeline
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// maxJobBytes bounds a job file; real ones are a few hundred bytes.
+const maxJobBytes = 1 << 20
+
+// Job is a YAML job file, checked and with its chain parsed:
+//
+//	input:  {dir: samples/images}
+//	pipeline:
+//	  - decode
+//	  - grayscale
+//	  - blur: {sigma: 1.5}
+//	  - save: {format: png}
+//	output: {dir: out, report: out/imgpipe-report.jsonl}
+//	execution: {device: auto, streams: 4, batch: 16, workers: 0, on_error: skip}
+//
+// A pipeline item is a bare stage name, a one-key mapping from the name to its parameters,
+// or a one-stage spec ("blur sigma=1.5"); the whole pipeline may also be one spec string.
+// Paths are taken as written, relative to the working directory, like the CLI's flags.
+type Job struct {
+	// File is the job's file name, used in error positions.
+	File string
+	// InputDir is input.dir.
+	InputDir string
+	// Steps is the parsed chain (not yet compiled).
+	Steps []Step
+	// OutputDir is output.dir.
+	OutputDir string
+	// Report is output.report; "" means OUT_DIR/imgpipe-report.jsonl.
+	Report string
+	// Exec holds the execution mapping over DefaultExecution.
+	Exec Execution
+
+	pos map[string]Pos
+}
+
+// PosOf returns where a field ("input.dir", "output.dir", "execution.device", ...) was
+// written, or the file alone when it was not.
+func (j *Job) PosOf(field string) Pos {
+	if p, ok := j.pos[field]; ok {
+		return p
+	}
+	return Pos{File: j.File}
+}
+
+// LoadJob reads and parses a job file against the builtin stages.
+func LoadJob(path string) (*Job, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxJobBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ParseJob(path, data)
+}
+
+// ParseJob parses a job's YAML against the builtin stages; file names it in errors.
+func ParseJob(file string, data []byte) (*Job, error) { return Builtin.ParseJob(file, data) }
+
+// ParseJob parses a job's YAML. Unknown keys, duplicate keys, values of the wrong type or
+// out of range, and chains the planner refuses are all errors; every one is reported, each
+// as a *PosError with file:line:col. Required fields that CLI flags can supply are checked
+// by Complete, not here.
+func (r *Registry) ParseJob(file string, data []byte) (*Job, error) {
+	j := &Job{File: file, Exec: DefaultExecution(), pos: map[string]Pos{}}
+	if len(data) > maxJobBytes {
+		return nil, errorAt(Pos{File: file}, "job file is over the %d-byte limit", maxJobBytes)
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errorAt(Pos{File: file, Line: 1, Col: 1}, "empty job file (it needs at least input and pipeline)")
+		}
+		return nil, yamlError(file, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, errorAt(Pos{File: file, Line: extra.Line, Col: extra.Column}, "a job file holds one YAML document; this is a second")
+	} else if !errors.Is(err, io.EOF) {
+		return nil, yamlError(file, err)
+	}
+	l := &jobLoader{reg: r, job: j}
+	l.root(&doc)
+	if err := joinErrors(l.errs); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlError turns a yaml.v3 syntax error into a positioned one.
+func yamlError(file string, err error) error {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return errorAt(Pos{File: file, Line: line}, "YAML syntax: %s", m[2])
+	}
+	return errorAt(Pos{File: file}, "YAML syntax: %s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+// Complete checks that the job says everything a run needs: an input folder, a chain, and
+// an output folder (unless the chain saves nothing and a report path is given).
+func (j *Job) Complete() error {
+	var errs []error
+	top := Pos{File: j.File, Line: 1, Col: 1}
+	if j.InputDir == "" {
+		errs = append(errs, errorAt(top, "no input folder: set input.dir (or -i)"))
+	}
+	if len(j.Steps) == 0 {
+		errs = append(errs, errorAt(top, "no pipeline: set pipeline (or -p)"))
+	}
+	if j.OutputDir == "" {
+		saves := false
+		for _, s := range j.Steps {
+			saves = saves || s.Def.Kind == SinkKind
+		}
+		if saves || j.Report == "" {
+			errs = append(errs, errorAt(top, "no output folder: set output.dir (or -o)"))
+		}
+	}
+	return joinErrors(errs)
+}
+
+type jobLoader struct {
+	reg  *Registry
+	job  *Job
+	errs []error
+}
+
+func (l *jobLoader) pos(n *yaml.Node) Pos {
+	return Pos{File: l.job.File, Line: n.Line, Col: n.Column}
+}
+
+func (l *jobLoader) errorf(n *yaml.Node, format string, args ...any) {
+	l.errs = append(l.errs, errorAt(l.pos(n), format, args...))
+}
+
+// resolve follows aliases, so anchors work as YAML users expect.
+func resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 16; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "nothing"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "an alias"
+}
+
+// mapping walks a mapping node: each key must be one of known, at most once; fn handles the
+// value of each known key. It returns false when n is not a mapping.
+func (l *jobLoader) mapping(what string, n *yaml.Node, known []string, fn func(key string, k, v *yaml.Node)) bool {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		l.errorf(n, "%s: want a mapping (key: value), got %s", what, describe(n))
+		return false
+	}
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode {
+			l.errorf(k, "%s: keys must be plain words, got %s", what, describe(k))
+			continue
+		}
+		if first, dup := seen[k.Value]; dup {
+			l.errorf(k, "%s: key %q given twice (first at line %d)", what, k.Value, first.Line)
+			continue
+		}
+		seen[k.Value] = k
+		if !contains(known, k.Value) {
+			msg := fmt.Sprintf("%s: unknown key %q", what, k.Value)
+			if near := nearest(k.Value, known); near != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", near)
+			} else {
+				msg += " (keys: " + strings.Join(known, ", ") + ")"
+			}
+			l.errorf(k, "%s", msg)
+			continue
+		}
+		fn(k.Value, k, v)
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// scalar returns a scalar's text, or records an error for any other node.
+func (l *jobLoader) scalar(what string, n *yaml.Node) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		l.errorf(n, "%s: want a value, got %s", what, describe(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+// text reads a non-empty string field and remembers where it was written.
+func (l *jobLoader) text(field string, n *yaml.Node, dst *string) {
+	if s, ok := l.scalar(field, n); ok {
+		if s == "" {
+			l.errorf(n, "%s: empty", field)
+			return
+		}
+		*dst = s
+		l.job.pos[field] = l.pos(n)
+	}
+}
+
+func (l *jobLoader) root(doc *yaml.Node) {
+	root := doc
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		root = doc.Content[0]
+	}
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		l.errorf(root, "empty job file (it needs at least input and pipeline)")
+		return
+	}
+	l.mapping("job", root, []string{"input", "pipeline", "output", "execution"}, func(key string, k, v *yaml.Node) {
+		l.job.pos[key] = l.pos(k)
+		switch key {
+		case "input":
+			l.mapping("input", v, []string{"dir"}, func(_ string, _, v *yaml.Node) {
+				l.text("input.dir", v, &l.job.InputDir)
+			})
+		case "output":
+			l.mapping("output", v, []string{"dir", "report"}, func(key string, _, v *yaml.Node) {
+				if key == "dir" {
+					l.text("output.dir", v, &l.job.OutputDir)
+				} else {
+					l.text("output.report", v, &l.job.Report)
+				}
+			})
+		case "execution":
+			names := make([]string, len(executionSettings))
+			for i, ps := range executionSettings {
+				names[i] = ps.Name
+			}
+			l.mapping("execution", v, names, func(key string, _, v *yaml.Node) {
+				field := "execution." + key
+				if s, ok := l.scalar(field, v); ok {
+					if err := l.job.Exec.setText(key, s); err != nil {
+						l.errorf(v, "%s: %v", field, err)
+					} else {
+						l.job.pos[field] = l.pos(v)
+					}
+				}
+			})
+		case "pipeline":
+			l.pipeline(v)
+		}
+	})
+}
+
+func (l *jobLoader) pipeline(n *yaml.Node) {
+	n = resolve(n)
+	var steps []Step
+	before := len(l.errs)
+	switch {
+	case n.Kind == yaml.ScalarNode && n.Tag != "!!null":
+		steps = l.specScalar(n, false)
+	case n.Kind == yaml.SequenceNode:
+		if len(n.Content) == 0 {
+			l.errorf(n, "pipeline: empty list (start with decode)")
+			return
+		}
+		if len(n.Content) > maxSteps {
+			l.errorf(n, "pipeline: %d stages, over the limit of %d", len(n.Content), maxSteps)
+			return
+		}
+		for _, item := range n.Content {
+			steps = append(steps, l.item(resolve(item))...)
+		}
+	default:
+		l.errorf(n, "pipeline: want a list of stages or a spec string, got %s", describe(n))
+		return
+	}
+	if len(l.errs) > before {
+		return // the planner's structural errors would only echo these
+	}
+	if _, err := l.reg.Compile(steps); err != nil {
+		for _, e := range Errors(err) {
+			l.errs = append(l.errs, l.inFile(e))
+		}
+		return
+	}
+	l.job.Steps = steps
+}
+
+// inFile makes sure an error names the job file.
+func (l *jobLoader) inFile(e error) error {
+	var pe *PosError
+	if errors.As(e, &pe) && pe.Pos.File == "" {
+		return &PosError{Pos: Pos{File: l.job.File, Line: pe.Pos.Line, Col: pe.Pos.Col}, Err: pe.Err}
+	}
+	if !errors.As(e, &pe) {
+		return &PosError{Pos: Pos{File: l.job.File}, Err: e}
+	}
+	return e
+}
+
+// item parses one pipeline list item.
+func (l *jobLoader) item(n *yaml.Node) []Step {
+	switch {
+	case n.Kind == yaml.ScalarNode && n.Tag != "!!null":
+		return l.specScalar(n, true)
+	case n.Kind == yaml.MappingNode:
+		if len(n.Content) != 2 {
+			var keys []string
+			for i := 0; i < len(n.Content); i += 2 {
+				keys = append(keys, n.Content[i].Value)
+			}
+			l.errorf(n, "pipeline item: one stage per item, found keys %s (write parameters as `- blur: {sigma: 1.5}`, or indent them under the stage)", strings.Join(keys, ", "))
+			return nil
+		}
+		k, v := resolve(n.Content[0]), resolve(n.Content[1])
+		if k.Kind != yaml.ScalarNode {
+			l.errorf(k, "pipeline item: want a stage name, got %s", describe(k))
+			return nil
+		}
+		def, ok := l.reg.Lookup(k.Value)
+		if !ok {
+			l.errs = append(l.errs, l.inFile(l.reg.unknownStage(k.Value, l.pos(k))))
+			return nil
+		}
+		args := map[string]string{}
+		argPos := map[string]Pos{}
+		if !(v.Kind == yaml.ScalarNode && v.Tag == "!!null") {
+			var names []string
+			for _, ps := range def.Params {
+				names = append(names, ps.Name)
+			}
+			if len(names) == 0 {
+				l.errorf(v, "%s takes no parameters", def.Name)
+				return nil
+			}
+			l.mapping(def.Name, v, names, func(key string, _, pv *yaml.Node) {
+				if s, ok := l.scalar(def.Name+"."+key, pv); ok {
+					args[key] = s
+					argPos[key] = l.pos(pv)
+				}
+			})
+		}
+		p, err := parseParams(def, args, argPos)
+		if err != nil {
+			for _, e := range Errors(err) {
+				l.errs = append(l.errs, l.inFile(e))
+			}
+			return nil
+		}
+		return []Step{{Def: def, Params: p, Pos: l.pos(k)}}
+	}
+	l.errorf(n, "pipeline item: want a stage name or `name: {params}`, got %s", describe(n))
+	return nil
+}
+
+// specScalar parses a scalar as a spec, placing errors at their line:col in the file. With
+// one set, the scalar must hold exactly one stage.
+func (l *jobLoader) specScalar(n *yaml.Node, one bool) []Step {
+	// Columns inside the scalar map to the file only for one-line scalars; quotes shift by one.
+	shift := n.Column - 1
+	if n.Style == yaml.DoubleQuotedStyle || n.Style == yaml.SingleQuotedStyle {
+		shift++
+	}
+	oneLine := !strings.Contains(n.Value, "\n") && n.Style != yaml.LiteralStyle && n.Style != yaml.FoldedStyle
+	place := func(p Pos) Pos {
+		if oneLine {
+			return Pos{File: l.job.File, Line: n.Line, Col: p.Col + shift}
+		}
+		return l.pos(n)
+	}
+	steps, err := l.reg.ParseSpec(n.Value)
+	if err != nil {
+		for _, e := range Errors(err) {
+			var pe *PosError
+			if errors.As(e, &pe) {
+				l.errs = append(l.errs, &PosError{Pos: place(pe.Pos), Err: pe.Err})
+			} else {
+				l.errs = append(l.errs, l.inFile(e))
+			}
+		}
+		return nil
+	}
+	if one && len(steps) != 1 {
+		l.errorf(n, "pipeline item: one stage per item, found %d (make each stage its own item)", len(steps))
+		return nil
+	}
+	for i := range steps {
+		steps[i].Pos = place(steps[i].Pos)
+	}
+	return steps
+}

@@ -1,0 +1,185 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Plan is a checked chain, bound to its implementations and ready to run:
+//
+//	Decode -> Pixels[0] -> ... -> Pixels[n-1] -> Save (optional)
+//
+// Decode and Save are host steps (files in, files out). Pixels is the run of image-to-image
+// stages between them; on a GPU it becomes one or more device segments, split wherever a
+// stage has no GPU implementation, with an upload at each segment's entry and a download at
+// its exit. Each PixelStep keeps its definition, so that split reads the registry only.
+type Plan struct {
+	// Steps is the whole chain as given.
+	Steps []Step
+	// Decode turns inputs into pixels; Steps[0] is its step.
+	Decode *Decoder
+	// Pixels are the image-to-image stages, in order.
+	Pixels []PixelStep
+	// Save encodes the final image; nil when the chain has no sink (the report is then the
+	// only output).
+	Save *SaveStep
+}
+
+// PixelStep is a pixel stage of a plan with its CPU implementation bound.
+type PixelStep struct {
+	Step
+	// Run is the bound CPU implementation.
+	Run CPUFunc
+}
+
+// SaveStep is the sink stage of a plan with its encoder bound.
+type SaveStep struct {
+	Step
+	*Encoder
+}
+
+// Compile checks steps against the builtin registry's rules and binds them; see
+// Registry.Compile.
+func Compile(steps []Step) (*Plan, error) { return Builtin.Compile(steps) }
+
+// Compile checks a chain before anything runs and binds each stage's parameters to its
+// implementation. The rules: a chain starts with a source stage (decode), ends with at
+// most one sink (save), holds pixel stages in between and at most one stage that attaches
+// a histogram; every parameter is valid for its stage. Every problem is reported, each with
+// the position of the stage at fault.
+func (r *Registry) Compile(steps []Step) (*Plan, error) {
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("empty chain: it must start with %s", r.kindNames(SourceKind))
+	}
+	if len(steps) > maxSteps {
+		return nil, fmt.Errorf("chain has %d stages, over the limit of %d", len(steps), maxSteps)
+	}
+	var errs []error
+	fail := func(s Step, format string, args ...any) {
+		errs = append(errs, &PosError{Pos: s.Pos, Err: fmt.Errorf(format, args...)})
+	}
+	plan := &Plan{Steps: make([]Step, len(steps))}
+	var hist *Step
+	for i, s := range steps {
+		if s.Def == nil {
+			errs = append(errs, fmt.Errorf("stage %d has no definition", i+1))
+			continue
+		}
+		if d, ok := r.Lookup(s.Def.Name); !ok || d != s.Def {
+			fail(s, "stage %s is not in this registry", s.Def.Name)
+			continue
+		}
+		if s.Params.def == nil && s.Params.vals == nil {
+			s.Params = defaults(s.Def) // a hand-built Step{Def: d} means "all defaults"
+		}
+		if err := s.Params.check(s.Def); err != nil {
+			fail(s, "%v", err)
+			continue
+		}
+		plan.Steps[i] = s
+		switch s.Def.Kind {
+		case SourceKind:
+			if i != 0 {
+				fail(s, "%s must be the first stage, not stage %d", s.Def.Name, i+1)
+				continue
+			}
+			dec, err := s.Def.NewDecoder(s.Params)
+			if err != nil {
+				fail(s, "%s: %v", s.Def.Name, err)
+				continue
+			}
+			plan.Decode = dec
+		case PixelKind:
+			if i == 0 {
+				fail(s, "the chain must start with %s, not %s", r.kindNames(SourceKind), s.Def.Name)
+			}
+			if s.Def.Histogram {
+				if hist != nil {
+					fail(s, "a chain holds at most one histogram stage (the report has one histogram per input); %s is already at %s", hist.Def.Name, hist.Pos)
+					continue
+				}
+				hist = &plan.Steps[i]
+			}
+			run, err := s.Def.CPU(s.Params)
+			if err != nil {
+				fail(s, "%s: %v", s.Def.Name, err)
+				continue
+			}
+			plan.Pixels = append(plan.Pixels, PixelStep{Step: s, Run: run})
+		case SinkKind:
+			if i == 0 {
+				fail(s, "the chain must start with %s, not %s", r.kindNames(SourceKind), s.Def.Name)
+			}
+			if i != len(steps)-1 {
+				fail(s, "%s must be the last stage", s.Def.Name)
+				continue
+			}
+			enc, err := s.Def.NewEncoder(s.Params)
+			if err != nil {
+				fail(s, "%s: %v", s.Def.Name, err)
+				continue
+			}
+			plan.Save = &SaveStep{Step: s, Encoder: enc}
+		}
+	}
+	if err := joinErrors(errs); err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+// check validates every value against its definition: Params made by this package always
+// pass, hand-assembled ones might not.
+func (p Params) check(d *StageDef) error {
+	if p.def != d {
+		return fmt.Errorf("parameters of %s given to %s", p.def.Name, d.Name)
+	}
+	var errs []error
+	for i := range d.Params {
+		ps := &d.Params[i]
+		v, ok := p.vals[ps.Name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: parameter %s missing", d.Name, ps.Name))
+			continue
+		}
+		if err := ps.validate(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", d.Name, err))
+		}
+	}
+	return joinErrors(errs)
+}
+
+// kindNames lists the stages of a kind, for messages: "decode" or "decode or raw".
+func (r *Registry) kindNames(k Kind) string {
+	var names []string
+	for _, d := range r.Stages() {
+		if d.Kind == k {
+			names = append(names, d.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "a " + k.String() + " stage"
+	}
+	return strings.Join(names, " or ")
+}
+
+// String returns the plan's canonical spec.
+func (p *Plan) String() string { return FormatSpec(p.Steps) }
+
+// HasHistogram reports whether the chain attaches a histogram to each item.
+func (p *Plan) HasHistogram() bool {
+	for _, ps := range p.Pixels {
+		if ps.Def.Histogram {
+			return true
+		}
+	}
+	return false
+}
+
+// OutShape is the shape of the final image for a decoded image of shape in.
+func (p *Plan) OutShape(in Shape) Shape {
+	for _, ps := range p.Pixels {
+		in, _ = ps.Def.Shape(in, ps.Params)
+	}
+	return in
+}

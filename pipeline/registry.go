@@ -1,0 +1,231 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// Kind says where a stage sits in a chain and what it consumes and produces.
+type Kind int
+
+const (
+	// SourceKind stages turn an input (encoded bytes) into pixels. A chain starts with one.
+	SourceKind Kind = iota
+	// PixelKind stages map an image to an image; they may attach a histogram to the item.
+	// A run of consecutive pixel stages is what a device planner may move to a GPU.
+	PixelKind
+	// SinkKind stages consume the final image, e.g. by encoding it into a file. A chain
+	// ends with at most one.
+	SinkKind
+)
+
+// String returns the kind's name as `imgpipe stages` prints it.
+func (k Kind) String() string {
+	switch k {
+	case SourceKind:
+		return "source"
+	case PixelKind:
+		return "pixel"
+	case SinkKind:
+		return "sink"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Shape is the geometry of an image: width, height and channels (1 or 3).
+type Shape struct {
+	W, H, C int
+}
+
+// String formats the shape as WxHxC.
+func (s Shape) String() string { return fmt.Sprintf("%dx%dx%d", s.W, s.H, s.C) }
+
+// ShapeOf returns m's shape.
+func ShapeOf(m *stages.Image) Shape { return Shape{W: m.W, H: m.H, C: m.C} }
+
+// ShapeFunc declares a pixel stage's output shape for an input shape, so that buffers can be
+// sized before any pixel is computed (a device planner sizes its slots with it). When same is
+// true the stage leaves the image as it is (it only observes it, or is the identity for that
+// input) and needs no output buffer.
+type ShapeFunc func(in Shape, p Params) (out Shape, same bool)
+
+// CPUFunc runs a bound pixel stage on the CPU. dst has the shape the stage's ShapeFunc
+// declared for src, or is nil when it declared same. hist is non-nil only for stages that
+// attach a histogram. It runs on one goroutine: the engine parallelises across images.
+type CPUFunc func(dst, src *stages.Image, hist *[256]uint64)
+
+// Decoder is a bound source stage: it turns a file's bytes into an RGB image.
+type Decoder struct {
+	// MaxPixels is the pixel limit checked before anything is allocated for an image.
+	MaxPixels int64
+	// Decode decodes data into pixels obtained from alloc.
+	Decode func(data []byte, alloc stages.Alloc) (*stages.Image, error)
+}
+
+// MaxFileBytes is the largest input file the engine reads for this decoder. A file cannot
+// hold a picture within MaxPixels and be larger than 8 bytes per pixel (16-bit RGBA, stored
+// raw) plus headers, so anything bigger is refused before it is read into memory.
+func (d *Decoder) MaxFileBytes() int64 {
+	return d.MaxPixels*8 + 1<<20
+}
+
+// Encoder is a bound sink stage: it encodes the final image into a file format.
+type Encoder struct {
+	// Ext is the file extension of the format, without the dot (e.g. "png").
+	Ext string
+	// Encode writes m to w.
+	Encode func(w io.Writer, m *stages.Image) error
+}
+
+// StageDef defines one stage. It is the single source of truth for everything that reads
+// a stage: the spec parser, the YAML loader, the planner, `imgpipe stages` and dispatch.
+type StageDef struct {
+	// Name is how the stage is written in specs and jobs: lower case, [a-z][a-z0-9_]*.
+	Name string
+	// Kind is the stage's role; it selects which of the implementation fields is set.
+	Kind Kind
+	// Help is a one-line description.
+	Help string
+	// Doc is the longer description `imgpipe stages NAME` prints.
+	Doc string
+	// Params are the stage's typed parameters, in the order they are documented.
+	Params []ParamSpec
+	// Histogram is true for stages that attach a histogram to the item. A chain may hold
+	// at most one, since the report has one histogram per input.
+	Histogram bool
+
+	// NewDecoder binds a SourceKind stage's parameters.
+	NewDecoder func(p Params) (*Decoder, error)
+
+	// Shape declares a PixelKind stage's output shape.
+	Shape ShapeFunc
+	// CPU binds a PixelKind stage's parameters into its CPU implementation. Binding happens
+	// once per run, so per-run work (blur taps, ...) is not repeated per image.
+	CPU func(p Params) (CPUFunc, error)
+	// A GPU implementation goes here (issue 4): a field whose type comes from package
+	// cudastage, which imports stages but never pipeline. Stages without it run on the CPU.
+
+	// NewEncoder binds a SinkKind stage's parameters.
+	NewEncoder func(p Params) (*Encoder, error)
+}
+
+// Param returns the spec of the parameter called name, or nil.
+func (d *StageDef) Param(name string) *ParamSpec {
+	for i := range d.Params {
+		if d.Params[i].Name == name {
+			return &d.Params[i]
+		}
+	}
+	return nil
+}
+
+var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// check reports whether the definition is complete and consistent.
+func (d *StageDef) check() error {
+	if !namePattern.MatchString(d.Name) {
+		return fmt.Errorf("stage name %q must match %s", d.Name, namePattern)
+	}
+	if d.Help == "" {
+		return fmt.Errorf("stage %s: no help", d.Name)
+	}
+	switch d.Kind {
+	case SourceKind:
+		if d.NewDecoder == nil {
+			return fmt.Errorf("stage %s: source stage without NewDecoder", d.Name)
+		}
+	case PixelKind:
+		if d.Shape == nil || d.CPU == nil {
+			return fmt.Errorf("stage %s: pixel stage needs Shape and CPU", d.Name)
+		}
+	case SinkKind:
+		if d.NewEncoder == nil {
+			return fmt.Errorf("stage %s: sink stage without NewEncoder", d.Name)
+		}
+	default:
+		return fmt.Errorf("stage %s: unknown kind %d", d.Name, int(d.Kind))
+	}
+	if d.Histogram && d.Kind != PixelKind {
+		return fmt.Errorf("stage %s: only pixel stages attach a histogram", d.Name)
+	}
+	seen := map[string]bool{}
+	for i := range d.Params {
+		ps := &d.Params[i]
+		if seen[ps.Name] {
+			return fmt.Errorf("stage %s: parameter %s defined twice", d.Name, ps.Name)
+		}
+		seen[ps.Name] = true
+		if err := ps.check(); err != nil {
+			return fmt.Errorf("stage %s: %w", d.Name, err)
+		}
+	}
+	return nil
+}
+
+// Registry holds stage definitions by name. The zero value is empty and ready to use; most
+// callers use Builtin.
+type Registry struct {
+	byName map[string]*StageDef
+}
+
+// NewRegistry returns a registry holding defs, or an error naming the first bad definition.
+func NewRegistry(defs ...*StageDef) (*Registry, error) {
+	r := &Registry{}
+	for _, d := range defs {
+		if err := r.Register(d); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Register adds a stage definition. It refuses incomplete definitions and duplicate names.
+func (r *Registry) Register(d *StageDef) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	if r.byName == nil {
+		r.byName = map[string]*StageDef{}
+	}
+	if _, dup := r.byName[d.Name]; dup {
+		return fmt.Errorf("stage %s registered twice", d.Name)
+	}
+	r.byName[d.Name] = d
+	return nil
+}
+
+// Lookup returns the definition of the stage called name.
+func (r *Registry) Lookup(name string) (*StageDef, bool) {
+	d, ok := r.byName[name]
+	return d, ok
+}
+
+// Stages returns every definition: sources first, then pixel stages, then sinks, each
+// group sorted by name, which is the order `imgpipe stages` lists them in.
+func (r *Registry) Stages() []*StageDef {
+	out := make([]*StageDef, 0, len(r.byName))
+	for _, d := range r.byName {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// names returns every stage name, for suggestions.
+func (r *Registry) names() []string {
+	out := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,160 @@
+package pipeline
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+)
+
+// Status is what became of an input.
+type Status string
+
+const (
+	// StatusOK means the input went through the whole chain.
+	StatusOK Status = "ok"
+	// StatusFailed means a stage failed on the input; Result.Err says which and why.
+	StatusFailed Status = "failed"
+	// StatusSkipped means an earlier run did the input (Resume).
+	StatusSkipped Status = "skipped"
+)
+
+// ReportLine is one input's line of the JSON Lines report, in DESIGN.md's format:
+//
+//	{"input":"a/b.jpg","output":"a/b.png","status":"ok","width":1920,"height":1080,"histogram":[...]}
+//	{"input":"bad.jpg","status":"failed","error":"decode: unexpected EOF"}
+type ReportLine struct {
+	Input     string   `json:"input"`
+	Output    string   `json:"output,omitempty"`
+	Status    Status   `json:"status"`
+	Width     int      `json:"width,omitempty"`
+	Height    int      `json:"height,omitempty"`
+	Histogram []uint64 `json:"histogram,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// Summary sums up a run; it is the report's last line, {"summary":{...}}.
+type Summary struct {
+	OK      int `json:"ok"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+	// Seconds is the run's wall time.
+	Seconds float64 `json:"seconds"`
+	// Megapixels counts the decoded pixels of the inputs processed in this run (ok ones).
+	Megapixels float64 `json:"megapixels"`
+	// MegapixelsPerSecond is Megapixels over Seconds.
+	MegapixelsPerSecond float64 `json:"megapixels_per_second"`
+	// Device is where pixel stages ran: "cpu", or the GPU's name.
+	Device string `json:"device"`
+	// Workers is the number of CPU workers.
+	Workers int `json:"workers"`
+	// Streams and Batch are the GPU settings; absent on the CPU.
+	Streams int `json:"streams,omitempty"`
+	Batch   int `json:"batch,omitempty"`
+	// Pipeline is the canonical spec of the chain.
+	Pipeline string `json:"pipeline"`
+	// Interrupted is set when the run was cancelled (SIGINT) before all inputs were done.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Stopped is set when on_error=fail stopped the run at a failed input.
+	Stopped bool `json:"stopped,omitempty"`
+}
+
+// Total is the number of inputs reported.
+func (s Summary) Total() int { return s.OK + s.Failed + s.Skipped }
+
+func (s *Summary) finish(seconds float64) {
+	s.Seconds = round3(seconds)
+	s.Megapixels = round3(s.Megapixels)
+	if seconds > 0 {
+		s.MegapixelsPerSecond = round3(s.Megapixels / seconds)
+	}
+}
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// Line turns a result into its report line.
+func (r *Result) Line() ReportLine {
+	l := ReportLine{Input: r.Input, Status: r.Status, Width: r.Width, Height: r.Height}
+	if r.Status != StatusFailed {
+		l.Output = r.Output
+	}
+	if r.Histogram != nil {
+		l.Histogram = r.Histogram[:]
+	}
+	if r.Err != nil {
+		l.Error = r.Err.Error()
+	}
+	return l
+}
+
+// reportWriter writes report lines as JSON Lines.
+type reportWriter struct {
+	w   *bufio.Writer
+	err error
+}
+
+func newReportWriter(w io.Writer) *reportWriter {
+	if w == nil {
+		return nil
+	}
+	return &reportWriter{w: bufio.NewWriterSize(w, 64<<10)}
+}
+
+func (rw *reportWriter) write(v any) {
+	if rw == nil || rw.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err == nil {
+		b = append(b, '\n')
+		_, err = rw.w.Write(b)
+	}
+	rw.err = err
+}
+
+func (rw *reportWriter) line(r *Result) { rw.write(r.Line()) }
+
+func (rw *reportWriter) summary(s Summary) error {
+	if rw == nil {
+		return nil
+	}
+	rw.write(struct {
+		Summary Summary `json:"summary"`
+	}{s})
+	if rw.err == nil {
+		rw.err = rw.w.Flush()
+	}
+	return rw.err
+}
+
+// maxReportLine bounds one line of a report being read back: a line with a histogram is a
+// few kilobytes.
+const maxReportLine = 1 << 20
+
+// reportReader reads the input lines of a report in order, skipping the summary and any
+// line that does not parse (a report from an older version, a hand edit).
+type reportReader struct {
+	sc *bufio.Scanner
+}
+
+func newReportReader(r io.Reader) *reportReader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxReportLine)
+	return &reportReader{sc: sc}
+}
+
+// next returns the next input line, or io.EOF.
+func (rr *reportReader) next() (*ReportLine, error) {
+	for rr.sc.Scan() {
+		var l ReportLine
+		if json.Unmarshal(rr.sc.Bytes(), &l) != nil || l.Input == "" {
+			continue
+		}
+		return &l, nil
+	}
+	if err := rr.sc.Err(); err != nil && !errors.Is(err, bufio.ErrTooLong) {
+		return nil, err
+	}
+	return nil, io.EOF
+}

@@ -1,0 +1,137 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// Result is what became of one input.
+type Result struct {
+	// Index is the input's position in the source, from 0.
+	Index int
+	// Input is the input's Name.
+	Input string
+	// Output is the output's path relative to the output folder, when the chain saves.
+	Output string
+	// Status is ok, failed or skipped.
+	Status Status
+	// Width and Height are those of the decoded input (0 when decoding failed).
+	Width, Height int
+	// Histogram is set when the chain has a histogram stage.
+	Histogram *[256]uint64
+	// Image is the final image. ToFolder drops it once written, to free memory early.
+	Image *stages.Image
+	// Encoded holds the encoded output for sinks that keep it in memory (Collect, ToChan).
+	Encoded []byte
+	// Err is the failure, as "stage: reason" (a *StageError, or the source's error).
+	Err error
+}
+
+// StageError is an input's failure in one stage; it reads "stage: reason".
+type StageError struct {
+	Stage string
+	Err   error
+}
+
+// Error formats the failure as "stage: reason".
+func (e *StageError) Error() string { return e.Stage + ": " + e.Err.Error() }
+
+// Unwrap returns the reason.
+func (e *StageError) Unwrap() error { return e.Err }
+
+// Sink receives the results of a run.
+type Sink interface {
+	// Write stores the output of an input that went through the chain, encoding it with
+	// enc (nil when the chain has no save stage). Workers call it concurrently, one call
+	// per input; an error fails that input as "save: reason".
+	Write(ctx context.Context, r *Result, enc *Encoder) error
+	// Done is called for every result, ok or not, one at a time, in input order. An error
+	// is fatal to the run.
+	Done(ctx context.Context, r *Result) error
+}
+
+// ToFolder returns a sink that writes each output into dir at its Result.Output path,
+// creating subfolders. Writes are atomic (temporary file, fsync, rename): an output is
+// complete or absent, whatever happens to the run.
+func ToFolder(dir string) Sink { return folderSink{dir: dir} }
+
+type folderSink struct{ dir string }
+
+func (s folderSink) Write(ctx context.Context, r *Result, enc *Encoder) error {
+	if enc == nil {
+		r.Image = nil
+		return nil
+	}
+	if r.Output == "" || filepath.IsAbs(r.Output) || strings.HasPrefix(filepath.Clean(filepath.FromSlash(r.Output)), "..") {
+		return fmt.Errorf("output name %q is not a relative path inside the output folder", r.Output)
+	}
+	err := stages.WriteFileAtomic(filepath.Join(s.dir, filepath.FromSlash(r.Output)), func(w io.Writer) error {
+		return enc.Encode(w, r.Image)
+	})
+	r.Image = nil
+	return err
+}
+
+func (folderSink) Done(context.Context, *Result) error { return nil }
+
+// Collector is a sink that keeps every result in memory, in input order, with the encoded
+// output in Result.Encoded when the chain saves. For small batches and tests.
+type Collector struct {
+	mu      sync.Mutex
+	Results []Result
+}
+
+// Collect returns an empty Collector.
+func Collect() *Collector { return &Collector{} }
+
+// Write encodes the output into r.Encoded.
+func (c *Collector) Write(_ context.Context, r *Result, enc *Encoder) error {
+	return encodeInMemory(r, enc)
+}
+
+// Done appends r to Results.
+func (c *Collector) Done(_ context.Context, r *Result) error {
+	c.mu.Lock()
+	c.Results = append(c.Results, *r)
+	c.mu.Unlock()
+	return nil
+}
+
+func encodeInMemory(r *Result, enc *Encoder) error {
+	if enc == nil {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := enc.Encode(&b, r.Image); err != nil {
+		return err
+	}
+	r.Encoded = b.Bytes()
+	return nil
+}
+
+// ToChan returns a sink that sends every result to ch in input order, with the encoded
+// output in Result.Encoded when the chain saves. It does not close ch. A send waits for the
+// receiver (back-pressure) or for the run's context to end.
+func ToChan(ch chan<- Result) Sink { return chanSink(ch) }
+
+type chanSink chan<- Result
+
+func (c chanSink) Write(_ context.Context, r *Result, enc *Encoder) error {
+	return encodeInMemory(r, enc)
+}
+
+func (c chanSink) Done(ctx context.Context, r *Result) error {
+	select {
+	case c <- *r:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

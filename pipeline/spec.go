@@ -1,0 +1,194 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits on specs: far above any real chain, low enough that hostile input stays cheap.
+const (
+	maxSpecBytes = 64 << 10
+	maxSteps     = 256
+)
+
+// Step is one stage of a chain with its parameters parsed and validated.
+type Step struct {
+	Def    *StageDef
+	Params Params
+	// Pos is where the stage was written, for error messages.
+	Pos Pos
+}
+
+// String writes the step the way a spec writes it: "blur sigma=1.5".
+func (s Step) String() string {
+	if ps := s.Params.String(); ps != "" {
+		return s.Def.Name + " " + ps
+	}
+	return s.Def.Name
+}
+
+// FormatSpec writes steps as a canonical spec, "decode | blur sigma=1.5 | save". Parsing
+// the result gives the same steps.
+func FormatSpec(steps []Step) string {
+	parts := make([]string, len(steps))
+	for i, s := range steps {
+		parts[i] = s.String()
+	}
+	return strings.Join(parts, " | ")
+}
+
+// ParseSpec parses a chain written as "decode | grayscale | blur sigma=1.5 | save format=png"
+// against the builtin stages. Stages are separated by '|'; parameters follow the stage
+// name as key=value, separated by spaces. Errors are *PosError values (inside an ErrorList
+// when there are several) giving the 1-based column; every problem is reported.
+func ParseSpec(spec string) ([]Step, error) { return Builtin.ParseSpec(spec) }
+
+// ParseSpec is the package-level ParseSpec over r's stages.
+func (r *Registry) ParseSpec(spec string) ([]Step, error) {
+	if len(spec) > maxSpecBytes {
+		return nil, errorAt(Pos{Col: 1}, "spec is %d bytes, over the %d-byte limit", len(spec), maxSpecBytes)
+	}
+	col := func(off int) int { return utf8.RuneCountInString(spec[:off]) + 1 }
+	if strings.TrimSpace(spec) == "" {
+		return nil, errorAt(Pos{Col: 1}, "empty pipeline spec (try %q)", "decode | grayscale | save")
+	}
+	var (
+		steps []Step
+		errs  []error
+		start int
+	)
+	for i := 0; i <= len(spec); i++ {
+		if i < len(spec) && spec[i] != '|' {
+			continue
+		}
+		toks := tokens(spec[start:i], start)
+		switch {
+		case len(toks) == 0 && i == len(spec):
+			errs = append(errs, errorAt(Pos{Col: col(start)}, "nothing after the last '|'"))
+		case len(toks) == 0:
+			errs = append(errs, errorAt(Pos{Col: col(i)}, "empty stage before '|'"))
+		default:
+			if len(steps)+len(errs) >= maxSteps {
+				return nil, errorAt(Pos{Col: col(toks[0].off)}, "more than %d stages", maxSteps)
+			}
+			st, err := r.parseStage(toks, col)
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				steps = append(steps, st)
+			}
+		}
+		start = i + 1
+	}
+	if err := joinErrors(errs); err != nil {
+		return nil, err
+	}
+	return steps, nil
+}
+
+type token struct {
+	text string
+	off  int // byte offset in the whole spec
+}
+
+// tokens splits s (which starts at byte off of the spec) at runs of white space.
+func tokens(s string, off int) []token {
+	var out []token
+	i := 0
+	for i < len(s) {
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		j := i
+		for j < len(s) && !isSpace(s[j]) {
+			j++
+		}
+		if j > i {
+			out = append(out, token{text: s[i:j], off: off + i})
+		}
+		i = j
+	}
+	return out
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// parseStage parses "name k=v k=v".
+func (r *Registry) parseStage(toks []token, col func(int) int) (Step, error) {
+	name := toks[0]
+	def, ok := r.Lookup(name.text)
+	if !ok {
+		return Step{}, r.unknownStage(name.text, Pos{Col: col(name.off)})
+	}
+	var errs []error
+	args := map[string]string{}
+	argPos := map[string]Pos{}
+	for _, t := range toks[1:] {
+		pos := Pos{Col: col(t.off)}
+		k, v, found := strings.Cut(t.text, "=")
+		switch {
+		case !found || k == "":
+			errs = append(errs, errorAt(pos, "%q is not key=value (%s)", t.text, takes(def)))
+			continue
+		case def.Param(k) == nil:
+			errs = append(errs, &PosError{Pos: pos, Err: unknownParam(def, k)})
+			continue
+		case v == "":
+			errs = append(errs, errorAt(pos, "%s: no value after %s=", def.Name, k))
+			continue
+		}
+		if _, dup := args[k]; dup {
+			errs = append(errs, errorAt(pos, "%s: %s given twice (first at %s)", def.Name, k, argPos[k]))
+			continue
+		}
+		args[k] = v
+		argPos[k] = Pos{Col: col(t.off + len(k) + 1)}
+	}
+	p, err := parseParams(def, args, argPos)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := joinErrors(errs); err != nil {
+		return Step{}, err
+	}
+	return Step{Def: def, Params: p, Pos: Pos{Col: col(name.off)}}, nil
+}
+
+// parseParams parses the text values of args against def's parameters; the positions in
+// pos locate each value for error messages. Unknown names must already be filtered out.
+func parseParams(def *StageDef, args map[string]string, pos map[string]Pos) (Params, error) {
+	p := defaults(def)
+	var errs []error
+	given := map[string]any{}
+	for _, k := range sortedKeys(args) {
+		v, err := def.Param(k).parse(args[k])
+		if err != nil {
+			errs = append(errs, &PosError{Pos: pos[k], Err: fmt.Errorf("%s: %w", def.Name, err)})
+			continue
+		}
+		p.vals[k] = v
+		given[k] = v
+	}
+	p.fixSet(given)
+	return p, joinErrors(errs)
+}
+
+func (r *Registry) unknownStage(name string, pos Pos) error {
+	if near := nearest(name, r.names()); near != "" {
+		return errorAt(pos, "unknown stage %q (did you mean %q?)", name, near)
+	}
+	return errorAt(pos, "unknown stage %q (stages: %s)", name, strings.Join(r.names(), ", "))
+}
+
+// takes describes a stage's parameters for error messages.
+func takes(def *StageDef) string {
+	if len(def.Params) == 0 {
+		return def.Name + " takes no parameters"
+	}
+	names := make([]string, len(def.Params))
+	for i, ps := range def.Params {
+		names[i] = ps.Name
+	}
+	return def.Name + " takes " + strings.Join(names, ", ")
+}
