@@ -76,7 +76,7 @@ var blurDef = &StageDef{
 computed once per run. Borders replicate the edge pixels. Exact integer arithmetic, so
 CPU and GPU give the same bits.`,
 	Params: []ParamSpec{
-		{Name: "sigma", Kind: Float, Default: 1.0, Range: &Range{Min: 0, Max: 32, MinOpen: true},
+		{Name: "sigma", Kind: Float, Default: 1.0, Range: &Range{Min: 0, Max: stages.MaxBlurSigma, MinOpen: true},
 			Help: "standard deviation in pixels"},
 	},
 	Shape: sameShape,
@@ -95,7 +95,7 @@ var boxBlurDef = &StageDef{
 	Doc: `out = floor(sum / count) over the in-bounds pixels of the window, so borders average
 fewer pixels. radius=1 is the 3×3 mean.`,
 	Params: []ParamSpec{
-		{Name: "radius", Kind: Int, Default: int64(1), Range: &Range{Min: 0, Max: 15},
+		{Name: "radius", Kind: Int, Default: int64(1), Range: &Range{Min: 0, Max: stages.MaxBoxRadius},
 			Help: "window radius in pixels"},
 	},
 	Shape: sameShape,
@@ -148,11 +148,19 @@ so an output is never partial. When several inputs in one folder share a stem
 	Params: []ParamSpec{
 		{Name: "format", Kind: Enum, Default: "png", Values: []string{"png", "jpeg"},
 			Help: "file format; png is lossless"},
-		{Name: "quality", Kind: Int, Default: int64(95), Range: &Range{Min: 1, Max: 100},
+		{Name: "quality", Kind: Int, Default: int64(stages.DefaultJPEGQuality), Range: &Range{Min: 1, Max: 100},
 			Help: "JPEG quality (jpeg only)"},
+		{Name: "compression", Kind: Int, Default: int64(1), Range: &Range{Min: 0, Max: 9},
+			Help: "PNG zlib level: 1 fastest (OpenCV's default) .. 9 smallest, 0 stores (png only)"},
 	},
 	NewEncoder: func(p Params) (*Encoder, error) {
-		opt := stages.SaveOptions{Format: p.Str("format"), Quality: int(p.Int("quality"))}
+		opt := stages.SaveOptions{Format: p.Str("format"), Quality: int(p.Int("quality")), Compression: int(p.Int("compression"))}
+		if opt.Compression == 0 {
+			opt.Compression = stages.PNGNoCompression
+		}
+		if err := opt.Validate(); err != nil {
+			return nil, err
+		}
 		ext := "png"
 		if opt.Format == "jpeg" {
 			ext = "jpg"
