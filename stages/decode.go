@@ -48,7 +48,12 @@ type LimitError struct {
 
 // Error gives the size and the limit in megapixels, e.g.
 // "image is 20000x20000 (400.0 MP), over the 100.0 MP limit".
+// Limits under 0.1 MP (set in tests or for thumbnails) are given in pixels,
+// where "0.0 MP" would say nothing.
 func (e *LimitError) Error() string {
+	if e.MaxPixels < 100_000 {
+		return fmt.Sprintf("image is %dx%d (%d pixels), over the %d-pixel limit", e.W, e.H, uint64(e.W)*uint64(e.H), e.MaxPixels)
+	}
 	mp := float64(e.W) * float64(e.H) / 1e6
 	return fmt.Sprintf("image is %dx%d (%.1f MP), over the %.1f MP limit", e.W, e.H, mp, float64(e.MaxPixels)/1e6)
 }

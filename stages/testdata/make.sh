@@ -26,12 +26,16 @@ done
 # JPEG with EXIF orientation 1..8 (big-endian "MM" EXIF, exiftool's default),
 # and two with little-endian "II" EXIF.
 cjpeg -quality 90 "$tmp/p24x16.ppm" > "$tmp/base.jpg"
+rm -f orient_*.jpg # exiftool -o refuses to overwrite
 for o in 1 2 3 4 5 6 7 8; do
 	exiftool -q -n -Orientation=$o -o "orient_$o.jpg" "$tmp/base.jpg"
 done
 for o in 3 6; do
 	exiftool -q -n -ExifByteOrder=II -Orientation=$o -o "orient_${o}_le.jpg" "$tmp/base.jpg"
 done
+
+# TIFF with LZW compression and a predictor, which Go can read but not write.
+convert "$tmp/p33x21.ppm" -compress LZW -define tiff:predictor=2 lzw.tif
 
 # WebP: lossy (YCbCr 4:2:0), lossy with alpha (NYCbCrA) and lossless (NRGBA).
 cwebp -quiet -q 90 "$tmp/p32x24a.png" -noalpha -o lossy.webp
