@@ -1,0 +1,206 @@
+// Package cudastage runs pipeline work on CUDA GPUs: device discovery, the
+// per-device handle that makes driver calls safe from goroutines, batched
+// kernel launches and the multi-stream executor.
+//
+// The CUDA driver binding itself is package cu; memory pools are
+// memory/pinned (host) and cudastage/devmem (device).
+package cudastage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/devmem"
+	"github.com/imgpipe/imgpipe/memory/pinned"
+)
+
+// ErrClosed is returned by Do after Close.
+var ErrClosed = errors.New("cudastage: GPU closed")
+
+// GPU is one device with its primary context retained. Driver calls that
+// need the context go through Do (or a goroutine bound with Bind), which
+// pins the goroutine to its OS thread and makes the context current there:
+// the driver keeps the current context per OS thread, and Go moves
+// goroutines between threads.
+//
+// After a sticky error (illegal address, launch failure, ...) the device is
+// unusable: the GPU remembers the first one (Err) and Do refuses to run
+// anything more, returning it. A GPU is safe for concurrent use.
+type GPU struct {
+	ordinal int
+	dev     cu.Device
+	ctx     cu.Context
+
+	mu     sync.Mutex
+	fault  error
+	closed bool
+}
+
+// OpenGPU loads the driver if needed and retains the primary context of the
+// device with the given ordinal. The error says why no GPU can be used (no
+// libcuda, no device, driver too old, bad ordinal).
+func OpenGPU(ordinal int) (*GPU, error) {
+	if err := cu.Load(); err != nil {
+		return nil, err
+	}
+	n, err := cu.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if ordinal < 0 || ordinal >= n {
+		return nil, fmt.Errorf("cudastage: no GPU %d (%d present)", ordinal, n)
+	}
+	dev, err := cu.DeviceGet(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	ctx, err := dev.PrimaryCtxRetain()
+	if err != nil {
+		return nil, err
+	}
+	return &GPU{ordinal: ordinal, dev: dev, ctx: ctx}, nil
+}
+
+// Ordinal returns the device's index.
+func (g *GPU) Ordinal() int { return g.ordinal }
+
+// Device returns the device handle.
+func (g *GPU) Device() cu.Device { return g.dev }
+
+// Context returns the primary context.
+func (g *GPU) Context() cu.Context { return g.ctx }
+
+// Do runs f on the calling goroutine, locked to its OS thread with the
+// GPU's context current, and returns f's error. A sticky error returned by f
+// marks the GPU as faulted. Do may be nested and called from many goroutines
+// at once.
+func (g *GPU) Do(f func() error) error {
+	release, err := g.Bind()
+	if err != nil {
+		return err
+	}
+	defer release()
+	return g.Check(f())
+}
+
+// Bind locks the calling goroutine to its OS thread and makes the context
+// current, for goroutines that issue driver calls for a long time (a
+// submission loop). The returned release unlocks the thread; it must be
+// called on the same goroutine. Errors from calls made while bound should
+// go through Check.
+func (g *GPU) Bind() (release func(), err error) {
+	if err := g.Err(); err != nil {
+		return nil, err
+	}
+	runtime.LockOSThread()
+	if err := g.ctx.SetCurrent(); err != nil {
+		runtime.UnlockOSThread()
+		return nil, g.Check(err)
+	}
+	return runtime.UnlockOSThread, nil
+}
+
+// Check returns err unchanged, first recording it as the GPU's fault if it is
+// sticky, so that later Do calls fail fast.
+func (g *GPU) Check(err error) error {
+	if err != nil && cu.IsSticky(err) {
+		g.mu.Lock()
+		if g.fault == nil {
+			g.fault = err
+		}
+		g.mu.Unlock()
+	}
+	return err
+}
+
+// Err returns ErrClosed after Close, the first sticky error seen (wrapped,
+// so cu.IsSticky still holds), or nil while the GPU is usable.
+func (g *GPU) Err() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.closed:
+		return ErrClosed
+	case g.fault != nil:
+		return fmt.Errorf("GPU %d unusable after a device fault: %w", g.ordinal, g.fault)
+	}
+	return nil
+}
+
+// Close releases the primary context. Streams, modules and memory of the
+// context must have been released first (pools closed). Close is idempotent.
+func (g *GPU) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	g.mu.Unlock()
+	return g.dev.PrimaryCtxRelease()
+}
+
+// HostAllocator returns a pinned.Allocator that allocates page-locked memory
+// (cuMemHostAlloc) through this GPU, for pinned.New.
+func (g *GPU) HostAllocator() pinned.Allocator { return hostAllocator{g} }
+
+type hostAllocator struct{ g *GPU }
+
+func (h hostAllocator) Alloc(n int) (b []byte, err error) {
+	err = h.g.Do(func() error {
+		b, err = cu.MemHostAlloc(n)
+		return err
+	})
+	return b, err
+}
+
+func (h hostAllocator) Free(b []byte) error {
+	return h.g.Do(func() error { return cu.MemFreeHost(b) })
+}
+
+// DeviceMemory returns the devmem.Driver that allocates device memory
+// through this GPU, for devmem.New.
+func (g *GPU) DeviceMemory() devmem.Driver { return deviceMemory{g} }
+
+type deviceMemory struct{ g *GPU }
+
+func (d deviceMemory) MemAlloc(n uint64) (p cu.DevicePtr, err error) {
+	err = d.g.Do(func() error {
+		p, err = cu.MemAlloc(n)
+		return err
+	})
+	return p, err
+}
+
+func (d deviceMemory) MemFree(p cu.DevicePtr) error {
+	return d.g.Do(func() error { return cu.MemFree(p) })
+}
+
+// WaitEvent waits until the event completes, ctx is done, or the device
+// reports an error, polling cu.Event.Query with a backoff from 20 µs to
+// 1 ms. Unlike Event.Synchronize it can be cancelled, so a caller never
+// hangs on a device that stopped making progress. The context must be
+// current (inside Do or Bind).
+func WaitEvent(ctx context.Context, e cu.Event) error {
+	delay := 20 * time.Microsecond
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for {
+		done, err := e.Query()
+		if err != nil || done {
+			return err
+		}
+		t.Reset(delay)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		delay = min(2*delay, time.Millisecond)
+	}
+}
