@@ -120,12 +120,15 @@ func yamlError(file string, err error) error {
 // an output folder (unless the chain saves nothing and a report path is given).
 func (j *Job) Complete() error {
 	var errs []error
-	top := Pos{File: j.File, Line: 1, Col: 1}
+	top := Pos{File: j.File}
+	if j.File != "" {
+		top.Line, top.Col = 1, 1
+	}
 	if j.InputDir == "" {
-		errs = append(errs, errorAt(top, "no input folder: set input.dir (or -i)"))
+		errs = append(errs, errorAt(top, "no input folder: set input.dir in the job or -i"))
 	}
 	if len(j.Steps) == 0 {
-		errs = append(errs, errorAt(top, "no pipeline: set pipeline (or -p)"))
+		errs = append(errs, errorAt(top, "no pipeline: set pipeline in the job or -p"))
 	}
 	if j.OutputDir == "" {
 		saves := false
@@ -133,7 +136,7 @@ func (j *Job) Complete() error {
 			saves = saves || s.Def.Kind == SinkKind
 		}
 		if saves || j.Report == "" {
-			errs = append(errs, errorAt(top, "no output folder: set output.dir (or -o)"))
+			errs = append(errs, errorAt(top, "no output folder: set output.dir in the job or -o"))
 		}
 	}
 	return joinErrors(errs)

@@ -53,7 +53,8 @@ func (r *Range) String() string {
 	if r.MinOpen {
 		open = "("
 	}
-	return fmt.Sprintf("%s%s, %s]", open, formatFloat(r.Min), formatFloat(r.Max))
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+	return fmt.Sprintf("%s%s, %s]", open, f(r.Min), f(r.Max))
 }
 
 // ParamSpec defines one typed parameter of a stage.

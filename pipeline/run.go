@@ -37,6 +37,8 @@ type Options struct {
 	Progress func(*Result)
 	// Device names where pixel stages run, for the summary; "" means "cpu".
 	Device string
+	// Trace, if set, receives a span per stage per input, on one track per worker.
+	Trace Tracer
 }
 
 // ErrStopped is returned (wrapped, with the failure) when StopOnError stopped a run.
@@ -100,7 +102,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		workers.Add(1)
 		g.Go(func() error {
 			defer workers.Done()
-			r.work()
+			r.work(fmt.Sprintf("cpu worker %d", i+1))
 			return nil
 		})
 	}
@@ -200,8 +202,8 @@ func (r *runner) feed() error {
 
 // work processes inputs until the source is drained; once the run is cancelled or
 // stopped it only passes the remaining ones on as dropped.
-func (r *runner) work() {
-	sc := &scratch{}
+func (r *runner) work(track string) {
+	sc := &scratch{track: track}
 	for it := range r.jobs {
 		if r.ctx.Err() != nil || r.stopped() {
 			it.dropped = true
@@ -303,7 +305,9 @@ func (r *runner) process(it *item, sc *scratch) {
 		return
 	}
 
+	t0 := time.Now()
 	img, owned, err := r.decode(in, sc)
+	r.span(sc.track, stage, in.Name, t0)
 	if err != nil {
 		fail(stage, err)
 		return
@@ -314,13 +318,16 @@ func (r *runner) process(it *item, sc *scratch) {
 	}
 	for _, ps := range r.plan.Pixels {
 		stage = ps.Def.Name
+		t0 := time.Now()
 		out, same := ps.Def.Shape(ShapeOf(img), ps.Params)
 		if same {
 			ps.Run(nil, img, res.Histogram)
+			r.span(sc.track, stage, in.Name, t0)
 			continue
 		}
 		dst := sc.get(out.W, out.H, out.C)
 		ps.Run(dst, img, res.Histogram)
+		r.span(sc.track, stage, in.Name, t0)
 		if owned {
 			sc.put(img)
 		}
@@ -335,7 +342,12 @@ func (r *runner) process(it *item, sc *scratch) {
 	if r.plan.Save != nil {
 		enc = r.plan.Save.Encoder
 	}
-	if err := r.sink.Write(r.ctx, res, enc); err != nil {
+	t0 = time.Now()
+	err = r.sink.Write(r.ctx, res, enc)
+	if enc != nil {
+		r.span(sc.track, stage, in.Name, t0)
+	}
+	if err != nil {
 		fail(stage, pathless(err))
 		res.Output = ""
 		return
@@ -344,6 +356,12 @@ func (r *runner) process(it *item, sc *scratch) {
 		sc.put(img) // the sink is done with it
 	}
 	res.Status = StatusOK
+}
+
+func (r *runner) span(track, stage, input string, start time.Time) {
+	if r.opt.Trace != nil {
+		r.opt.Trace.Span(track, stage, start, time.Since(start), map[string]any{"input": input})
+	}
 }
 
 // decode turns an input into pixels. owned tells whether the pixels belong to the run (and
@@ -412,7 +430,8 @@ func readFile(path string, limit int64) ([]byte, error) {
 // does not allocate (and zero) a fresh buffer per stage per image. It holds a few buffers
 // at most, so a worker's memory is bounded by its largest images.
 type scratch struct {
-	free [][]byte
+	free  [][]byte
+	track string // the worker's trace track
 }
 
 const scratchKeep = 3

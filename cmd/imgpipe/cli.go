@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/imgpipe/imgpipe/pipeline"
+)
+
+// Exit codes, as DESIGN.md's CLI contract fixes them.
+const (
+	exitOK          = 0   // every input ok
+	exitSomeFailed  = 1   // some inputs failed, the rest were done
+	exitUsage       = 2   // usage, spec or YAML error; nothing was processed
+	exitFatal       = 3   // fatal runtime error (device fault, unwritable output, ...)
+	exitInterrupted = 130 // interrupted; in-flight outputs finished or removed
+)
+
+// exitError carries the exit code an error should end the process with.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+func fatalError(format string, args ...any) error {
+	return &exitError{code: exitFatal, err: fmt.Errorf(format, args...)}
+}
+
+// reported is an error whose details were already printed; only its exit code matters.
+type reported struct{ code int }
+
+func (r reported) Error() string { return fmt.Sprintf("exit %d", r.code) }
+
+// run is the whole CLI: it parses args, runs the command and returns the exit code. ctx is
+// cancelled on SIGINT. Nothing here calls os.Exit, so tests drive it directly.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var rep reported
+	if errors.As(err, &rep) {
+		return rep.code
+	}
+	code := exitUsage // cobra's own errors: unknown command or flag, bad flag value
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	for _, e := range pipeline.Errors(err) {
+		fmt.Fprintf(stderr, "imgpipe: %v\n", e)
+	}
+	if code == exitUsage && !errors.As(err, &ee) {
+		fmt.Fprintln(stderr, "Run 'imgpipe --help' for usage.")
+	}
+	return code
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "imgpipe",
+		Short: "Run image pipelines over folders, on the CPU or a GPU",
+		Long: `imgpipe runs a chain of image stages over every image in a folder (recursively),
+writing the results and a JSON Lines report into an output folder. The CPU and
+the GPU give bit-identical results.
+
+A chain is written as stages separated by '|', parameters as key=value:
+
+  decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png
+
+or as a YAML job file (see 'imgpipe run --help'). 'imgpipe stages' lists every
+stage with its parameters.`,
+		Example: `  # Blur every image under photos/ into out/, as PNG:
+  imgpipe run -i photos -o out -p 'decode | grayscale | blur sigma=1.5 | save'
+
+  # The same from a job file, with 4 workers instead of the job's setting:
+  imgpipe run job.yaml --workers 4
+
+  # Check a job without running it:
+  imgpipe validate job.yaml`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError("%v (see 'imgpipe %s --help')", err, c.Name())
+	})
+	root.AddCommand(newRunCmd(stderr), newValidateCmd(stdout), newStagesCmd(stdout), newVersionCmd(stdout))
+	root.CompletionOptions.DisableDefaultCmd = true
+	return root
+}
+
+// printSpecErrors shows spec errors under the spec with a caret at each column.
+func printSpecErrors(w io.Writer, spec string, err error) {
+	fmt.Fprintf(w, "imgpipe: bad pipeline spec:\n")
+	for _, e := range pipeline.Errors(err) {
+		var pe *pipeline.PosError
+		if errors.As(e, &pe) && pe.Pos.Col > 0 && pe.Pos.Line == 0 && !strings.ContainsAny(spec, "\n\r\t") {
+			fmt.Fprintf(w, "  %s\n  %s^ col %d: %v\n", spec, strings.Repeat(" ", pe.Pos.Col-1), pe.Pos.Col, pe.Err)
+			continue
+		}
+		fmt.Fprintf(w, "  %v\n", e)
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/imgpipe/imgpipe/pipeline"
+)
+
+func newStagesCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stages [STAGE...]",
+		Short: "List the stages with their parameters",
+		Long: `List every stage with its parameters (type, default, range) and help. Name stages
+to see their full descriptions.`,
+		Example: `  imgpipe stages
+  imgpipe stages blur save`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			defs := pipeline.Builtin.Stages()
+			if len(args) > 0 {
+				defs = defs[:0]
+				var errs []error
+				for _, name := range args {
+					// Parse the name as a one-stage spec to get the same suggestions.
+					steps, err := pipeline.ParseSpec(name)
+					if err != nil || len(steps) != 1 || strings.ContainsAny(name, " =|") {
+						errs = append(errs, usageError("no stage %q (try 'imgpipe stages')", name))
+						continue
+					}
+					defs = append(defs, steps[0].Def)
+				}
+				if len(errs) > 0 {
+					return &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
+				}
+			}
+			writeStages(stdout, defs, len(args) > 0)
+			return nil
+		},
+	}
+}
+
+// writeStages prints the stage list from the registry as one aligned table; with long set,
+// each stage's full description follows the table.
+func writeStages(w io.Writer, defs []*pipeline.StageDef, long bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STAGE / PARAMETER\tTYPE\tDEFAULT\tDESCRIPTION")
+	for _, d := range defs {
+		fmt.Fprintf(tw, "%s\t%s stage\t\t%s\n", d.Name, d.Kind, d.Help)
+		for _, ps := range d.Params {
+			fmt.Fprintf(tw, "  %s\t%s\t%v\t%s\n", ps.Name, paramType(ps), ps.Default, ps.Help)
+		}
+	}
+	tw.Flush()
+	if !long {
+		fmt.Fprintln(w, "\nWrite parameters as key=value after the stage name: blur sigma=1.5")
+		return
+	}
+	for _, d := range defs {
+		fmt.Fprintf(w, "\n%s:\n", d.Name)
+		for _, line := range strings.Split(d.Doc, "\n") {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+	}
+}
+
+func paramType(ps pipeline.ParamSpec) string {
+	switch {
+	case ps.Kind == pipeline.Enum:
+		return strings.Join(ps.Values, "|")
+	case ps.Range != nil:
+		return ps.Kind.String() + " " + ps.Range.String()
+	}
+	return ps.Kind.String()
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/imgpipe/imgpipe/pipeline"
+)
+
+func newValidateCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate JOB.yaml...",
+		Short: "Check job files without running them",
+		Long: `Check job files: YAML syntax, unknown keys, values, the chain (stages, parameters,
+order) and the input folder. Every problem is reported as file:line:col.
+Exit status 0 when all are valid, 2 otherwise.`,
+		Example: `  imgpipe validate samples/job.yaml`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var errs []error
+			for _, path := range args {
+				job, err := validateJob(path)
+				if err != nil {
+					errs = append(errs, pipeline.Errors(err)...)
+					continue
+				}
+				fmt.Fprintf(stdout, "%s: ok: %s\n", path, pipeline.FormatSpec(job.Steps))
+			}
+			if len(errs) > 0 {
+				return &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
+			}
+			return nil
+		},
+	}
+}
+
+// validateJob runs every check `imgpipe run JOB.yaml` makes before processing anything.
+func validateJob(path string) (*pipeline.Job, error) {
+	job, err := pipeline.LoadJob(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := job.Complete(); err != nil {
+		return nil, err
+	}
+	if err := checkFolders(job); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			err = ee.err
+		}
+		return nil, err
+	}
+	return job, nil
+}
