@@ -1,0 +1,113 @@
+package sched
+
+import "time"
+
+// Stream is a device queue handle. Work enqueued on one stream runs in order;
+// work on different streams may overlap.
+type Stream uintptr
+
+// Event is a device marker handle recorded on a stream; it completes when the
+// stream reaches it, and carries a device timestamp.
+type Event uintptr
+
+// DevPtr is a device memory handle. The executor always pairs it with a byte
+// offset instead of doing pointer arithmetic, so a device may use plain
+// handles (the fake does) or real addresses (CUDA does).
+type DevPtr uint64
+
+// Device is what the executor needs from an accelerator: streams, events,
+// page-locked host memory, device memory, async copies and the ops of a
+// segment. The real one adapts the CUDA driver (package cudastage); FakeDevice
+// runs everything on the CPU.
+//
+// Threading: a CUDA context is current per OS thread. The executor calls
+// BindThread on every goroutine that makes device calls, after
+// runtime.LockOSThread, and makes all other calls on such goroutines. Apart
+// from that rule, a Device must be safe for use from several goroutines.
+//
+// Errors: every error a Device returns is treated as fatal by the executor
+// (it stops and reports that error), so a Device must not return errors for
+// conditions the executor could continue from.
+type Device interface {
+	// Name identifies the device in traces and stats, e.g. "NVIDIA H200 #0".
+	Name() string
+	// BindThread makes the device current on the calling OS thread.
+	BindThread() error
+
+	NewStream() (Stream, error)
+	DestroyStream(Stream) error
+	// SyncStream blocks until all work enqueued on the stream has finished.
+	SyncStream(Stream) error
+
+	// NewEvent creates an event that records timestamps.
+	NewEvent() (Event, error)
+	DestroyEvent(Event) error
+	// Record enqueues the event on the stream.
+	Record(Event, Stream) error
+	// StreamWait makes later work on the stream wait for the event's latest
+	// recording (at the time of the call) to complete, without blocking the
+	// host.
+	StreamWait(Stream, Event) error
+	// WaitEvent blocks until the event's latest recording completed, or
+	// returns the device's error if the device failed.
+	WaitEvent(Event) error
+	// Elapsed is the device time between two completed events.
+	Elapsed(start, end Event) (time.Duration, error)
+
+	// HostAlloc returns n bytes of page-locked host memory: async copies only
+	// overlap from such memory.
+	HostAlloc(n int) ([]byte, error)
+	HostFree([]byte) error
+	DevAlloc(n int) (DevPtr, error)
+	DevFree(DevPtr) error
+
+	// HtoD enqueues a copy of src into dst+off. src must come from HostAlloc
+	// and stay untouched until the copy completed.
+	HtoD(s Stream, dst DevPtr, off int, src []byte) error
+	// DtoH enqueues a copy of len(dst) bytes from src+off into dst, which
+	// must come from HostAlloc.
+	DtoH(s Stream, dst []byte, src DevPtr, off int) error
+
+	// TableBytes is the size of the launch table that EncodeTable writes for
+	// op over n images (0 when the device needs none). The executor keeps a
+	// page-locked copy and a device copy of every op's table per slot, and
+	// uploads them with the batch's input.
+	TableBytes(op Op, n int) int
+	// ScratchBytes is the device scratch op needs when its source buffer
+	// holds up to srcCap bytes (0 when none). The executor keeps one scratch
+	// buffer per stream, since a stream runs one op at a time.
+	ScratchBytes(op Op, srcCap int) int
+	// EncodeTable writes call's launch table into dst (TableBytes long).
+	EncodeTable(call *OpCall, dst []byte) error
+	// Run enqueues call's op over all of call.Images on the stream.
+	Run(s Stream, call *OpCall) error
+}
+
+// OpImage places one image of a batch for one op.
+type OpImage struct {
+	In, Out Shape // the op's input and output shapes
+	SrcOff  int   // byte offset of the input image in OpCall.Src
+	DstOff  int   // byte offset of the output image in OpCall.Dst (unused by the histogram)
+	HistOff int   // byte offset of the image's 256 little-endian uint64 counts in OpCall.Hist
+}
+
+// OpCall is one batched launch: one op over every image of a batch. Images
+// are tightly packed (row stride W·C) at the given offsets.
+type OpCall struct {
+	Op       Op
+	Images   []OpImage
+	Src, Dst DevPtr // Dst is 0 for the histogram
+	// Hist receives the counts of a histogram op. A device must write every
+	// count (zeroing first), since the buffer holds the previous batch's.
+	Hist DevPtr
+	// Table and TableOff locate the launch table written by EncodeTable,
+	// already uploaded when the op runs.
+	Table    DevPtr
+	TableOff int
+	// Scratch is the stream's scratch buffer (ScratchBytes long), or 0.
+	Scratch DevPtr
+}
+
+// HistBytes is the size of one image's histogram on the device and in host
+// memory: 256 little-endian uint64 counts.
+const HistBytes = 256 * 8

@@ -1,0 +1,118 @@
+package sched
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// randImage is a w×h×c image of random bytes.
+func randImage(rng *rand.Rand, w, h, c int) *stages.Image {
+	m := stages.NewImage(w, h, c)
+	for i := range m.Pix {
+		m.Pix[i] = byte(rng.Uint32())
+	}
+	return m
+}
+
+// cpuRef runs ops on the CPU reference: the expected output and the last
+// histogram (nil without one).
+func cpuRef(ops []Op, src *stages.Image) (*stages.Image, *[256]uint64) {
+	cur := src
+	var hist *[256]uint64
+	for _, op := range ops {
+		if op.Kind == OpHistogram {
+			hist = new([256]uint64)
+			stages.Histogram(hist, cur)
+			continue
+		}
+		out := op.OutShape(Shape{W: cur.W, H: cur.H, C: cur.C})
+		dst := stages.NewImage(out.W, out.H, out.C)
+		switch op.Kind {
+		case OpGrayscale:
+			stages.Grayscale(dst, cur)
+		case OpBlur:
+			stages.Blur(dst, cur, op.Taps)
+		case OpBoxBlur:
+			stages.BoxBlur(dst, cur, op.Radius)
+		case OpTranspose:
+			stages.Transpose(dst, cur)
+		}
+		cur = dst
+	}
+	return cur, hist
+}
+
+// sameImage reports how a differs from b, or "".
+func sameImage(a, b *stages.Image) string {
+	if a.W != b.W || a.H != b.H || a.C != b.C {
+		return fmt.Sprintf("shape %dx%dx%d, want %dx%dx%d", a.W, a.H, a.C, b.W, b.H, b.C)
+	}
+	for y := range a.H {
+		if !bytes.Equal(a.Row(y), b.Row(y)) {
+			return fmt.Sprintf("row %d differs", y)
+		}
+	}
+	return ""
+}
+
+func mustBlur(t testing.TB, sigma float64) Op {
+	t.Helper()
+	op, err := BlurOp(sigma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+func mustBox(t testing.TB, r int) Op {
+	t.Helper()
+	op, err := BoxBlurOp(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// startExec starts an executor on dev and registers its cleanup: Close, and
+// no device object left behind.
+func startExec(t *testing.T, ctx context.Context, dev *FakeDevice, cfg Config) *Executor {
+	t.Helper()
+	e, err := New(ctx, dev, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.Close()
+		if live := dev.Live(); live != (FakeLive{}) {
+			t.Errorf("device objects left after Close: %+v", live)
+		}
+		dev.Close()
+	})
+	return e
+}
+
+// goroutinesBack waits until the goroutine count is back to base (timers and
+// exiting goroutines need a moment) and fails the test otherwise.
+func goroutinesBack(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= base {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("%d goroutines, %d before:\n%s", n, base, buf)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,133 @@
+package sched
+
+// Device buffers of a slot. A segment's image ops ping-pong between two
+// buffers: op q (counting only ops that make an image) reads the previous
+// result and writes into the other buffer, so the input buffer is reused for
+// intermediates once the first op has read it. Every op is one launch over the
+// whole batch and a stream runs launches in order, so an op may overwrite its
+// destination in any layout.
+const (
+	bufIn  = 0
+	bufMid = 1
+)
+
+// Align is the byte alignment of every image inside a buffer: the CUDA
+// allocation granularity, so that kernels may use vector loads on any image.
+const Align = 256
+
+func alignUp(n int) int { return (n + Align - 1) &^ (Align - 1) }
+
+// chain is the static layout logic of one segment.
+type chain struct {
+	ops     []Op
+	nImg    int // ops that make an image
+	hasHist bool
+	// caps[0] is the input area's capacity; caps[1+q] that of image op q's
+	// output area (the buffer it writes). Both buffers have the slot's
+	// capacity, but the areas are packed independently, op by op, so that
+	// each op's output is tight and the final D2H copies no holes.
+	caps []int
+}
+
+func newChain(ops []Op, slotBytes int) *chain {
+	c := &chain{ops: ops}
+	for _, op := range ops {
+		if op.makesImage() {
+			c.nImg++
+		} else {
+			c.hasHist = true
+		}
+	}
+	c.caps = make([]int, 1+c.nImg)
+	for i := range c.caps {
+		c.caps[i] = slotBytes
+	}
+	return c
+}
+
+// outBuf is the buffer image op q writes.
+func outBuf(q int) int {
+	if q%2 == 0 {
+		return bufMid
+	}
+	return bufIn
+}
+
+// finalBuf is the buffer holding the segment's output image, or -1 when no
+// op makes an image (the output is the input, which the host already has).
+func (c *chain) finalBuf() int {
+	if c.nImg == 0 {
+		return -1
+	}
+	return outBuf(c.nImg - 1)
+}
+
+// plan returns the shapes of an image through the segment (shapes[j] is op
+// j's input, the last one the output) and the aligned bytes it takes in each
+// area (see caps).
+func (c *chain) plan(in Shape) (shapes []Shape, need []int) {
+	shapes = make([]Shape, len(c.ops)+1)
+	need = make([]int, 1+c.nImg)
+	shapes[0] = in
+	need[0] = alignUp(in.Bytes())
+	q := 0
+	for j, op := range c.ops {
+		shapes[j+1] = op.OutShape(shapes[j])
+		if op.makesImage() {
+			q++
+			need[q] = alignUp(shapes[j+1].Bytes())
+		}
+	}
+	return shapes, need
+}
+
+// fits reports whether an image needing need fits after used in every area.
+func (c *chain) fits(used, need []int) bool {
+	for i, n := range need {
+		if used[i]+n > c.caps[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// imgLayout is one image's place in a slot.
+type imgLayout struct {
+	shapes []Shape // from plan
+	offs   []int   // offs[0]: input offset; offs[1+q]: offset of image op q's output
+}
+
+// fillCalls sets calls[j] (one per op) for the images, given the slot's two
+// pixel buffers and histogram buffer. hist indices follow the order of imgs.
+func (c *chain) fillCalls(calls []OpCall, imgs []imgLayout, bufs [2]DevPtr, hist DevPtr) {
+	for j := range c.ops {
+		calls[j].Op = c.ops[j]
+		calls[j].Images = calls[j].Images[:0]
+	}
+	q := 0 // image ops before op j
+	for j, op := range c.ops {
+		call := &calls[j]
+		call.Src = bufs[bufIn]
+		if q > 0 {
+			call.Src = bufs[outBuf(q-1)]
+		}
+		call.Dst, call.Hist = 0, 0
+		if op.makesImage() {
+			call.Dst = bufs[outBuf(q)]
+		} else {
+			call.Hist = hist
+		}
+		for i, im := range imgs {
+			oi := OpImage{In: im.shapes[j], Out: im.shapes[j+1], SrcOff: im.offs[q]}
+			if op.makesImage() {
+				oi.DstOff = im.offs[q+1]
+			} else {
+				oi.HistOff = i * HistBytes
+			}
+			call.Images = append(call.Images, oi)
+		}
+		if op.makesImage() {
+			q++
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package sched
+
+import (
+	"fmt"
+	"time"
+)
+
+// Stats are an executor's totals over the batches it completed, timed by
+// device events.
+//
+// Phases are timed exactly: the executor chains batches across streams so
+// that a batch's H2D starts only after the previous batch's H2D ended (and
+// likewise for kernels and D2H), and records each phase's start event after
+// that wait. A phase's span is therefore the time its engine worked on it,
+// not time spent queued behind another stream.
+type Stats struct {
+	Device                string
+	Streams, Slots, Batch int
+	SlotBytes             int
+	HostBytes             int64 // page-locked host memory held by the slots
+	DeviceBytes           int64 // device memory held by the slots and streams
+
+	Batches  int64
+	Images   int64
+	Pixels   int64 // input pixels (W·H summed)
+	H2DBytes int64
+	D2HBytes int64
+
+	H2D     time.Duration // ΣH2D over batches
+	Kernels time.Duration // Σ over batches of the segment's kernels, first start to last end
+	D2H     time.Duration // ΣD2H
+	Ops     []OpTime      // Σ per op of the segment, in segment order
+	// Wall is the device timeline from the first batch's H2D start to the
+	// last batch's D2H end.
+	Wall time.Duration
+
+	first, last time.Duration // device timeline bounds behind Wall
+}
+
+// OpTime is the total device time of one op of the segment.
+type OpTime struct {
+	Op    string
+	Total time.Duration
+}
+
+// Overlap is the overlap efficiency wall ÷ max(ΣH2D, Σkernels, ΣD2H): 1 when
+// the busiest engine never waits, larger when phases fail to overlap (with no
+// overlap at all it is the sum over the max). It is 0 before any batch.
+func (s Stats) Overlap() float64 {
+	m := max(s.H2D, s.Kernels, s.D2H)
+	if m <= 0 {
+		return 0
+	}
+	return float64(s.Wall) / float64(m)
+}
+
+// GPixelsPerSec is input gigapixels per second of Wall.
+func (s Stats) GPixelsPerSec() float64 {
+	if s.Wall <= 0 {
+		return 0
+	}
+	return float64(s.Pixels) / s.Wall.Seconds() / 1e9
+}
+
+// Bottleneck names the phase with the largest total: "h2d", "kernels" or
+// "d2h" ("" before any batch).
+func (s Stats) Bottleneck() string {
+	switch m := max(s.H2D, s.Kernels, s.D2H); {
+	case m <= 0:
+		return ""
+	case m == s.H2D:
+		return "h2d"
+	case m == s.Kernels:
+		return "kernels"
+	}
+	return "d2h"
+}
+
+// String is a one-line summary for stderr.
+func (s Stats) String() string {
+	return fmt.Sprintf("%d batches, %d images on %s (%d streams, batch %d): wall %v, ΣH2D %v, Σkernels %v, ΣD2H %v, overlap efficiency %.2f, %.2f GP/s",
+		s.Batches, s.Images, s.Device, s.Streams, s.Batch, s.Wall.Round(time.Microsecond),
+		s.H2D.Round(time.Microsecond), s.Kernels.Round(time.Microsecond), s.D2H.Round(time.Microsecond),
+		s.Overlap(), s.GPixelsPerSec())
+}
+
+// add accumulates one completed batch; ts are the batch's event times
+// relative to the executor's base event (indexed by the ev* constants).
+func (s *Stats) add(ts []time.Duration, nOps, images int, pixels, h2dBytes, d2hBytes int64) {
+	d2hStart, d2hEnd := ts[evOpEnd0+nOps], ts[evOpEnd0+nOps+1]
+	if s.Batches == 0 || ts[evH2DStart] < s.first {
+		s.first = ts[evH2DStart]
+	}
+	if s.Batches == 0 || d2hEnd > s.last {
+		s.last = d2hEnd
+	}
+	s.Wall = s.last - s.first
+	s.Batches++
+	s.Images += int64(images)
+	s.Pixels += pixels
+	s.H2DBytes += h2dBytes
+	s.D2HBytes += d2hBytes
+	s.H2D += ts[evH2DEnd] - ts[evH2DStart]
+	s.Kernels += ts[evOpEnd0+nOps-1] - ts[evKStart]
+	prev := ts[evKStart]
+	for j := range nOps {
+		s.Ops[j].Total += ts[evOpEnd0+j] - prev
+		prev = ts[evOpEnd0+j]
+	}
+	s.D2H += d2hEnd - d2hStart
+}
