@@ -210,36 +210,24 @@ func yCbCrRows(m *image.YCbCr) rowFunc {
 		cr := m.Cr[ci:][:cw]
 		for x, yy := range yrow {
 			c := ((minX + x) >> hs) - cx0
+			// color.YCbCrToRGB's arithmetic, written out here because the
+			// function itself is over the inlining budget.
+			yy1 := int32(yy) * 0x10101
+			cb1 := int32(cb[c]) - 128
+			cr1 := int32(cr[c]) - 128
 			o := out[3*x : 3*x+3 : 3*x+3]
-			o[0], o[1], o[2] = yCbCrToRGB(yy, cb[c], cr[c])
+			o[0] = clampYCC(yy1 + 91881*cr1)
+			o[1] = clampYCC(yy1 - 22554*cb1 - 46802*cr1)
+			o[2] = clampYCC(yy1 + 116130*cb1)
 		}
 	}
 }
 
-// yCbCrToRGB is color.YCbCrToRGB, copied so that the compiler inlines it
-// into the conversion loop (the library function is over the inlining
-// budget). A test checks it against the original on all 2^24 inputs.
-func yCbCrToRGB(y, cb, cr uint8) (uint8, uint8, uint8) {
-	yy1 := int32(y) * 0x10101
-	cb1 := int32(cb) - 128
-	cr1 := int32(cr) - 128
-	r := yy1 + 91881*cr1
-	if uint32(r)&0xff000000 == 0 {
-		r >>= 16
-	} else {
-		r = ^(r >> 31)
+// clampYCC finishes one channel of color.YCbCrToRGB: v is the 16.16 fixed
+// point value, clamped to 0..255 with the library's bit trick.
+func clampYCC(v int32) uint8 {
+	if uint32(v)&0xff000000 == 0 {
+		return uint8(v >> 16)
 	}
-	g := yy1 - 22554*cb1 - 46802*cr1
-	if uint32(g)&0xff000000 == 0 {
-		g >>= 16
-	} else {
-		g = ^(g >> 31)
-	}
-	b := yy1 + 116130*cb1
-	if uint32(b)&0xff000000 == 0 {
-		b >>= 16
-	} else {
-		b = ^(b >> 31)
-	}
-	return uint8(r), uint8(g), uint8(b)
+	return uint8(^(v >> 31))
 }

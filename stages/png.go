@@ -32,9 +32,10 @@ const (
 	nFilters
 )
 
-// zlibPools holds one pool of zlib writers per flate level 0..9: a writer
-// owns about a megabyte of tables, too much to allocate per image.
-var zlibPools [10]sync.Pool
+// zlibPools holds one pool of zlib writers per flate level -2..9 (at index
+// level+2): a writer owns about a megabyte of tables, too much to allocate
+// per image.
+var zlibPools [12]sync.Pool
 
 // pngRows is the per-call row memory, pooled for the same reason.
 type pngRows struct {
@@ -52,6 +53,8 @@ func encodePNG(w io.Writer, m *Image, compression int) error {
 	switch {
 	case compression == PNGNoCompression:
 		level = flate.NoCompression
+	case compression == PNGHuffmanOnly:
+		level = flate.HuffmanOnly
 	case compression >= 2:
 		// A size-oriented level: pick the filter per row like libpng does.
 		level, adaptive = compression, true
@@ -69,7 +72,7 @@ func encodePNG(w io.Writer, m *Image, compression int) error {
 	pw.chunk("IHDR", ihdr[:])
 
 	idat := &idatWriter{pw: pw}
-	zw, _ := zlibPools[level].Get().(*zlib.Writer)
+	zw, _ := zlibPools[level+2].Get().(*zlib.Writer)
 	if zw == nil {
 		var err error
 		if zw, err = zlib.NewWriterLevel(idat, level); err != nil {
@@ -78,7 +81,7 @@ func encodePNG(w io.Writer, m *Image, compression int) error {
 	} else {
 		zw.Reset(idat)
 	}
-	defer zlibPools[level].Put(zw)
+	defer zlibPools[level+2].Put(zw)
 
 	rows := pngRowPool.Get().(*pngRows)
 	defer pngRowPool.Put(rows)

@@ -31,7 +31,7 @@ func smoothImage(rng *rand.Rand, w, h, c, pad int) *Image {
 }
 
 func TestEncodePNGRoundTrip(t *testing.T) {
-	for _, level := range []int{PNGNoCompression, PNGDefault, 1, 2, 6, 9} {
+	for _, level := range []int{PNGHuffmanOnly, PNGNoCompression, PNGDefault, 1, 2, 6, 9} {
 		t.Run(fmt.Sprint("level", level), func(t *testing.T) {
 			forShapes(t, func(t *testing.T, rng *rand.Rand, s shape, c int) {
 				for _, src := range []*Image{randImage(rng, s.w, s.h, c, s.pad), smoothImage(rng, s.w, s.h, c, s.pad)} {
@@ -74,14 +74,14 @@ func TestEncodePNGRoundTrip(t *testing.T) {
 func TestPNGLevels(t *testing.T) {
 	src := smoothImage(rand.New(rand.NewSource(5)), 256, 128, 3, 0)
 	size := map[int]int{}
-	for _, level := range []int{PNGNoCompression, PNGDefault, 9} {
+	for _, level := range []int{PNGNoCompression, PNGHuffmanOnly, PNGDefault, 9} {
 		var b bytes.Buffer
 		if err := Encode(&b, src, SaveOptions{Compression: level}); err != nil {
 			t.Fatal(err)
 		}
 		size[level] = b.Len()
 	}
-	if raw := 256 * 128 * 3; size[PNGNoCompression] < raw || size[PNGDefault] >= raw/2 || size[9] >= size[PNGDefault] {
+	if raw := 256 * 128 * 3; size[PNGNoCompression] < raw || size[PNGHuffmanOnly] >= raw/2 || size[PNGDefault] >= raw/2 || size[9] >= size[PNGDefault] {
 		t.Fatalf("sizes by level %v (raw %d)", size, raw)
 	}
 }
@@ -233,7 +233,7 @@ func TestEncodeErrors(t *testing.T) {
 		{"quality high", ok, SaveOptions{Format: "jpeg", Quality: 101}, io.Discard, "quality 101"},
 		{"quality negative", ok, SaveOptions{Format: "jpeg", Quality: -3}, io.Discard, "quality -3"},
 		{"compression", ok, SaveOptions{Compression: 10}, io.Discard, "compression 10"},
-		{"compression low", ok, SaveOptions{Compression: -2}, io.Discard, "compression -2"},
+		{"compression low", ok, SaveOptions{Compression: -3}, io.Discard, "compression -3"},
 		{"nil image", nil, SaveOptions{}, io.Discard, "no image"},
 		{"bad image", &Image{W: 2, H: 2, C: 4, Stride: 8, Pix: make([]byte, 16)}, SaveOptions{}, io.Discard, "channels"},
 		{"png write fails", ok, SaveOptions{}, &failWriter{after: 20}, "disk full"},

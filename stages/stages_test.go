@@ -2,6 +2,7 @@ package stages
 
 import (
 	"fmt"
+	"image"
 	"image/color"
 	"math"
 	"math/rand"
@@ -398,15 +399,25 @@ func mustPanic(t *testing.T, msg string, f func()) {
 	f()
 }
 
-// TestYCbCrToRGBCopy checks the inlined copy against the standard library
-// on every input.
-func TestYCbCrToRGBCopy(t *testing.T) {
-	for i := 0; i < 1<<24; i++ {
-		y, cb, cr := uint8(i>>16), uint8(i>>8), uint8(i)
-		r0, g0, b0 := yCbCrToRGB(y, cb, cr)
-		r1, g1, b1 := color.YCbCrToRGB(y, cb, cr)
-		if r0 != r1 || g0 != g1 || b0 != b1 {
-			t.Fatalf("YCbCr(%d,%d,%d): got %d,%d,%d want %d,%d,%d", y, cb, cr, r0, g0, b0, r1, g1, b1)
+// TestYCbCrConversion runs every (Y, Cb, Cr) triple through the 4:4:4
+// conversion loop and compares with color.YCbCrToRGB.
+func TestYCbCrConversion(t *testing.T) {
+	m := image.NewYCbCr(image.Rect(0, 0, 1<<16, 1), image.YCbCrSubsampleRatio444)
+	for i := range m.Cb {
+		m.Cb[i], m.Cr[i] = byte(i>>8), byte(i)
+	}
+	conv := yCbCrRows(m)
+	out := make([]byte, 3<<16)
+	for y := 0; y < 256; y++ {
+		for i := range m.Y {
+			m.Y[i] = byte(y)
+		}
+		conv(0, out)
+		for i := range m.Y {
+			r, g, b := color.YCbCrToRGB(byte(y), m.Cb[i], m.Cr[i])
+			if out[3*i] != r || out[3*i+1] != g || out[3*i+2] != b {
+				t.Fatalf("YCbCr(%d,%d,%d) = %v, want %d,%d,%d", y, m.Cb[i], m.Cr[i], out[3*i:3*i+3], r, g, b)
+			}
 		}
 	}
 }
