@@ -1,0 +1,111 @@
+package sched
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStatsAdd(t *testing.T) {
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	// Two ops; events: h2dStart h2dEnd kStart op0End op1End d2hStart d2hEnd.
+	s := Stats{Ops: []OpTime{{Op: "a"}, {Op: "b"}}}
+	s.add([]time.Duration{ms(10), ms(12), ms(12), ms(13), ms(15), ms(15), ms(16)}, 2, 4, 1000, 300, 100)
+	s.add([]time.Duration{ms(12), ms(14), ms(15), ms(15.5), ms(17), ms(17), ms(18.5)}, 2, 2, 500, 150, 50)
+	want := Stats{Batches: 2, Images: 6, Pixels: 1500, H2DBytes: 450, D2HBytes: 150,
+		H2D: ms(4), Kernels: ms(5), D2H: ms(2.5), Wall: ms(8.5)}
+	if s.Batches != want.Batches || s.Images != want.Images || s.Pixels != want.Pixels ||
+		s.H2DBytes != want.H2DBytes || s.D2HBytes != want.D2HBytes {
+		t.Errorf("counts %+v", s)
+	}
+	if s.H2D != want.H2D || s.Kernels != want.Kernels || s.D2H != want.D2H || s.Wall != want.Wall {
+		t.Errorf("times H2D %v kernels %v D2H %v wall %v, want %v %v %v %v", s.H2D, s.Kernels, s.D2H, s.Wall,
+			want.H2D, want.Kernels, want.D2H, want.Wall)
+	}
+	if s.Ops[0].Total != ms(1.5) || s.Ops[1].Total != ms(3.5) {
+		t.Errorf("op totals %v", s.Ops)
+	}
+	if got := s.Overlap(); math.Abs(got-8.5/5) > 1e-9 {
+		t.Errorf("Overlap = %v, want %v", got, 8.5/5)
+	}
+	if s.Bottleneck() != "kernels" {
+		t.Errorf("Bottleneck = %q", s.Bottleneck())
+	}
+	if got := s.GPixelsPerSec(); math.Abs(got-1500/0.0085/1e9) > 1e-12 {
+		t.Errorf("GPixelsPerSec = %v", got)
+	}
+	if !strings.Contains(s.String(), "overlap efficiency 1.70") {
+		t.Errorf("String = %q", s.String())
+	}
+}
+
+func TestOverlap(t *testing.T) {
+	tests := []struct {
+		name                   string
+		h2d, kernels, d2h, wal time.Duration
+		want                   float64
+		bottleneck             string
+	}{
+		{"empty", 0, 0, 0, 0, 0, ""},
+		{"perfect", 100, 50, 40, 100, 1, "h2d"},
+		{"serial", 100, 50, 50, 200, 2, "h2d"},
+		{"kernel bound", 10, 80, 10, 92, 1.15, "kernels"},
+		{"d2h bound", 10, 20, 30, 60, 2, "d2h"},
+	}
+	for _, tt := range tests {
+		s := Stats{H2D: tt.h2d, Kernels: tt.kernels, D2H: tt.d2h, Wall: tt.wal}
+		if got := s.Overlap(); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: Overlap = %v, want %v", tt.name, got, tt.want)
+		}
+		if got := s.Bottleneck(); got != tt.bottleneck {
+			t.Errorf("%s: Bottleneck = %q, want %q", tt.name, got, tt.bottleneck)
+		}
+	}
+	if (Stats{}).GPixelsPerSec() != 0 {
+		t.Error("GPixelsPerSec of nothing is not 0")
+	}
+}
+
+// TestStatsFromExecutor checks the totals against what the fake was asked
+// to do: device-timed phases are positive, the wall covers every phase's
+// busiest engine, and ResetStats zeroes the batch totals.
+func TestStatsFromExecutor(t *testing.T) {
+	ops := []Op{GrayscaleOp(), TransposeOp(), HistogramOp()}
+	dev := NewFake(FakeConfig{H2DRate: 20e6, D2HRate: 20e6})
+	e := startExec(t, context.Background(), dev, Config{Ops: ops, Streams: 3, Slots: 5, Batch: 4, SlotBytes: 40000})
+	imgs := mixedImages(2, 32)
+	go pushAll(context.Background(), e, imgs, 1)
+	for r := range e.Results() {
+		r.Release()
+	}
+	st := e.Stats()
+	var px int64
+	for _, m := range imgs {
+		px += int64(m.W * m.H)
+	}
+	if st.Images != 32 || st.Pixels != px || st.Batches < 8 {
+		t.Errorf("%d images, %d pixels, %d batches; want 32, %d, at least 8", st.Images, st.Pixels, st.Batches, px)
+	}
+	if st.H2D <= 0 || st.Kernels <= 0 || st.D2H <= 0 {
+		t.Errorf("phase totals %v %v %v, want all positive", st.H2D, st.Kernels, st.D2H)
+	}
+	if o := st.Overlap(); o < 1 {
+		t.Errorf("overlap efficiency %v < 1: the wall is shorter than one engine's work", o)
+	}
+	var sum time.Duration
+	for _, op := range st.Ops {
+		sum += op.Total
+	}
+	if sum != st.Kernels {
+		t.Errorf("op totals sum to %v, kernels %v", sum, st.Kernels)
+	}
+	if st.HostBytes <= 0 || st.DeviceBytes <= 0 || st.Streams != 3 || st.Slots != 5 {
+		t.Errorf("config stats %+v", st)
+	}
+	e.ResetStats()
+	if r := e.Stats(); r.Batches != 0 || r.H2D != 0 || r.Ops[0].Total != 0 || r.Streams != 3 || r.HostBytes != st.HostBytes {
+		t.Errorf("after ResetStats: %+v", r)
+	}
+}
