@@ -171,7 +171,9 @@ func (s *folderSource) list(rel string) (*dirList, error) {
 		if stems[strings.ToLower(e.outStem)] > 1 {
 			e.outStem = e.name
 		}
-		key := strings.ToLower(e.outStem)
+		// Names that differ in case only come from inputs that differ in case only, which
+		// coexist only on a case-sensitive file system: compare exactly.
+		key := e.outStem
 		if first, taken := owner[key]; taken {
 			e.err = fmt.Errorf("save: output name %s.* is already that of %s; rename one of them", path.Join(rel, e.outStem), path.Join(rel, first))
 			continue

@@ -154,7 +154,8 @@ type runner struct {
 
 	stop     chan struct{} // closed by StopOnError at the first failure
 	stopOnce sync.Once
-	failure  *Result
+	mu       sync.Mutex
+	failure  *Result // the earliest failure under StopOnError
 
 	sum Summary // owned by collect
 }
@@ -205,20 +206,39 @@ func (r *runner) feed() error {
 func (r *runner) work(track string) {
 	sc := &scratch{track: track}
 	for it := range r.jobs {
-		if r.ctx.Err() != nil || r.stopped() {
+		if r.ctx.Err() != nil || r.after(it.idx) {
 			it.dropped = true
 		} else {
 			r.process(it, sc)
 			if it.res.Status == StatusFailed && r.opt.StopOnError {
-				r.stopOnce.Do(func() {
-					res := it.res
-					r.failure = &res
-					close(r.stop)
-				})
+				r.fail(it)
 			}
 		}
 		r.done <- it
 	}
+}
+
+// fail records a failed input under StopOnError: the run stops taking inputs, and inputs
+// after the earliest failure that have not started are dropped. Inputs before it are still
+// processed, so the report covers every input up to the failure.
+func (r *runner) fail(it *item) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failure == nil || it.idx < r.failure.Index {
+		res := it.res
+		r.failure = &res
+	}
+	r.stopOnce.Do(func() { close(r.stop) })
+}
+
+// after reports whether StopOnError has stopped the run at an input before idx.
+func (r *runner) after(idx int) bool {
+	if !r.stopped() {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return idx > r.failure.Index
 }
 
 // collect reorders finished items into input order and hands them on. It drains done to

@@ -1,0 +1,293 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// writeFiles creates files (slash paths) under dir with the given contents.
+func writeFiles(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func listAll(t *testing.T, src Source) []Input {
+	t.Helper()
+	var out []Input
+	for {
+		in, err := src.Next(context.Background())
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, in)
+	}
+}
+
+func TestFolderSource(t *testing.T) {
+	dir := t.TempDir()
+	x := []byte("x")
+	writeFiles(t, dir, map[string][]byte{
+		"b.jpg": x, "a.PNG": x, "c.txt": x, "noext": x, "d.JPEG": x, "e.tif": x, "f.TIFF": x,
+		"g.gif": x, "h.bmp": x, "i.webp": x, "j.jpg.bak": x, ".hidden.png": x,
+		"sub/z.png": x, "sub/deeper/y.jpg": x, "a-b.png": x, "sub-a/k.png": x,
+		// Stems shared within one folder: every one keeps its extension.
+		"clash/p.jpg": x, "clash/p.png": x, "clash/P.JPG": x, "clash/q.png": x,
+		// A name the clash rule cannot separate: r.png and r.png.jpg both give r.png.*.
+		"clash2/r.png": x, "clash2/r.jpg": x, "clash2/r.png.jpg": x,
+		"out/o.png": x, // the output folder, inside the input folder
+	})
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.png"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "b.jpg"), filepath.Join(dir, "link.jpg")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "sub"), filepath.Join(dir, "linkdir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "missing.png"), filepath.Join(dir, "dangling.png")); err != nil {
+		t.Fatal(err)
+	}
+	got := listAll(t, Folder(dir, filepath.Join(dir, "out")))
+	want := []struct{ name, stem, err string }{
+		{".hidden.png", ".hidden", ""},
+		{"a-b.png", "a-b", ""},
+		{"a.PNG", "a", ""},
+		{"b.jpg", "b", ""},
+		{"clash/P.JPG", "clash/P.JPG", ""},
+		{"clash/p.jpg", "clash/p.jpg", ""},
+		{"clash/p.png", "clash/p.png", ""},
+		{"clash/q.png", "clash/q", ""},
+		{"clash2/r.jpg", "clash2/r.jpg", ""},
+		{"clash2/r.png", "clash2/r.png", ""},
+		{"clash2/r.png.jpg", "clash2/r.png", "save: output name clash2/r.png.* is already that of clash2/r.png"},
+		{"d.JPEG", "d", ""},
+		{"e.tif", "e", ""},
+		{"f.TIFF", "f", ""},
+		{"g.gif", "g", ""},
+		{"h.bmp", "h", ""},
+		{"i.webp", "i", ""},
+		{"link.jpg", "link", ""},
+		{"sub/deeper/y.jpg", "sub/deeper/y", ""},
+		{"sub/z.png", "sub/z", ""},
+		{"sub-a/k.png", "sub-a/k", ""},
+	}
+	if len(got) != len(want) {
+		var names []string
+		for _, in := range got {
+			names = append(names, in.Name)
+		}
+		t.Fatalf("got %d inputs %v, want %d", len(got), names, len(want))
+	}
+	var names []string
+	for i, w := range want {
+		in := got[i]
+		names = append(names, in.Name)
+		errText := ""
+		if in.Err != nil {
+			errText = in.Err.Error()
+		}
+		if in.Name != w.name || in.OutStem != w.stem || !strings.HasPrefix(errText, w.err) || (w.err == "") != (in.Err == nil) {
+			t.Errorf("input %d = {%s %s %v}, want %+v", i, in.Name, in.OutStem, in.Err, w)
+		}
+		if in.Err == nil && in.Path != filepath.Join(dir, filepath.FromSlash(in.Name)) {
+			t.Errorf("input %d path %s", i, in.Path)
+		}
+	}
+	// walkLess, which Resume relies on, agrees with the walk order.
+	if !sort.SliceIsSorted(names, func(i, j int) bool { return walkLess(names[i], names[j]) }) {
+		t.Errorf("walk order is not walkLess order: %v", names)
+	}
+}
+
+func TestFolderSourceErrors(t *testing.T) {
+	if _, err := Folder(filepath.Join(t.TempDir(), "missing")).Next(context.Background()); err == nil || !strings.Contains(err.Error(), "input folder") {
+		t.Errorf("missing folder: %v", err)
+	}
+	f := filepath.Join(t.TempDir(), "file")
+	writeFiles(t, filepath.Dir(f), map[string][]byte{"file": nil})
+	if _, err := Folder(f).Next(context.Background()); err == nil || !strings.Contains(err.Error(), "not a folder") {
+		t.Errorf("file as folder: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{"a.png": nil})
+	if _, err := Folder(dir).Next(ctx); err == nil {
+		t.Error("cancelled walk went on")
+	}
+	if os.Geteuid() != 0 { // root reads anything
+		writeFiles(t, dir, map[string][]byte{"locked/b.png": nil, "c.png": nil})
+		if err := os.Chmod(filepath.Join(dir, "locked"), 0); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Chmod(filepath.Join(dir, "locked"), 0o755)
+		got := listAll(t, Folder(dir))
+		if len(got) != 3 || got[2].Name != "locked/" || got[2].Err == nil || !strings.Contains(got[2].Err.Error(), "list: open: permission denied") {
+			t.Errorf("unreadable subfolder: %+v", got)
+		}
+	}
+}
+
+func TestWalkLess(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{"a", "b", true}, {"b", "a", false}, {"a", "a", false},
+		{"a/x", "a-b", true}, // the folder "a" sorts before the file "a-b", as the walk does
+		{"a-b", "a/x", false},
+		{"a/b/c", "a/b/d", true}, {"a/b", "a/b/c", true}, {"a/b/c", "a/b", false},
+		{"Z", "a", true},
+	}
+	for _, tt := range tests {
+		if got := walkLess(tt.a, tt.b); got != tt.want {
+			t.Errorf("walkLess(%q, %q) = %v", tt.a, tt.b, got)
+		}
+	}
+}
+
+func makeFolder(t *testing.T, n int) (string, map[string][]byte) {
+	t.Helper()
+	rng := rand.New(rand.NewSource(9))
+	dir := t.TempDir()
+	files := map[string][]byte{}
+	for i := 0; i < n; i++ {
+		name := []string{"a", "b/c", "b/d/e"}[i%3] + "/img" + string(rune('a'+i)) + []string{".png", ".jpg"}[i%2]
+		format := "png"
+		if strings.HasSuffix(name, ".jpg") {
+			format = "jpeg"
+		}
+		files[name] = encode(t, randImage(rng, 10+i, 7+i, 3), format)
+	}
+	files["bad.jpg"] = []byte("not really")
+	writeFiles(t, dir, files)
+	return dir, files
+}
+
+func TestRunFolderToFolder(t *testing.T) {
+	in, files := makeFolder(t, 9)
+	out := filepath.Join(in, "out") // inside the input folder: must not be walked
+	plan := compileWith(t, Builtin, "decode | grayscale | transpose | histogram | save")
+	for round := 0; round < 2; round++ {
+		var report bytes.Buffer
+		sum, err := Run(context.Background(), plan, Folder(in, out), ToFolder(out), Options{Workers: 3, Report: &report})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.OK != len(files)-1 || sum.Failed != 1 {
+			t.Fatalf("round %d: summary %+v", round, sum)
+		}
+	}
+	for name := range files {
+		if name == "bad.jpg" {
+			continue
+		}
+		p := filepath.Join(out, filepath.FromSlash(strings.TrimSuffix(name, filepath.Ext(name))+".png"))
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("output of %s: %v", name, err)
+		}
+	}
+	// Nothing else: no temporary file, no output for the bad input.
+	n := 0
+	filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if !d.IsDir() {
+			n++
+			if !strings.HasSuffix(p, ".png") {
+				t.Errorf("stray file %s", p)
+			}
+		}
+		return nil
+	})
+	if n != len(files)-1 {
+		t.Errorf("%d files in the output folder", n)
+	}
+}
+
+func TestResume(t *testing.T) {
+	in, files := makeFolder(t, 7)
+	out := t.TempDir()
+	plan := compileWith(t, Builtin, "decode | blur sigma=1 | histogram | save")
+	run := func(prev []byte, ext string) (Summary, string) {
+		var src Source = Folder(in, out)
+		if prev != nil {
+			src = Resume(src, bytes.NewReader(prev), out, ext)
+		}
+		var report bytes.Buffer
+		sum, err := Run(context.Background(), plan, src, ToFolder(out), Options{Workers: 2, Report: &report})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum, report.String()
+	}
+	sum, first := run(nil, "")
+	if sum.OK != len(files)-1 {
+		t.Fatalf("first run: %+v", sum)
+	}
+	stamp := map[string]time.Time{}
+	filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if fi, err := d.Info(); err == nil && !d.IsDir() {
+			stamp[p] = fi.ModTime()
+		}
+		return nil
+	})
+
+	// Everything done before is skipped, with its dimensions and histogram kept; only the
+	// failed input is tried again. Nothing is rewritten.
+	sum, second := run([]byte(first), "png")
+	if sum.Skipped != len(files)-1 || sum.Failed != 1 || sum.OK != 0 {
+		t.Fatalf("resumed run: %+v", sum)
+	}
+	l1, l2 := reportLines(t, first), reportLines(t, second)
+	for i := range l1[:len(l1)-1] {
+		want := strings.Replace(l1[i], `"status":"ok"`, `"status":"skipped"`, 1)
+		if l2[i] != want {
+			t.Errorf("line %d:\n got %s\nwant %s", i, l2[i], want)
+		}
+	}
+	filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if fi, err := d.Info(); err == nil && !d.IsDir() && !fi.ModTime().Equal(stamp[p]) {
+			t.Errorf("%s rewritten", p)
+		}
+		return nil
+	})
+
+	// A resumed report resumes too; a missing output is redone.
+	if err := os.Remove(filepath.Join(out, "a", "imga.png")); err != nil {
+		t.Fatal(err)
+	}
+	sum, _ = run([]byte(second), "png")
+	if sum.OK != 1 || sum.Skipped != len(files)-2 {
+		t.Errorf("after removing one output: %+v", sum)
+	}
+	// Another format means other output names: everything is redone.
+	sum, _ = run([]byte(first), "jpg")
+	if sum.OK != len(files)-1 {
+		t.Errorf("other format: %+v", sum)
+	}
+	// A report that is not one (or is out of order) only means more work.
+	sum, _ = run([]byte("garbage\n{\"summary\":{}}\n"+l1[3]+"\n"+l1[0]+"\n"), "png")
+	if sum.Skipped != 1 {
+		t.Errorf("odd report: %+v", sum)
+	}
+}

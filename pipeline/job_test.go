@@ -1,0 +1,247 @@
+package pipeline
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseJob(t *testing.T) {
+	src := `# comment
+input:  {dir: samples/images}
+pipeline:
+  - decode
+  - grayscale
+  - blur: {sigma: 1.5}
+  - transpose
+  - histogram
+  - save: {format: png}
+output: {dir: out, report: out/r.jsonl}
+execution: {device: cpu, streams: 8, batch: 32, workers: 3, on_error: fail, resume: true, trace: t.json}
+`
+	j, err := ParseJob("job.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.InputDir != "samples/images" || j.OutputDir != "out" || j.Report != "out/r.jsonl" {
+		t.Errorf("paths: %+v", j)
+	}
+	if got := FormatSpec(j.Steps); got != "decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png" {
+		t.Errorf("steps: %s", got)
+	}
+	want := Execution{Device: "cpu", Streams: 8, Batch: 32, Workers: 3, OnError: "fail", Resume: true, Trace: "t.json"}
+	if j.Exec != want {
+		t.Errorf("exec = %+v, want %+v", j.Exec, want)
+	}
+	if p := j.PosOf("input.dir"); p.String() != "job.yaml:2:15" {
+		t.Errorf("PosOf(input.dir) = %v", p)
+	}
+	if p := j.Steps[2].Pos; p.String() != "job.yaml:6:5" {
+		t.Errorf("blur at %v", p)
+	}
+	if err := j.Complete(); err != nil {
+		t.Errorf("Complete: %v", err)
+	}
+}
+
+func TestParseJobForms(t *testing.T) {
+	tests := []struct {
+		name, src, spec string
+	}{
+		{"spec string", "input: {dir: a}\npipeline: decode | blur sigma=2 | save\n", "decode | blur sigma=2 | save"},
+		{"quoted spec", "input: {dir: a}\npipeline: 'decode | save format=jpeg'\n", "decode | save format=jpeg"},
+		{"one-stage spec items", "pipeline:\n  - decode max_pixels=100\n  - blur sigma=3\n", "decode max_pixels=100 | blur sigma=3"},
+		{"null params", "pipeline:\n  - decode:\n  - grayscale: \n", "decode | grayscale"},
+		{"block params", "pipeline:\n  - decode\n  - boxblur:\n      radius: 4\n", "decode | boxblur radius=4"},
+		{"anchors", "x: &p {sigma: 2}\n", ""}, // unknown key x: checked below as an error
+		{"alias params", "pipeline:\n  - decode\n  - blur: &p {sigma: 2}\n  - blur: *p\n", "decode | blur sigma=2 | blur sigma=2"},
+		{"defaults", "pipeline: [decode]\n", "decode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j, err := ParseJob("j.yaml", []byte(tt.src))
+			if tt.spec == "" {
+				if err == nil {
+					t.Fatal("no error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := FormatSpec(j.Steps); got != tt.spec {
+				t.Errorf("got %q, want %q", got, tt.spec)
+			}
+			if j.Exec != DefaultExecution() {
+				t.Errorf("exec = %+v", j.Exec)
+			}
+		})
+	}
+}
+
+func TestParseJobErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		errs []string // "line:col: substring", in order
+	}{
+		{"empty", "", []string{"1:1: empty job file"}},
+		{"only a comment", "# nothing\n", []string{"1:1: empty job file"}},
+		{"null document", "~\n", []string{"1:1: empty job file"}},
+		{"not a mapping", "- decode\n", []string{"1:1: job: want a mapping"}},
+		{"syntax", "input: {dir: a\npipeline: [decode]\n", []string{"YAML syntax"}},
+		{"tab indentation", "input:\n\tdir: a\n", []string{"2: YAML syntax"}},
+		{"two documents", "input: {dir: a}\n---\ninput: {dir: b}\n", []string{"2:1: a job file holds one YAML document"}},
+		{"unknown top key", "inptu: {dir: a}\n", []string{`1:1: job: unknown key "inptu" (did you mean "input"?)`}},
+		{"unknown key far", "zzz: 1\n", []string{`1:1: job: unknown key "zzz" (keys: input, pipeline, output, execution)`}},
+		{"unknown input key", "input: {dir: a, recursive: true}\n", []string{`1:17: input: unknown key "recursive"`}},
+		{"duplicate key", "input: {dir: a}\ninput: {dir: b}\n", []string{`2:1: job: key "input" given twice (first at line 1)`}},
+		{"input not a mapping", "input: photos\n", []string{`1:8: input: want a mapping (key: value), got "photos"`}},
+		{"dir not a scalar", "input: {dir: [a, b]}\n", []string{`1:14: input.dir: want a value, got a list`}},
+		{"empty dir", "input: {dir: ''}\n", []string{`1:14: input.dir: empty`}},
+		{"null dir", "input: {dir: }\n", []string{`1:14: input.dir: want a value, got nothing`}},
+		{"unknown execution key", "execution: {devise: cpu}\n", []string{`1:13: execution: unknown key "devise" (did you mean "device"?)`}},
+		{"bad device", "execution: {device: gpu}\n", []string{`1:21: execution.device: device=gpu: want one of auto, cpu, cuda`}},
+		{"streams out of range", "execution: {streams: 0}\n", []string{`1:22: execution.streams: streams=0 is out of range [1, 64]`}},
+		{"batch not a number", "execution: {batch: many}\n", []string{`1:20: execution.batch: batch=many: want an integer`}},
+		{"on_error", "execution: {on_error: ignore}\n", []string{`1:23: execution.on_error: on_error=ignore: want one of skip, fail`}},
+		{"resume", "execution: {resume: sometimes}\n", []string{`1:21: execution.resume: resume=sometimes: want true or false`}},
+		{"pipeline not a list", "pipeline: {decode: {}}\n", []string{`1:11: pipeline: want a list of stages or a spec string, got a mapping`}},
+		{"empty pipeline", "pipeline: []\n", []string{`1:11: pipeline: empty list`}},
+		{"unknown stage", "pipeline:\n  - decode\n  - blurr: {sigma: 1}\n", []string{`3:5: unknown stage "blurr" (did you mean "blur"?)`}},
+		{"unknown bare stage", "pipeline:\n  - decode\n  - grayscal\n", []string{`3:5: unknown stage "grayscal" (did you mean "grayscale"?)`}},
+		{"unknown param", "pipeline:\n  - decode\n  - blur: {sigm: 1}\n", []string{`3:12: blur: unknown key "sigm" (did you mean "sigma"?)`}},
+		{"bad param value", "pipeline:\n  - decode\n  - blur: {sigma: 40}\n", []string{`3:19: blur: sigma=40 is out of range (0, 32]`}},
+		{"param list", "pipeline:\n  - decode\n  - blur: {sigma: [1]}\n", []string{`3:19: blur.sigma: want a value, got a list`}},
+		{"params on a bare stage", "pipeline:\n  - decode\n  - transpose: {x: 1}\n", []string{`3:16: transpose takes no parameters`}},
+		{"params not a mapping", "pipeline:\n  - decode\n  - blur: 1.5\n", []string{`3:11: blur: want a mapping (key: value), got "1.5"`}},
+		{"mis-indented params", "pipeline:\n  - decode\n  - blur:\n    sigma: 1.5\n", []string{`3:5: pipeline item: one stage per item, found keys blur, sigma`}},
+		{"item is a list", "pipeline:\n  - [decode]\n", []string{`2:5: pipeline item: want a stage name`}},
+		{"spec item with two stages", "pipeline:\n  - decode | save\n", []string{`2:5: pipeline item: one stage per item, found 2`}},
+		{"spec string error column", "pipeline: decode | blurr\n", []string{`1:20: unknown stage "blurr"`}},
+		{"quoted spec string error column", "pipeline: \"decode | blurr\"\n", []string{`1:21: unknown stage "blurr"`}},
+		{"spec item param error", "pipeline:\n  - decode\n  - blur sigma=99\n", []string{`3:16: blur: sigma=99 is out of range`}},
+		{"planner", "pipeline:\n  - grayscale\n  - save\n  - decode\n", []string{
+			"2:5: the chain must start with decode, not grayscale",
+			"3:5: save must be the last stage",
+			"4:5: decode must be the first stage, not stage 3",
+		}},
+		// Every error in the file, in file order, not just the first.
+		{"all errors", `input: {dir: in, extra: 1}
+pipeline:
+  - decode: {max_pixels: -1}
+  - blur: {sigma: 0}
+  - save: {format: tiff}
+output: {dir: out, reprot: r.jsonl}
+execution: {workers: -2, on_error: maybe}
+`, []string{
+			`1:18: input: unknown key "extra"`,
+			`3:26: decode: max_pixels=-1 is out of range`,
+			`4:19: blur: sigma=0 is out of range (0, 32]`,
+			`5:20: save: format=tiff: want one of png, jpeg`,
+			`6:20: output: unknown key "reprot" (did you mean "report"?)`,
+			`7:22: execution.workers: workers=-2 is out of range [0, 4096]`,
+			`7:36: execution.on_error: on_error=maybe`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseJob("job.yaml", []byte(tt.src))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			got := Errors(err)
+			if len(got) != len(tt.errs) {
+				t.Fatalf("got %d errors, want %d:\n%v", len(got), len(tt.errs), err)
+			}
+			for i, w := range tt.errs {
+				var pe *PosError
+				if !errors.As(got[i], &pe) {
+					t.Errorf("error %d has no position: %v", i, got[i])
+					continue
+				}
+				if pe.Pos.File != "job.yaml" {
+					t.Errorf("error %d names file %q", i, pe.Pos.File)
+				}
+				if msg := got[i].Error(); !strings.Contains(msg, w) {
+					t.Errorf("error %d = %q, want it to contain %q", i, msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestJobComplete(t *testing.T) {
+	tests := []struct {
+		src  string
+		want []string
+	}{
+		{"pipeline: [decode, save]\n", []string{"no input folder", "no output folder"}},
+		{"input: {dir: a}\n", []string{"no pipeline", "no output folder"}},
+		{"input: {dir: a}\npipeline: [decode, histogram]\noutput: {report: r.jsonl}\n", nil}, // nothing saved: a report is enough
+		{"input: {dir: a}\npipeline: [decode, save]\noutput: {report: r.jsonl}\n", []string{"no output folder"}},
+	}
+	for _, tt := range tests {
+		j, err := ParseJob("j.yaml", []byte(tt.src))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.src, err)
+		}
+		errs := Errors(j.Complete())
+		if len(errs) != len(tt.want) {
+			t.Errorf("%q: got %v, want %v", tt.src, errs, tt.want)
+			continue
+		}
+		for i, w := range tt.want {
+			if !strings.Contains(errs[i].Error(), w) || !strings.HasPrefix(errs[i].Error(), "j.yaml:1:1: ") {
+				t.Errorf("%q: error %d = %v, want j.yaml:1:1: ...%s", tt.src, i, errs[i], w)
+			}
+		}
+	}
+}
+
+func TestLoadJob(t *testing.T) {
+	for _, name := range []string{"job.yaml", "thumbs.yaml"} {
+		if _, err := LoadJob(filepath.Join("..", "samples", name)); err != nil {
+			t.Errorf("sample %s: %v", name, err)
+		}
+	}
+	if _, err := LoadJob(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", maxJobBytes)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadJob(big); err == nil || !strings.Contains(err.Error(), "byte limit") {
+		t.Errorf("big file: %v", err)
+	}
+}
+
+func TestExecutionSet(t *testing.T) {
+	e := DefaultExecution()
+	if e.Device != "auto" || e.OnError != "skip" || e.Workers != 0 || e.Streams < 1 || e.Batch < 1 {
+		t.Errorf("defaults: %+v", e)
+	}
+	if err := e.Set("workers", 4); err != nil || e.Workers != 4 {
+		t.Errorf("Set workers: %v %+v", err, e)
+	}
+	if err := e.Set("on_error", "fail"); err != nil || e.OnError != "fail" {
+		t.Errorf("Set on_error: %v", err)
+	}
+	for _, bad := range []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"streams", 65, "out of range"},
+		{"device", "tpu", "want one of"},
+		{"resume", "yes", "want a bool"},
+		{"worker", 1, `did you mean "workers"`},
+	} {
+		if err := e.Set(bad.name, bad.v); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Set(%s, %v) = %v, want %q", bad.name, bad.v, err, bad.want)
+		}
+	}
+}

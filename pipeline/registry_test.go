@@ -1,0 +1,172 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+func noopCPU(Params) (CPUFunc, error) {
+	return func(dst, src *stages.Image, _ *[256]uint64) {}, nil
+}
+
+func TestRegisterRefusesBadDefinitions(t *testing.T) {
+	good := func() *StageDef {
+		return &StageDef{Name: "thing", Kind: PixelKind, Help: "h", Shape: sameShape, CPU: noopCPU}
+	}
+	tests := []struct {
+		name string
+		mod  func(d *StageDef)
+		want string
+	}{
+		{"bad name", func(d *StageDef) { d.Name = "Thing" }, "must match"},
+		{"empty name", func(d *StageDef) { d.Name = "" }, "must match"},
+		{"no help", func(d *StageDef) { d.Help = "" }, "no help"},
+		{"pixel without CPU", func(d *StageDef) { d.CPU = nil }, "needs Shape and CPU"},
+		{"pixel without shape", func(d *StageDef) { d.Shape = nil }, "needs Shape and CPU"},
+		{"source without decoder", func(d *StageDef) { d.Kind = SourceKind }, "without NewDecoder"},
+		{"sink without encoder", func(d *StageDef) { d.Kind = SinkKind }, "without NewEncoder"},
+		{"unknown kind", func(d *StageDef) { d.Kind = 7 }, "unknown kind"},
+		{"histogram on a sink", func(d *StageDef) {
+			d.Kind, d.Histogram = SinkKind, true
+			d.NewEncoder = func(Params) (*Encoder, error) { return nil, nil }
+		}, "only pixel stages"},
+		{"duplicate param", func(d *StageDef) {
+			d.Params = []ParamSpec{{Name: "a", Kind: Bool, Default: true, Help: "h"}, {Name: "a", Kind: Bool, Default: true, Help: "h"}}
+		}, "defined twice"},
+		{"param without help", func(d *StageDef) {
+			d.Params = []ParamSpec{{Name: "a", Kind: Bool, Default: true}}
+		}, "no help"},
+		{"default out of range", func(d *StageDef) {
+			d.Params = []ParamSpec{{Name: "a", Kind: Int, Default: int64(5), Range: &Range{Min: 0, Max: 3}, Help: "h"}}
+		}, "out of range"},
+		{"default of wrong type", func(d *StageDef) {
+			d.Params = []ParamSpec{{Name: "a", Kind: Int, Default: 5, Help: "h"}}
+		}, "want an int64"},
+		{"enum without values", func(d *StageDef) {
+			d.Params = []ParamSpec{{Name: "a", Kind: Enum, Default: "x", Help: "h"}}
+		}, "without values"},
+		{"range on a bool", func(d *StageDef) {
+			d.Params = []ParamSpec{{Name: "a", Kind: Bool, Default: true, Range: &Range{}, Help: "h"}}
+		}, "range on a bool"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := good()
+			tt.mod(d)
+			_, err := NewRegistry(d)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := NewRegistry(good(), good()); err == nil || !strings.Contains(err.Error(), "registered twice") {
+		t.Errorf("duplicate stage: %v", err)
+	}
+	if _, err := NewRegistry(good()); err != nil {
+		t.Errorf("good definition refused: %v", err)
+	}
+}
+
+func TestBuiltinRegistry(t *testing.T) {
+	defs := Builtin.Stages()
+	var names []string
+	for _, d := range defs {
+		names = append(names, d.Name)
+	}
+	want := "decode blur boxblur grayscale histogram transpose save"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("Stages() = %s, want %s", got, want)
+	}
+	hist := 0
+	for _, d := range defs {
+		if d.Histogram {
+			hist++
+		}
+		if d, ok := Builtin.Lookup(d.Name); !ok || d == nil {
+			t.Errorf("Lookup(%s) failed", d.Name)
+		}
+	}
+	if hist != 1 {
+		t.Errorf("%d histogram stages", hist)
+	}
+	if _, ok := Builtin.Lookup("nope"); ok {
+		t.Error("Lookup(nope) succeeded")
+	}
+}
+
+// The declared shapes must be the shapes the CPU implementations produce and accept.
+func TestBuiltinShapes(t *testing.T) {
+	tests := []struct {
+		stage    string
+		in, want Shape
+		same     bool
+	}{
+		{"grayscale", Shape{5, 3, 3}, Shape{5, 3, 1}, false},
+		{"grayscale", Shape{5, 3, 1}, Shape{5, 3, 1}, true},
+		{"blur", Shape{5, 3, 3}, Shape{5, 3, 3}, false},
+		{"boxblur", Shape{5, 3, 1}, Shape{5, 3, 1}, false},
+		{"transpose", Shape{5, 3, 3}, Shape{3, 5, 3}, false},
+		{"histogram", Shape{5, 3, 3}, Shape{5, 3, 3}, true},
+	}
+	for _, tt := range tests {
+		d, _ := Builtin.Lookup(tt.stage)
+		got, same := d.Shape(tt.in, defaults(d))
+		if got != tt.want || same != tt.same {
+			t.Errorf("%s %v: got %v same=%v, want %v same=%v", tt.stage, tt.in, got, same, tt.want, tt.same)
+		}
+	}
+}
+
+func TestNewParams(t *testing.T) {
+	blur, _ := Builtin.Lookup("blur")
+	box, _ := Builtin.Lookup("boxblur")
+	save, _ := Builtin.Lookup("save")
+	tests := []struct {
+		def     *StageDef
+		args    map[string]any
+		wantErr string
+		canon   string
+	}{
+		{blur, nil, "", ""},
+		{blur, map[string]any{"sigma": 2.0}, "", "sigma=2"},
+		{blur, map[string]any{"sigma": 2}, "", "sigma=2"}, // an int for a float
+		{blur, map[string]any{"sigma": float32(0.5)}, "", "sigma=0.5"},
+		{blur, map[string]any{"sigma": "2"}, "want a float, got string", ""},
+		{blur, map[string]any{"sigma": -1.0}, "out of range", ""},
+		{blur, map[string]any{"sigmaa": 1.0}, `did you mean "sigma"`, ""},
+		{box, map[string]any{"radius": 3}, "", "radius=3"},
+		{box, map[string]any{"radius": 3.0}, "", "radius=3"}, // a whole float for an int
+		{box, map[string]any{"radius": 3.5}, "want an integer", ""},
+		{box, map[string]any{"radius": true}, "want a int, got bool", ""},
+		{save, map[string]any{"format": "jpeg", "quality": 50}, "", "format=jpeg quality=50"},
+		{save, map[string]any{"format": "webp", "quality": 500}, "want one of png, jpeg", ""},
+	}
+	for _, tt := range tests {
+		p, err := NewParams(tt.def, tt.args)
+		switch {
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%s %v: error %v, want %q", tt.def.Name, tt.args, err, tt.wantErr)
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s %v: %v", tt.def.Name, tt.args, err)
+		case tt.wantErr == "" && p.String() != tt.canon:
+			t.Errorf("%s %v: String() = %q, want %q", tt.def.Name, tt.args, p.String(), tt.canon)
+		}
+	}
+	// Both problems of the last case are reported.
+	_, err := NewParams(save, map[string]any{"format": "webp", "quality": 500})
+	if n := len(Errors(err)); n != 2 {
+		t.Errorf("got %d errors, want 2: %v", n, err)
+	}
+}
+
+func TestParamsAccessorsPanicOnUnknownNames(t *testing.T) {
+	blur, _ := Builtin.Lookup("blur")
+	defer func() {
+		if recover() == nil {
+			t.Error("no panic")
+		}
+	}()
+	defaults(blur).Int("radius")
+}
