@@ -67,7 +67,7 @@ type Config struct {
 	MaxHostBytes, MaxDeviceBytes int64
 	// Trace, when not nil, receives one track per stream with each batch's
 	// H2D, kernels and D2H, and a "submit" track.
-	Trace *Trace
+	Trace Tracer
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -196,9 +196,9 @@ type Executor struct {
 	finished chan struct{}
 	unwatch  func() bool
 
-	trace      *Trace
-	streamTids []int
-	submitTid  int
+	trace        Tracer
+	streamTracks []string
+	submitTrack  string
 
 	mu          sync.Mutex
 	open        *slot
@@ -290,12 +290,10 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 		e.onDeviceThread(e.freeAll)
 		return nil, fmt.Errorf("executor on %s: %w", dev.Name(), err)
 	}
-	if e.trace != nil {
-		for i := range e.streams {
-			e.streamTids = append(e.streamTids, e.trace.Track(fmt.Sprintf("%s stream %d", dev.Name(), i)))
-		}
-		e.submitTid = e.trace.Track(dev.Name() + " submit")
+	for i := range e.streams {
+		e.streamTracks = append(e.streamTracks, fmt.Sprintf("%s stream %d", dev.Name(), i))
 	}
+	e.submitTrack = dev.Name() + " submit"
 	for _, s := range e.slots {
 		e.free <- s
 	}
@@ -831,7 +829,7 @@ func (e *Executor) submitter() {
 			s.abandoned = true
 		}
 		if e.trace != nil {
-			e.trace.Span(e.submitTid, "submit", "host", t0, time.Now(), map[string]any{"batch": seq, "images": len(s.live)})
+			e.trace.Span(e.submitTrack, "submit", t0, time.Since(t0), map[string]any{"batch": seq, "images": len(s.live)})
 		}
 		e.inflight <- s // inflight has room for every slot
 		prev = s
@@ -1031,23 +1029,22 @@ func (e *Executor) complete(s *slot) error {
 }
 
 func (e *Executor) traceBatch(s *slot) {
-	tid := e.streamTids[s.stream]
-	at := func(i int) time.Time { return e.hostBase.Add(s.times[i]) }
+	track := e.streamTracks[s.stream]
+	span := func(name string, from, to int, args map[string]any) {
+		e.trace.Span(track, name, e.hostBase.Add(s.times[from]), s.times[to]-s.times[from], args)
+	}
 	nOps := len(s.calls)
-	e.trace.Span(tid, "H2D", "copy", at(evH2DStart), at(evH2DEnd),
-		map[string]any{"batch": s.seq, "images": len(s.live), "bytes": s.inBytes + e.tabBytes})
+	span("H2D", evH2DStart, evH2DEnd, map[string]any{"batch": s.seq, "images": len(s.live), "bytes": s.inBytes + e.tabBytes})
 	prev := evKStart
 	for j := range s.calls {
-		e.trace.Span(tid, s.calls[j].Op.String(), "kernel", at(prev), at(evOpEnd0+j),
-			map[string]any{"batch": s.seq, "images": len(s.live)})
+		span(s.calls[j].Op.String(), prev, evOpEnd0+j, map[string]any{"batch": s.seq, "images": len(s.live)})
 		prev = evOpEnd0 + j
 	}
 	d2h := s.outBytes
 	if e.chain.hasHist {
 		d2h += len(s.live) * HistBytes
 	}
-	e.trace.Span(tid, "D2H", "copy", at(evOpEnd0+nOps), at(evOpEnd0+nOps+1),
-		map[string]any{"batch": s.seq, "images": len(s.live), "bytes": d2h})
+	span("D2H", evOpEnd0+nOps, evOpEnd0+nOps+1, map[string]any{"batch": s.seq, "images": len(s.live), "bytes": d2h})
 }
 
 // Release gives the result's slot memory back. Image must not be used after.

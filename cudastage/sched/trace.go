@@ -11,16 +11,22 @@ import (
 	"time"
 )
 
+// Tracer receives timed spans on named tracks. The executor sends one track
+// per device stream (H2D, each op, D2H) and a submit track; the runner adds
+// its decode and save workers' tracks. Device spans are timed by device
+// events and placed on the host clock (see Executor), so host and device
+// tracks share one time axis. pipeline.TraceWriter (streaming) and Trace
+// (bounded, in memory, written atomically) both implement it.
+// Implementations must be safe for concurrent use.
+type Tracer interface {
+	Span(track, name string, start time.Time, d time.Duration, args map[string]any)
+}
+
 // Trace collects spans for a Chrome trace-event file, the JSON format that
 // Perfetto (ui.perfetto.dev) and chrome://tracing open. Each track is a
-// thread (tid) of one process, named by thread_name metadata: the executor
-// adds one per device stream, plus a "submit" track; the runner adds tracks
-// for its decode and save workers. A Trace is safe for concurrent use.
-//
-// Spans are complete ("X") events with microsecond timestamps relative to
-// the Trace's creation. Device spans are timed by device events and placed on
-// the host clock by the executor (see Executor), so host and device tracks
-// share one time axis.
+// thread (tid) of one process, named by thread_name metadata and ordered by
+// first use. Spans are complete ("X") events with microsecond timestamps
+// relative to the Trace's creation. A Trace is safe for concurrent use.
 type Trace struct {
 	mu      sync.Mutex
 	t0      time.Time
@@ -34,7 +40,7 @@ type Trace struct {
 
 type span struct {
 	tid        int
-	name, cat  string
+	name       string
 	start, dur time.Duration
 	args       map[string]any
 }
@@ -52,11 +58,8 @@ func NewTrace(process string, maxSpans int) *Trace {
 	return &Trace{t0: time.Now(), process: process, byName: map[string]int{}, max: maxSpans}
 }
 
-// Track returns the tid of the track named name, creating it on first use.
-// Tracks appear in the viewer in creation order.
-func (t *Trace) Track(name string) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// track returns the tid of the named track, creating it. t.mu held.
+func (t *Trace) track(name string) int {
 	if tid, ok := t.byName[name]; ok {
 		return tid
 	}
@@ -66,22 +69,17 @@ func (t *Trace) Track(name string) int {
 	return tid
 }
 
-// Span records a span from start to end on track tid. cat groups spans for
-// the viewer's filters ("copy", "kernel", "decode", ...); args (may be nil)
-// are shown when the span is selected. A span ending before it starts is
-// recorded with zero duration.
-func (t *Trace) Span(tid int, name, cat string, start, end time.Time, args map[string]any) {
+// Span records a span of duration d from start on the named track; args
+// (may be nil) are shown when the span is selected. A negative d is recorded
+// as zero.
+func (t *Trace) Span(track, name string, start time.Time, d time.Duration, args map[string]any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.spans) >= t.max {
 		t.dropped++
 		return
 	}
-	d := end.Sub(start)
-	if d < 0 {
-		d = 0
-	}
-	t.spans = append(t.spans, span{tid: tid, name: name, cat: cat, start: start.Sub(t.t0), dur: d, args: args})
+	t.spans = append(t.spans, span{tid: t.track(track), name: name, start: start.Sub(t.t0), dur: max(d, 0), args: args})
 }
 
 // Len is the number of spans recorded.
@@ -93,7 +91,6 @@ func (t *Trace) Len() int {
 
 type traceEvent struct {
 	Name string         `json:"name"`
-	Cat  string         `json:"cat,omitempty"`
 	Ph   string         `json:"ph"`
 	Ts   float64        `json:"ts"`
 	Dur  *float64       `json:"dur,omitempty"`
@@ -140,7 +137,7 @@ func (t *Trace) WriteJSON(w io.Writer) error {
 	}
 	for _, s := range t.spans {
 		dur := micros(s.dur)
-		if err := put(traceEvent{Name: s.name, Cat: s.cat, Ph: "X", Ts: micros(s.start), Dur: &dur,
+		if err := put(traceEvent{Name: s.name, Ph: "X", Ts: micros(s.start), Dur: &dur,
 			Pid: tracePid, Tid: s.tid, Args: s.args}); err != nil {
 			return err
 		}

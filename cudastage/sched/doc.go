@@ -1,0 +1,59 @@
+// Package sched is the overlapped multi-stream batch scheduler behind
+// `imgpipe run --device cuda` and `imgpipe bench raw`: it runs one device
+// segment (a chain of pixel ops: grayscale, blur, boxblur, transpose,
+// histogram) over a stream of images so that the H2D copy of batch k, the
+// kernels of batch k−1 and the D2H copy of batch k−2 overlap.
+//
+// It is written against a small Device interface (streams, events,
+// page-locked and device memory, async copies, one batched launch per op),
+// so that the scheduling is tested on the CPU under -race with FakeDevice,
+// which runs the ops with package stages and delays its copies. The CUDA
+// adapter lives in package cudastage.
+//
+// # Slots and memory
+//
+// An Executor owns Slots slots. A slot holds one batch: a page-locked input
+// region of SlotBytes, two device buffers of SlotBytes between which the ops
+// ping-pong (the input buffer is reused once the first op has read it), a
+// page-locked output region, per-image histogram memory, launch tables and
+// events. Nothing is allocated per batch, and memory is bounded by
+// Slots × slot size (Stats.HostBytes, Stats.DeviceBytes). Images are packed
+// with a table of offsets, each at a 256-byte boundary, and each op's output
+// is packed separately, so the one D2H per batch copies no holes.
+//
+// # Lifecycle
+//
+// Decode workers call Reserve (or Decode) for each image; it blocks while no
+// slot is free, which is the back-pressure that bounds memory. They write
+// pixels straight into the slot's page-locked memory and Commit (or Abort on
+// a decode error: the image is dropped, the batch goes on). A slot is sealed
+// when full, when the next image does not fit, after Linger, or on
+// Flush/CloseInput, and is submitted when its last reservation resolved. Its
+// results arrive on Results once its D2H completed; the slot is reused when
+// every result was released. An image larger than a slot gives ErrTooLarge:
+// run it on the CPU path.
+//
+// # Streams and timing
+//
+// Batches go to the streams round robin. Each batch waits (on the device,
+// through events) for the previous batch's H2D before its H2D, for its
+// kernels before its kernels, and for its D2H before its D2H, so every engine
+// works on one batch at a time in submission order. This costs no overlap
+// (the copy engines serialize anyway) and makes the events around each phase
+// time the engine's work, not its queueing: Stats gives exact ΣH2D, Σkernels
+// and ΣD2H, and the overlap efficiency wall ÷ max of the three. Three streams
+// suffice for a full three-stage pipeline; the default of four absorbs
+// jitter. Slots default to Streams+2: one batch per stream on the device, one
+// filling, one held by the consumers.
+//
+// # Threads and errors
+//
+// A CUDA context is current per OS thread. The executor makes all submission
+// calls from one goroutine and all event waits from another, each locked to
+// its OS thread and bound with Device.BindThread, so waiting never blocks
+// submission. Any device error is fatal: the executor stops, waits for the
+// device to finish with the memory of the batches in flight, abandons them,
+// closes Results, and Wait returns the error (the CLI maps it to exit code
+// 3). Cancelling the context does the same with the context's error. No
+// goroutine outlives Wait, and no slot is lost.
+package sched
