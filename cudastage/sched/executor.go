@@ -114,6 +114,18 @@ const (
 	evOpEnd0 // op j's end is evOpEnd0+j; then D2H start and D2H end
 )
 
+// phases lists the (start, end) events of a batch's phases: H2D, each op,
+// D2H. Their durations are measured event to event, exactly, rather than as
+// differences of times from the base event, which lose precision as a run
+// gets long (CUDA gives float32 milliseconds).
+func phases(nOps int) [][2]int {
+	p := [][2]int{{evH2DStart, evH2DEnd}, {evKStart, evOpEnd0}}
+	for j := 1; j < nOps; j++ {
+		p = append(p, [2]int{evOpEnd0 + j - 1, evOpEnd0 + j})
+	}
+	return append(p, [2]int{evOpEnd0 + nOps, evOpEnd0 + nOps + 1})
+}
+
 // slot is one batch's memory and events. Its batch fields are guarded by
 // Executor.mu while it fills; between submission and delivery only the
 // submitter and then the waiter touch it, handing it over by channel.
@@ -124,7 +136,8 @@ type slot struct {
 	dHist, dTab        DevPtr
 	ev                 []Event
 	calls              []OpCall
-	times              []time.Duration
+	at                 []time.Duration // event times from the base event
+	dur                []time.Duration // phase durations, see phases
 
 	// filling (under Executor.mu)
 	gen     uint64
@@ -185,6 +198,7 @@ type Executor struct {
 	base     Event
 	hostBase time.Time
 	tabOff   []int // per op, into a slot's table region
+	phases   [][2]int
 	tabBytes int
 	slots    []*slot
 
@@ -260,6 +274,7 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 		dev:      dev,
 		cfg:      cfg,
 		chain:    newChain(cfg.Ops, cfg.SlotBytes),
+		phases:   phases(len(cfg.Ops)),
 		free:     make(chan *slot, cfg.Slots),
 		ready:    make(chan *slot, cfg.Slots),
 		inflight: make(chan *slot, cfg.Slots),
@@ -363,7 +378,7 @@ func (e *Executor) allocate() error {
 	nOps := len(c.Ops)
 	for i := range c.Slots {
 		s := &slot{id: i, used: make([]int, 1+e.chain.nImg), calls: make([]OpCall, nOps),
-			times: make([]time.Duration, evOpEnd0+nOps+2)}
+			at: make([]time.Duration, evOpEnd0+nOps+2), dur: make([]time.Duration, nOps+2)}
 		e.slots = append(e.slots, s)
 		for j := range s.calls {
 			s.calls[j].Images = make([]OpImage, 0, c.Batch)
@@ -982,9 +997,15 @@ func (e *Executor) complete(s *slot) error {
 		if err != nil {
 			return err
 		}
-		s.times[i] = t
+		s.at[i] = t
 	}
-	nOps := len(s.calls)
+	for k, p := range e.phases {
+		t, err := d.Elapsed(s.ev[p[0]], s.ev[p[1]])
+		if err != nil {
+			return err
+		}
+		s.dur[k] = t
+	}
 	var pixels int64
 	for _, l := range s.layouts {
 		pixels += int64(l.shapes[0].W) * int64(l.shapes[0].H)
@@ -994,7 +1015,7 @@ func (e *Executor) complete(s *slot) error {
 		histBytes = len(s.live) * HistBytes
 	}
 	e.statsMu.Lock()
-	e.stats.add(s.times, nOps, len(s.live), pixels, int64(s.inBytes+e.tabBytes), int64(s.outBytes+histBytes))
+	e.stats.add(s.at[evH2DStart], s.at[len(s.at)-1], s.dur, len(s.live), pixels, int64(s.inBytes+e.tabBytes), int64(s.outBytes+histBytes))
 	e.statsMu.Unlock()
 	if e.trace != nil {
 		e.traceBatch(s)
@@ -1030,21 +1051,24 @@ func (e *Executor) complete(s *slot) error {
 
 func (e *Executor) traceBatch(s *slot) {
 	track := e.streamTracks[s.stream]
-	span := func(name string, from, to int, args map[string]any) {
-		e.trace.Span(track, name, e.hostBase.Add(s.times[from]), s.times[to]-s.times[from], args)
-	}
-	nOps := len(s.calls)
-	span("H2D", evH2DStart, evH2DEnd, map[string]any{"batch": s.seq, "images": len(s.live), "bytes": s.inBytes + e.tabBytes})
-	prev := evKStart
-	for j := range s.calls {
-		span(s.calls[j].Op.String(), prev, evOpEnd0+j, map[string]any{"batch": s.seq, "images": len(s.live)})
-		prev = evOpEnd0 + j
-	}
+	n := len(s.live)
 	d2h := s.outBytes
 	if e.chain.hasHist {
-		d2h += len(s.live) * HistBytes
+		d2h += n * HistBytes
 	}
-	span("D2H", evOpEnd0+nOps, evOpEnd0+nOps+1, map[string]any{"batch": s.seq, "images": len(s.live), "bytes": d2h})
+	last := len(e.phases) - 1
+	for k, p := range e.phases {
+		name, args := "", map[string]any{"batch": s.seq, "images": n}
+		switch k {
+		case 0:
+			name, args["bytes"] = "H2D", s.inBytes+e.tabBytes
+		case last:
+			name, args["bytes"] = "D2H", d2h
+		default:
+			name = s.calls[k-1].Op.String()
+		}
+		e.trace.Span(track, name, e.hostBase.Add(s.at[p[0]]), s.dur[k], args)
+	}
 }
 
 // Release gives the result's slot memory back. Image must not be used after.

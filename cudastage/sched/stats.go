@@ -84,15 +84,14 @@ func (s Stats) String() string {
 		s.Overlap(), s.GPixelsPerSec())
 }
 
-// add accumulates one completed batch; ts are the batch's event times
-// relative to the executor's base event (indexed by the ev* constants).
-func (s *Stats) add(ts []time.Duration, nOps, images int, pixels, h2dBytes, d2hBytes int64) {
-	d2hStart, d2hEnd := ts[evOpEnd0+nOps], ts[evOpEnd0+nOps+1]
-	if s.Batches == 0 || ts[evH2DStart] < s.first {
-		s.first = ts[evH2DStart]
+// add accumulates one completed batch: start and end are its H2D start and
+// D2H end from the base event, dur its phase durations (H2D, each op, D2H).
+func (s *Stats) add(start, end time.Duration, dur []time.Duration, images int, pixels, h2dBytes, d2hBytes int64) {
+	if s.Batches == 0 || start < s.first {
+		s.first = start
 	}
-	if s.Batches == 0 || d2hEnd > s.last {
-		s.last = d2hEnd
+	if s.Batches == 0 || end > s.last {
+		s.last = end
 	}
 	s.Wall = s.last - s.first
 	s.Batches++
@@ -100,12 +99,10 @@ func (s *Stats) add(ts []time.Duration, nOps, images int, pixels, h2dBytes, d2hB
 	s.Pixels += pixels
 	s.H2DBytes += h2dBytes
 	s.D2HBytes += d2hBytes
-	s.H2D += ts[evH2DEnd] - ts[evH2DStart]
-	s.Kernels += ts[evOpEnd0+nOps-1] - ts[evKStart]
-	prev := ts[evKStart]
-	for j := range nOps {
-		s.Ops[j].Total += ts[evOpEnd0+j] - prev
-		prev = ts[evOpEnd0+j]
+	s.H2D += dur[0]
+	s.D2H += dur[len(dur)-1]
+	for j := range s.Ops {
+		s.Ops[j].Total += dur[1+j]
+		s.Kernels += dur[1+j]
 	}
-	s.D2H += d2hEnd - d2hStart
 }

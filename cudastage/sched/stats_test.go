@@ -10,10 +10,10 @@ import (
 
 func TestStatsAdd(t *testing.T) {
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-	// Two ops; events: h2dStart h2dEnd kStart op0End op1End d2hStart d2hEnd.
+	// Two ops: durations H2D, op a, op b, D2H.
 	s := Stats{Ops: []OpTime{{Op: "a"}, {Op: "b"}}}
-	s.add([]time.Duration{ms(10), ms(12), ms(12), ms(13), ms(15), ms(15), ms(16)}, 2, 4, 1000, 300, 100)
-	s.add([]time.Duration{ms(12), ms(14), ms(15), ms(15.5), ms(17), ms(17), ms(18.5)}, 2, 2, 500, 150, 50)
+	s.add(ms(10), ms(16), []time.Duration{ms(2), ms(1), ms(2), ms(1)}, 4, 1000, 300, 100)
+	s.add(ms(12), ms(18.5), []time.Duration{ms(2), ms(0.5), ms(1.5), ms(1.5)}, 2, 500, 150, 50)
 	want := Stats{Batches: 2, Images: 6, Pixels: 1500, H2DBytes: 450, D2HBytes: 150,
 		H2D: ms(4), Kernels: ms(5), D2H: ms(2.5), Wall: ms(8.5)}
 	if s.Batches != want.Batches || s.Images != want.Images || s.Pixels != want.Pixels ||
