@@ -8,12 +8,16 @@ import (
 	"image/png"
 	"io"
 	"math/rand"
+	"os"
 	"testing"
 )
 
 // Benchmarks run on 1920x1080 random images (never zeros) and report
 // megapixels per second of input. Decode and encode are also run on a
-// photo-like image, since random noise is the worst case for a codec.
+// smooth synthetic image, since random noise is the worst case for a codec,
+// and on a real photo when IMGPIPE_BENCH_PHOTO names a JPEG file (its
+// top-left 1920x1080, or the whole of a smaller one; the decode benchmark
+// also decodes the file itself). No photo is committed with the tests.
 
 const benchW, benchH = 1920, 1080
 
@@ -89,24 +93,50 @@ func BenchmarkHistogram(b *testing.B) {
 	}
 }
 
-// benchInputs are a random and a photo-like 1080p RGB image.
-func benchInputs() map[string]*Image {
+// benchInputs are a random and a smooth 1080p RGB image, and the photo
+// named by IMGPIPE_BENCH_PHOTO if there is one.
+func benchInputs(b *testing.B) map[string]*Image {
 	rng := rand.New(rand.NewSource(42))
-	return map[string]*Image{
+	in := map[string]*Image{
 		"random": randImage(rng, benchW, benchH, 3, 0),
 		"smooth": smoothImage(rng, benchW, benchH, 3, 0),
 	}
+	if data := benchPhoto(b); data != nil {
+		m, err := Decode(data, DecodeOptions{Orient: true}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		crop := NewImage(min(m.W, benchW), min(m.H, benchH), 3)
+		for y := 0; y < crop.H; y++ {
+			copy(crop.Row(y), m.Row(y))
+		}
+		in["photo"] = crop
+	}
+	return in
+}
+
+// benchPhoto returns the file IMGPIPE_BENCH_PHOTO names, or nil.
+func benchPhoto(b *testing.B) []byte {
+	path := os.Getenv("IMGPIPE_BENCH_PHOTO")
+	if path == "" {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
 }
 
 func BenchmarkDecodeJPEG(b *testing.B) {
-	for name, src := range benchInputs() {
+	for name, src := range benchInputs(b) {
 		var buf bytes.Buffer
 		if err := Encode(&buf, src, SaveOptions{Format: "jpeg", Quality: 90}); err != nil {
 			b.Fatal(err)
 		}
 		data := buf.Bytes()
 		b.Run(name, func(b *testing.B) {
-			dst := NewImage(benchW, benchH, 3)
+			dst := NewImage(src.W, src.H, 3)
 			alloc := func(w, h, c int) (*Image, error) { return dst, nil }
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
@@ -114,7 +144,7 @@ func BenchmarkDecodeJPEG(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			reportMPs(b, benchW*benchH)
+			reportMPs(b, src.W*src.H)
 		})
 		// The conversion alone, from the standard decoder's YCbCr.
 		b.Run(name+"/convert", func(b *testing.B) {
@@ -122,18 +152,35 @@ func BenchmarkDecodeJPEG(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			dst := NewImage(benchW, benchH, 3)
+			dst := NewImage(src.W, src.H, 3)
 			for b.Loop() {
-				paint(dst, m, 1, image.Pt(benchW, benchH))
+				paint(dst, m, 1, image.Pt(src.W, src.H))
 			}
-			reportMPs(b, benchW*benchH)
+			reportMPs(b, src.W*src.H)
+		})
+	}
+	if data := benchPhoto(b); data != nil {
+		b.Run("photo-file", func(b *testing.B) {
+			hd, err := DecodeHeader(data, DecodeOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			dst := NewImage(hd.W, hd.H, 3)
+			alloc := func(w, h, c int) (*Image, error) { return dst, nil }
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := Decode(data, DecodeOptions{}, alloc); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportMPs(b, hd.W*hd.H)
 		})
 	}
 }
 
 func BenchmarkEncodePNG(b *testing.B) {
-	for name, src := range benchInputs() {
-		for _, level := range []int{PNGDefault, 6} {
+	for name, src := range benchInputs(b) {
+		for _, level := range []int{PNGDefault, PNGHuffmanOnly, 6} {
 			b.Run(fmt.Sprintf("%s/level%d", name, level), func(b *testing.B) {
 				var n int64
 				for b.Loop() {
@@ -144,7 +191,7 @@ func BenchmarkEncodePNG(b *testing.B) {
 					n = cw.n
 				}
 				b.ReportMetric(float64(n)/float64(src.Len()), "ratio")
-				reportMPs(b, benchW*benchH)
+				reportMPs(b, src.W*src.H)
 			})
 		}
 		// image/png at BestSpeed on the RGBA copy it needs, for comparison.
@@ -160,20 +207,20 @@ func BenchmarkEncodePNG(b *testing.B) {
 				n = cw.n
 			}
 			b.ReportMetric(float64(n)/float64(src.Len()), "ratio")
-			reportMPs(b, benchW*benchH)
+			reportMPs(b, src.W*src.H)
 		})
 	}
 }
 
 func BenchmarkEncodeJPEG(b *testing.B) {
-	for name, src := range benchInputs() {
+	for name, src := range benchInputs(b) {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				if err := Encode(io.Discard, src, SaveOptions{Format: "jpeg"}); err != nil {
 					b.Fatal(err)
 				}
 			}
-			reportMPs(b, benchW*benchH)
+			reportMPs(b, src.W*src.H)
 		})
 	}
 }

@@ -22,6 +22,7 @@ var boxMagic = func() (m [(2*MaxBoxRadius+1)*(2*MaxBoxRadius+1) + 1]uint64) {
 
 // boxScratch holds one BoxBlur call's working memory.
 type boxScratch struct {
+	ext  []byte   // one source row with zero padding
 	ring []uint16 // horizontal window sums, row y in slot y % slots
 	col  []uint32 // vertical running sums of ring rows for one output row
 }
@@ -53,6 +54,7 @@ func BoxBlur(dst, src *Image, radius int) {
 	slots := min(2*R+2, h)
 	s := boxPool.Get().(*boxScratch)
 	defer boxPool.Put(s)
+	s.ext = grow(s.ext, n+(2*R+1)*c)
 	s.ring = grow(s.ring, slots*n)
 	s.col = grow(s.col, n)
 	col := s.col
@@ -61,30 +63,43 @@ func BoxBlur(dst, src *Image, radius int) {
 		o := (y % slots) * n
 		return s.ring[o : o+n]
 	}
-	add := func(y int) { // filter source row y and add it to the column sums
+	for y := 0; y <= min(R, h-1); y++ {
 		r := row(y)
-		boxRow(r, src.Row(y), c, R)
+		boxRow(r, src.Row(y), s.ext, c, R)
 		for x, v := range r[:len(col)] {
 			col[x] += uint32(v)
 		}
-	}
-	for y := 0; y <= min(R, h-1); y++ {
-		add(y)
 	}
 	// Pixels [lo, hi) have the full 2R+1 columns in their window.
 	lo := min(R, w)
 	hi := max(lo, w-R)
 	for y := 0; y < h; y++ {
 		if y > 0 {
-			// Add the row entering the window before dropping the one
-			// leaving it: they are 2R+1 apart, so with 2R+2 ring slots the
-			// leaving row is still intact. Row y+R of src is read before row
-			// y of dst is written, which is what makes dst == src safe.
-			if y+R < h {
-				add(y + R)
+			// The row entering the window is filtered into the ring before
+			// the one leaving it is dropped: they are 2R+1 apart, so with
+			// 2R+2 ring slots the leaving row is still intact. Row y+R of
+			// src is read before row y of dst is written, which is what
+			// makes dst == src safe.
+			in, out := y+R < h, y-R-1 >= 0
+			var enter, leave []uint16
+			if in {
+				enter = row(y + R)[:len(col)]
+				boxRow(enter, src.Row(y+R), s.ext, c, R)
 			}
-			if y-R-1 >= 0 {
-				for x, v := range row(y - R - 1)[:len(col)] {
+			if out {
+				leave = row(y - R - 1)[:len(col)]
+			}
+			switch {
+			case in && out:
+				for x := range col {
+					col[x] += uint32(enter[x]) - uint32(leave[x])
+				}
+			case in:
+				for x, v := range enter {
+					col[x] += uint32(v)
+				}
+			case out:
+				for x, v := range leave {
 					col[x] -= uint32(v)
 				}
 			}
@@ -110,25 +125,35 @@ func boxDivide(out []byte, sums []uint32, m uint64) {
 }
 
 // boxRow writes, for every pixel and channel of one row, the sum of the
-// in-bounds pixels within R columns: a running sum that adds the pixel
-// entering the window and subtracts the one leaving it.
-func boxRow(out []uint16, in []byte, c, R int) {
-	w := len(in) / c
-	out = out[:len(in)]
+// in-bounds pixels within R columns. ext is scratch for the row with R+1
+// zero pixels on the left and R on the right: zeros add nothing to a sum, so
+// the running sum (add the pixel entering the window, subtract the one
+// leaving it) needs no bounds tests.
+func boxRow(out []uint16, in, ext []byte, c, R int) {
+	n := len(in)
+	lead := (R + 1) * c
+	ext = ext[:lead+n+R*c]
+	clear(ext[:lead])
+	copy(ext[lead:], in)
+	clear(ext[lead+n:])
+	out = out[:n]
+	// The first pixel's window is pixels 0..R.
 	for ch := 0; ch < c; ch++ {
 		var s uint16 // at most 31·255, so uint16 is enough
-		for x := 0; x <= min(R, w-1); x++ {
-			s += uint16(in[x*c+ch])
+		for k := lead + ch; k <= lead+R*c+ch && k < lead+n; k += c {
+			s += uint16(ext[k])
 		}
 		out[ch] = s
-		for x := 1; x < w; x++ {
-			if x+R < w {
-				s += uint16(in[(x+R)*c+ch])
-			}
-			if x > R {
-				s -= uint16(in[(x-R-1)*c+ch])
-			}
-			out[x*c+ch] = s
-		}
+	}
+	if n == c {
+		return
+	}
+	// out[j] = out[j-c] + ext[lead+j+R*c] - ext[lead+j-(R+1)*c] for j >= c.
+	cur := out[c:]
+	prev := out[:len(cur)]
+	enter := ext[lead+c+R*c:][:len(cur)]
+	leave := ext[c:][:len(cur)]
+	for i := range cur {
+		cur[i] = prev[i] + uint16(enter[i]) - uint16(leave[i])
 	}
 }

@@ -59,7 +59,13 @@ func encodePNG(w io.Writer, m *Image, compression int) error {
 		// A size-oriented level: pick the filter per row like libpng does.
 		level, adaptive = compression, true
 	}
+	return writePNG(w, m, level, adaptive)
+}
 
+// writePNG writes m with flate level level, filtering every row with Sub,
+// or with the best filter per row when adaptive (level NoCompression always
+// uses None).
+func writePNG(w io.Writer, m *Image, level int, adaptive bool) error {
 	pw := &pngWriter{w: w}
 	pw.write([]byte("\x89PNG\r\n\x1a\n"))
 	var ihdr [13]byte
