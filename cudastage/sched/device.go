@@ -61,11 +61,13 @@ type Device interface {
 	DevAlloc(n int) (DevPtr, error)
 	DevFree(DevPtr) error
 
-	// HtoD enqueues a copy of src into dst+off. src must come from HostAlloc
-	// and stay untouched until the copy completed.
+	// HtoD enqueues a copy of src into dst+off. src comes from HostAlloc and
+	// stays untouched until the copy completed; or, with Config.Pageable
+	// only, it is ordinary memory, and HtoD copies synchronously after the
+	// stream's earlier work (async copies must never read Go memory).
 	HtoD(s Stream, dst DevPtr, off int, src []byte) error
-	// DtoH enqueues a copy of len(dst) bytes from src+off into dst, which
-	// must come from HostAlloc.
+	// DtoH enqueues a copy of len(dst) bytes from src+off into dst, with
+	// HtoD's rules about dst's memory.
 	DtoH(s Stream, dst []byte, src DevPtr, off int) error
 
 	// TableBytes is the size of the launch table that EncodeTable writes for

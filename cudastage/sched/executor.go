@@ -65,6 +65,11 @@ type Config struct {
 	// MaxHostBytes and MaxDeviceBytes, when positive, refuse a Config whose
 	// slots would hold more page-locked or device memory, before allocating.
 	MaxHostBytes, MaxDeviceBytes int64
+	// Pageable puts the slots' host memory on the Go heap instead of
+	// page-locked memory. The device then copies synchronously (after the
+	// stream's earlier work), which is the textbook flow: it exists to measure
+	// what page-locked memory and overlap gain, not for real runs.
+	Pageable bool
 	// Trace, when not nil, receives one track per stream with each batch's
 	// H2D, kernels and D2H, and a "submit" track.
 	Trace Tracer
@@ -402,14 +407,14 @@ func (e *Executor) allocate() error {
 func (e *Executor) allocSlot(s *slot) error {
 	d, c := e.dev, e.cfg
 	var err error
-	if s.in, err = d.HostAlloc(c.SlotBytes); err != nil {
+	if s.in, err = e.hostAlloc(c.SlotBytes); err != nil {
 		return err
 	}
 	if s.dev[bufIn], err = d.DevAlloc(c.SlotBytes); err != nil {
 		return err
 	}
 	if e.chain.nImg > 0 {
-		if s.out, err = d.HostAlloc(c.SlotBytes); err != nil {
+		if s.out, err = e.hostAlloc(c.SlotBytes); err != nil {
 			return err
 		}
 		if s.dev[bufMid], err = d.DevAlloc(c.SlotBytes); err != nil {
@@ -417,7 +422,7 @@ func (e *Executor) allocSlot(s *slot) error {
 		}
 	}
 	if e.chain.hasHist {
-		if s.hist, err = d.HostAlloc(c.Batch * HistBytes); err != nil {
+		if s.hist, err = e.hostAlloc(c.Batch * HistBytes); err != nil {
 			return err
 		}
 		if s.dHist, err = d.DevAlloc(c.Batch * HistBytes); err != nil {
@@ -425,7 +430,7 @@ func (e *Executor) allocSlot(s *slot) error {
 		}
 	}
 	if e.tabBytes > 0 {
-		if s.tab, err = d.HostAlloc(e.tabBytes); err != nil {
+		if s.tab, err = e.hostAlloc(e.tabBytes); err != nil {
 			return err
 		}
 		if s.dTab, err = d.DevAlloc(e.tabBytes); err != nil {
@@ -442,12 +447,20 @@ func (e *Executor) allocSlot(s *slot) error {
 	return nil
 }
 
+// hostAlloc returns host memory for a slot: page-locked unless Pageable.
+func (e *Executor) hostAlloc(n int) ([]byte, error) {
+	if e.cfg.Pageable {
+		return make([]byte, n), nil
+	}
+	return e.dev.HostAlloc(n)
+}
+
 // freeSlot releases a slot's memory and events, keeping the first error.
 func (e *Executor) freeSlot(s *slot) error {
 	d := e.dev
 	var errs []error
 	for _, b := range [][]byte{s.in, s.out, s.hist, s.tab} {
-		if b != nil {
+		if b != nil && !e.cfg.Pageable {
 			errs = append(errs, d.HostFree(b))
 		}
 	}

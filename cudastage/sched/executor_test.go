@@ -724,3 +724,34 @@ func TestCloseWithHeldResults(t *testing.T) {
 	}
 	dev.Close()
 }
+
+func TestPageable(t *testing.T) {
+	ops := []Op{GrayscaleOp(), TransposeOp(), HistogramOp()}
+	dev := NewFake(FakeConfig{PageableRate: 100e6})
+	e := startExec(t, context.Background(), dev, Config{Ops: ops, Streams: 1, Slots: 2, Batch: 3, SlotBytes: 30000, Pageable: true})
+	imgs := mixedImages(6, 20)
+	go pushAll(context.Background(), e, imgs, 2)
+	checkResults(t, e, ops, imgs)
+	if err := e.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	calls := dev.Calls()
+	if calls["HtoD"] != 0 || calls["DtoH"] != 0 || calls["HtoD pageable"] == 0 || calls["DtoH pageable"] == 0 {
+		t.Errorf("pageable run made copies %v, want only synchronous ones", calls)
+	}
+	if live := dev.Live(); live.HostBufs != 0 {
+		t.Errorf("pageable slots took %d page-locked buffers", live.HostBufs)
+	}
+
+	// A device that refuses Go memory for copies makes a pageable run fail,
+	// rather than letting an async copy read the Go heap.
+	strict := NewFake(FakeConfig{})
+	e2 := startExec(t, context.Background(), strict, Config{Ops: ops, Slots: 2, Batch: 1, SlotBytes: 4096, Pageable: true})
+	go pushAll(context.Background(), e2, imgs[:3], 1)
+	for r := range e2.Results() {
+		r.Release()
+	}
+	if err := e2.Wait(); err == nil || !strings.Contains(err.Error(), "page-locked") {
+		t.Errorf("pageable copies on a strict device: %v", err)
+	}
+}

@@ -27,6 +27,11 @@ type FakeConfig struct {
 	Fault func(call string) error
 	// MaxDeviceBytes limits device allocations (0: unlimited).
 	MaxDeviceBytes int64
+	// PageableRate, when positive, lets copies use memory that HostAlloc
+	// did not return (Config.Pageable): they then run synchronously, after
+	// the stream's earlier work, at this many bytes per second. When 0 such
+	// copies are refused.
+	PageableRate float64
 }
 
 // FakeDevice is a Device that runs ops on the CPU with the stages functions,
@@ -528,7 +533,10 @@ func (f *FakeDevice) HtoD(s Stream, dst DevPtr, off int, src []byte) error {
 		return &FakeError{Call: "HtoD", Err: err}
 	}
 	if !ok {
-		return &FakeError{Call: "HtoD", Err: errors.New("source is not page-locked (HostAlloc) memory")}
+		if f.cfg.PageableRate <= 0 {
+			return &FakeError{Call: "HtoD", Err: errors.New("source is not page-locked (HostAlloc) memory")}
+		}
+		return f.syncCopy(s, "HtoD", func(b []byte) { copy(b, src) }, dst, off, len(src))
 	}
 	return f.enqueue(s, "HtoD", func() error {
 		f.h2d.Lock()
@@ -555,7 +563,10 @@ func (f *FakeDevice) DtoH(s Stream, dst []byte, src DevPtr, off int) error {
 		return &FakeError{Call: "DtoH", Err: err}
 	}
 	if !ok {
-		return &FakeError{Call: "DtoH", Err: errors.New("destination is not page-locked (HostAlloc) memory")}
+		if f.cfg.PageableRate <= 0 {
+			return &FakeError{Call: "DtoH", Err: errors.New("destination is not page-locked (HostAlloc) memory")}
+		}
+		return f.syncCopy(s, "DtoH", func(b []byte) { copy(dst, b) }, src, off, len(dst))
 	}
 	return f.enqueue(s, "DtoH", func() error {
 		f.d2h.Lock()
@@ -570,6 +581,29 @@ func (f *FakeDevice) DtoH(s Stream, dst []byte, src DevPtr, off int) error {
 		copy(dst, b)
 		return nil
 	})
+}
+
+// syncCopy is a pageable copy: it waits for the stream's earlier work, then
+// copies on the caller's goroutine at PageableRate.
+func (f *FakeDevice) syncCopy(s Stream, call string, do func([]byte), p DevPtr, off, n int) error {
+	if err := f.SyncStream(s); err != nil {
+		return err
+	}
+	if f.cfg.Fault != nil {
+		if err := f.cfg.Fault(call); err != nil {
+			return f.breakWith(call, err)
+		}
+	}
+	f.sleepCopy(n, f.cfg.PageableRate)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.devRange(p, off, n)
+	if err != nil {
+		return &FakeError{Call: call, Err: err}
+	}
+	f.calls[call+" pageable"]++
+	do(b)
+	return nil
 }
 
 // fakeTableEntry is the fake's launch table entry: four little-endian
