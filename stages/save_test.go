@@ -86,6 +86,28 @@ func TestPNGLevels(t *testing.T) {
 	}
 }
 
+// specPaeth is the Paeth predictor as the PNG specification writes it.
+func specPaeth(a, b, c int) int {
+	p := a + b - c
+	pa, pb, pc := abs(p-a), abs(p-b), abs(p-c)
+	if pa <= pb && pa <= pc {
+		return a
+	} else if pb <= pc {
+		return b
+	}
+	return c
+}
+
+// TestPaeth checks the predictor on every (a, b, c), ties included.
+func TestPaeth(t *testing.T) {
+	for i := 0; i < 1<<24; i++ {
+		a, b, c := i>>16, (i>>8)&255, i&255
+		if got := paeth(byte(a), byte(b), byte(c)); int(got) != specPaeth(a, b, c) {
+			t.Fatalf("paeth(%d,%d,%d) = %d, want %d", a, b, c, got, specPaeth(a, b, c))
+		}
+	}
+}
+
 // unfilter undoes PNG filter f on line given the previous raw row, written
 // from the PNG specification independently of the encoder.
 func unfilter(f byte, line, prev []byte, bpp int) []byte {
@@ -105,16 +127,7 @@ func unfilter(f byte, line, prev []byte, bpp int) []byte {
 		case 3:
 			pred = (a + b) / 2
 		case 4:
-			p := a + b - c
-			pa, pb, pc := abs(p-a), abs(p-b), abs(p-c)
-			switch {
-			case pa <= pb && pa <= pc:
-				pred = a
-			case pb <= pc:
-				pred = b
-			default:
-				pred = c
-			}
+			pred = specPaeth(a, b, c)
 		}
 		out[i] = line[i] + byte(pred)
 	}

@@ -126,6 +126,25 @@ func TestGrayscaleKnownValues(t *testing.T) {
 	}
 }
 
+// TestGrayscaleAllColours runs every RGB triple through Grayscale, so that
+// the rounding is checked where it matters (sums that land on a half).
+func TestGrayscaleAllColours(t *testing.T) {
+	src := NewImage(1<<16, 1, 3)
+	dst := NewImage(1<<16, 1, 1)
+	for r := 0; r < 256; r++ {
+		for i := 0; i < 1<<16; i++ {
+			src.Pix[3*i], src.Pix[3*i+1], src.Pix[3*i+2] = byte(r), byte(i>>8), byte(i)
+		}
+		Grayscale(dst, src)
+		for i, got := range dst.Pix {
+			want := (9798*r + 19235*(i>>8) + 3735*(i&255) + 16384) >> 15
+			if int(got) != want {
+				t.Fatalf("gray(%d,%d,%d) = %d, want %d", r, i>>8, i&255, got, want)
+			}
+		}
+	}
+}
+
 func TestBlurTaps(t *testing.T) {
 	golden := map[float64][]uint32{ // computed independently in Python
 		0.3: {63, 16258, 63},
