@@ -1,0 +1,130 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{
+		"decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png",
+		"decode max_pixels=1000 orient=false | boxblur radius=15 | save format=jpeg quality=1",
+		"decode|save", "", "|", "||", "decode |", "blur sigma=", "=", "a=b=c", "decode x=1 x=1",
+		"decode | blur sigma=1e308", "decode | blur sigma=-0", "décode ünïcode=ü", "decode\x00| save",
+		"decode | save compression=0", "\t\n decode \r\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		steps, err := ParseSpec(spec)
+		if err != nil {
+			cols := utf8.RuneCountInString(spec) + 1
+			for _, e := range Errors(err) {
+				var pe *PosError
+				if !errors.As(e, &pe) {
+					t.Fatalf("error without position: %v", e)
+				}
+				if pe.Pos.Col < 1 || pe.Pos.Col > cols {
+					t.Fatalf("column %d outside 1..%d: %v", pe.Pos.Col, cols, e)
+				}
+			}
+			return
+		}
+		if len(steps) == 0 {
+			t.Fatal("accepted a spec with no stages")
+		}
+		canon := FormatSpec(steps)
+		again, err := ParseSpec(canon)
+		if err != nil {
+			t.Fatalf("canonical form %q of %q does not parse: %v", canon, spec, err)
+		}
+		if FormatSpec(again) != canon {
+			t.Fatalf("round trip: %q -> %q", canon, FormatSpec(again))
+		}
+		for i := range steps {
+			if err := steps[i].Params.check(steps[i].Def); err != nil {
+				t.Fatalf("accepted invalid parameters: %v", err)
+			}
+		}
+		// The planner accepts or refuses the same chain whichever way it was written.
+		_, err1 := Compile(steps)
+		_, err2 := Compile(again)
+		if (err1 == nil) != (err2 == nil) {
+			t.Fatalf("planner disagrees: %v vs %v", err1, err2)
+		}
+	})
+}
+
+func FuzzLoadJob(f *testing.F) {
+	for _, name := range []string{"job.yaml", "thumbs.yaml"} {
+		if b, err := os.ReadFile(filepath.Join("..", "samples", name)); err == nil {
+			f.Add(b)
+		}
+	}
+	for _, s := range []string{
+		"input: {dir: a}\npipeline: [decode, save]\noutput: {dir: b}\n",
+		"pipeline: decode | blur sigma=2\n",
+		"pipeline:\n  - decode\n  - blur:\n    sigma: 1\n",
+		"execution: {device: cuda, streams: 64, batch: 4096, workers: 0, on_error: fail, resume: true, trace: t}\n",
+		"a: &x [1]\nb: *x\n", "---\n---\n", "input: !!binary aGVsbG8=\n", "{", "- - -", "\t", "pipeline: [&a decode, *a]\n",
+		"input: {dir: a, dir: b}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		job, err := ParseJob("job.yaml", data)
+		if err != nil {
+			for _, e := range Errors(err) {
+				var pe *PosError
+				if !errors.As(e, &pe) || pe.Pos.File != "job.yaml" || pe.Pos.Line < 0 || pe.Pos.Col < 0 {
+					t.Fatalf("error without a file position: %v", e)
+				}
+			}
+			return
+		}
+		if len(job.Steps) > 0 {
+			if _, err := Compile(job.Steps); err != nil {
+				t.Fatalf("accepted a chain the planner refuses: %v", err)
+			}
+		}
+		// Writing the job back out and reading it again gives the same job.
+		again, err := ParseJob("again.yaml", []byte(jobYAML(job)))
+		if err != nil {
+			t.Fatalf("re-read of\n%s\nfailed: %v", jobYAML(job), err)
+		}
+		if FormatSpec(again.Steps) != FormatSpec(job.Steps) || again.Exec != job.Exec ||
+			again.InputDir != job.InputDir || again.OutputDir != job.OutputDir || again.Report != job.Report {
+			t.Fatalf("round trip changed the job:\n%+v\n%+v", job, again)
+		}
+	})
+}
+
+// jobYAML writes a job back as YAML, quoting every string.
+func jobYAML(j *Job) string {
+	var b strings.Builder
+	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	if j.InputDir != "" {
+		fmt.Fprintf(&b, "input: {dir: %s}\n", q(j.InputDir))
+	}
+	if len(j.Steps) > 0 {
+		fmt.Fprintf(&b, "pipeline: %s\n", q(FormatSpec(j.Steps)))
+	}
+	if j.OutputDir != "" || j.Report != "" {
+		b.WriteString("output:\n")
+		if j.OutputDir != "" {
+			fmt.Fprintf(&b, "  dir: %s\n", q(j.OutputDir))
+		}
+		if j.Report != "" {
+			fmt.Fprintf(&b, "  report: %s\n", q(j.Report))
+		}
+	}
+	e := j.Exec
+	fmt.Fprintf(&b, "execution: {device: %s, streams: %d, batch: %d, workers: %d, on_error: %s, resume: %v, trace: %s}\n",
+		e.Device, e.Streams, e.Batch, e.Workers, e.OnError, e.Resume, q(e.Trace))
+	return b.String()
+}
