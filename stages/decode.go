@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	"image/gif"
 	"image/jpeg"
 	"image/png"
@@ -160,6 +161,9 @@ func readHeader(data []byte, opt DecodeOptions) (Header, *format, image.Point, e
 	if int64(w) > max/int64(h) {
 		return Header{}, nil, image.Point{}, &LimitError{W: w, H: h, MaxPixels: max}
 	}
+	if min := minEncodedSize(f.name, cfg); int64(len(data)) < min {
+		return Header{}, nil, image.Point{}, fmt.Errorf("%w: %d bytes cannot hold a %dx%d %s (at least %d)", io.ErrUnexpectedEOF, len(data), w, h, f.name, min)
+	}
 	hd := Header{Format: f.name, W: w, H: h, Orientation: 1}
 	if opt.Orient && f.name == "jpeg" {
 		hd.Orientation = jpegOrientation(data)
@@ -168,6 +172,46 @@ func readHeader(data []byte, opt DecodeOptions) (Header, *format, image.Point, e
 		}
 	}
 	return hd, f, image.Pt(w, h), nil
+}
+
+// minEncodedSize is a lower bound on the size of any valid file of cfg's
+// dimensions, or 0 where none is cheap to state. The decoders allocate the
+// whole image before they find that the data runs out, so a few-byte file
+// whose header claims 10000x10000 would otherwise cost hundreds of MB before
+// failing. The bounds are loose on purpose (several times below what any
+// encoder can reach), so no valid file is refused:
+//   - JPEG: every 8x8 block of the full-resolution component costs at least
+//     one bit in its DC scan; we require a 64th of a byte per block.
+//   - PNG: deflate cannot do better than 1032:1, and a pixel is at least
+//     one bit (more for the colour models that imply a depth); we divide
+//     by 2048.
+//   - BMP: x/image/bmp reads only uncompressed files, at least a bit a pixel.
+//
+// GIF is exempt (a tiny first frame on a huge logical screen is valid), as
+// are TIFF and WebP.
+func minEncodedSize(format string, cfg image.Config) int64 {
+	px := int64(cfg.Width) * int64(cfg.Height) // under the pixel limit here
+	switch format {
+	case "jpeg":
+		blocks := int64((cfg.Width+7)/8) * int64((cfg.Height+7)/8)
+		return blocks / 64
+	case "png":
+		bits := int64(1) // 1-bit gray or palette
+		switch cfg.ColorModel {
+		case color.Gray16Model, color.NRGBAModel: // NRGBA: gray+alpha 8 at least
+			bits = 16
+		case color.RGBAModel:
+			bits = 24
+		case color.NRGBA64Model:
+			bits = 32
+		case color.RGBA64Model:
+			bits = 48
+		}
+		return px * bits / 8 / 2048
+	case "bmp":
+		return px / 8
+	}
+	return 0
 }
 
 // Decode decodes an encoded image into RGB (C = 3) pixels in memory from

@@ -12,6 +12,7 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -407,6 +408,9 @@ func TestDecodeErrors(t *testing.T) {
 	bmpHuge := bytes.Clone(cases["bmp-rgb"])
 	binary.LittleEndian.PutUint32(bmpHuge[18:], 50000)
 	binary.LittleEndian.PutUint32(bmpHuge[22:], 50000)
+	bmpBig := bytes.Clone(cases["bmp-rgb"])
+	binary.LittleEndian.PutUint32(bmpBig[18:], 9000)
+	binary.LittleEndian.PutUint32(bmpBig[22:], 9000)
 	webpHuge := bytes.Clone(fx["lossless.webp"])
 	// VP8L: signature 0x2f, then 14 bits width-1 and 14 bits height-1.
 	if i := bytes.Index(webpHuge, []byte("VP8L")); i < 0 || webpHuge[i+8] != 0x2f {
@@ -449,6 +453,13 @@ func TestDecodeErrors(t *testing.T) {
 		{"tiff 200000x1000", setTIFFSize(t, cases["tiff-rgba"], 200000, 1000), DecodeOptions{MaxPixels: 150_000_000}, "(200.0 MP), over the 150.0 MP limit", ErrTooLarge},
 		{"webp 16384x16384", webpHuge, DecodeOptions{}, "(268.4 MP), over the 100.0 MP limit", ErrTooLarge},
 		{"negative limit", pngData, DecodeOptions{MaxPixels: -1}, "negative", nil},
+		// Under the limit, but far too short for the size the header claims:
+		// refused before the decoder allocates the image.
+		{"png header claims 9000x9000", setPNGSize(pngData, 9000, 9000), DecodeOptions{},
+			"unexpected EOF: 767 bytes cannot hold a 9000x9000 png (at least 118652)", io.ErrUnexpectedEOF},
+		{"jpeg header claims 9000x9000", setJPEGSize(t, jpegData, 9000, 9000), DecodeOptions{},
+			"cannot hold a 9000x9000 jpeg", io.ErrUnexpectedEOF},
+		{"bmp header claims 9000x9000", bmpBig, DecodeOptions{}, "cannot hold a 9000x9000 bmp", io.ErrUnexpectedEOF},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			alloc := func(w, h, c int) (*Image, error) {
@@ -471,10 +482,41 @@ func TestDecodeErrors(t *testing.T) {
 			if grew := after.TotalAlloc - before.TotalAlloc; grew > 4<<20 {
 				t.Fatalf("refusing it allocated %d bytes", grew)
 			}
-			if _, herr := DecodeHeader(tc.data, tc.opt); tc.is == ErrTooLarge && !errors.Is(herr, ErrTooLarge) {
+			if _, herr := DecodeHeader(tc.data, tc.opt); (tc.is == ErrTooLarge || tc.is == io.ErrUnexpectedEOF) && !errors.Is(herr, tc.is) {
 				t.Fatalf("DecodeHeader: %v", herr)
 			}
 		})
+	}
+}
+
+// TestMinEncodedSizeIsLoose checks the too-short bound against the most
+// compressible files real encoders make: 16 MP of one value, as a 1-bit PNG
+// at best compression and as a quality-1 JPEG. Both must pass the header
+// check with room to spare.
+func TestMinEncodedSizeIsLoose(t *testing.T) {
+	const side = 4000
+	pal := image.NewPaletted(image.Rect(0, 0, side, side), color.Palette{color.Black, color.White})
+	gray := image.NewGray(image.Rect(0, 0, side, side))
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"png", encoded(t, func(b *bytes.Buffer) error {
+			return (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(b, pal)
+		})},
+		{"jpeg", encoded(t, func(b *bytes.Buffer) error { return jpeg.Encode(b, gray, &jpeg.Options{Quality: 1}) })},
+	} {
+		cfg, _, err := image.DecodeConfig(bytes.NewReader(tc.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		min := minEncodedSize(tc.name, cfg)
+		if min == 0 || int64(len(tc.data)) < 2*min {
+			t.Errorf("%s: %d bytes, bound %d: too close", tc.name, len(tc.data), min)
+		}
+		if _, err := DecodeHeader(tc.data, DecodeOptions{}); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
 	}
 }
 
