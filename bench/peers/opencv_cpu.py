@@ -50,7 +50,7 @@ def mismatch_note(chain, cv2, img, code, taps):
     t, h = chain(img, code)
     rgb = img if code == cv2.COLOR_RGB2GRAY else img[..., ::-1]
     want_t, want_h = common.ref_chain(np.ascontiguousarray(rgb), taps)
-    ok, bad, maxd = common.compare("first image", t, h, want_t, want_h)
+    ok, bad, maxd = common.compare("exactness vs DESIGN.md, first image", t, h, want_t, want_h)
     if ok:
         return True, "bit-exact with DESIGN.md on the first image"
     return False, (

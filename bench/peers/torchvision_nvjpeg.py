@@ -2,14 +2,17 @@
 """torchvision nvJPEG + torch ops: a folder of JPEGs decoded on the GPU, the chain, PNGs saved.
 
 The flow a competent PyTorch user writes for a folder:
-- a thread pool reads the next batch's files while the GPU works on the current one;
-- torchvision.io.decode_jpeg(list, device='cuda', mode=RGB, apply_exif_orientation=True) decodes
-  a batch with nvJPEG in one call (a batch that fails is retried file by file, so one bad file
-  does not lose the others);
-- the chain runs per image with the exact torch ops of torch_ops.Chain (images differ in size);
-- each batch's outputs and histograms are packed on the GPU and copied with one non_blocking copy
-  into one of two pinned staging buffers, so batch k's copy overlaps batch k+1's decode;
-- PNGs are written by cv2.imwrite (default parameters) on a pool of CPU threads.
+- the files are split into batches of --batch; --streams worker threads each take the next batch,
+  read its files, and decode it with one torchvision.io.decode_jpeg(list, device='cuda',
+  mode=RGB, apply_exif_orientation=True) call (nvJPEG; the call is thread-safe, and its CPU part,
+  the Huffman decoding, then runs on several cores at once). A batch that fails is retried file
+  by file, so one bad file does not lose the others;
+- each worker runs on its own CUDA stream; the chain runs per image (images differ in size) with
+  the exact torch ops of torch_ops.Chain;
+- a batch's outputs and histograms are packed on the GPU and copied with one non_blocking copy
+  into one of the worker's two pinned staging buffers;
+- PNGs are written by cv2.imwrite (default parameters) on a pool of --threads CPU threads, while
+  the worker goes on with its next batch in its other staging buffer.
 The decoder is nvJPEG, not imgpipe's: decoded pixels may differ slightly between JPEG decoders,
 so outputs are compared with the reference on the pixels nvJPEG produced.
 """
@@ -18,6 +21,7 @@ import concurrent.futures as cf
 import os
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -35,8 +39,8 @@ def read_bytes(path):
 
 def main():
     cores = len(os.sched_getaffinity(0))
-    parser = common.make_parser(__doc__.splitlines()[0], modes=("files",), defaults={"streams": 1, "batch": 32})
-    parser.add_argument("--threads", type=int, default=cores, help="reader and writer threads (default: cores, %(default)s)")
+    parser = common.make_parser(__doc__.splitlines()[0], modes=("files",), defaults={"streams": 2, "batch": 16})
+    parser.add_argument("--threads", type=int, default=cores, help="PNG writer threads (default: cores, %(default)s)")
     args = common.parse(parser)
     if args.threads < 1:
         parser.error(f"--threads must be at least 1, got {args.threads}")
@@ -64,11 +68,11 @@ def main():
     outs = [common.out_path(out_dir, args.input, f) for f in files]
     for d in sorted({os.path.dirname(o) for o in outs}):
         os.makedirs(d, exist_ok=True)
-    readers = cf.ThreadPoolExecutor(args.threads)
     writers = cf.ThreadPoolExecutor(args.threads)
+    workers = cf.ThreadPoolExecutor(args.streams)
     groups = [list(range(i, min(i + args.batch, len(files)))) for i in range(0, len(files), args.batch)]
-    staging = [None, None]  # pinned buffers, grown on demand
     failed = set()
+    local = threading.local()
 
     def decode(datas, idx):
         tensors = [torch.frombuffer(bytearray(d), dtype=torch.uint8) for d in datas]
@@ -85,65 +89,67 @@ def main():
                     imgs.append(None)
             return imgs
 
-    def gpu_batch(k, datas):
-        """Decodes and processes batch k; starts the copy to staging[k % 2]; returns its layout."""
-        idx = groups[k]
-        imgs = decode(datas, idx)
-        parts, hists, layout, pixels = [], [], [], 0
-        for i, img in zip(idx, imgs):
-            if img is None:
-                continue
-            t, hist = chain(img.unsqueeze(0), channels_last=False)
-            parts.append(t.reshape(-1))
-            hists.append(hist.reshape(-1).view(torch.uint8))
-            layout.append((i, t.shape[1], t.shape[2]))
-            pixels += t.shape[1] * t.shape[2]
-        if not parts:
-            return layout, 0, None
-        flat = torch.cat(parts + hists)
-        buf = staging[k % 2]
-        if buf is None or buf.numel() < flat.numel():
-            buf = staging[k % 2] = torch.empty(max(flat.numel(), 1 << 24), dtype=torch.uint8, pin_memory=True)
-        buf[: flat.numel()].copy_(flat, non_blocking=True)
-        ev = torch.cuda.Event()
-        ev.record()
-        return layout, pixels, ev
-
-    def save(k, layout, ev):
-        """Waits for batch k's copy, then hands each image to the writer pool."""
-        ev.synchronize()
-        buf = staging[k % 2].numpy()
-        pos, futs = 0, []
-        for i, w, h in layout:
-            img = buf[pos : pos + w * h].reshape(w, h)
-            futs.append(writers.submit(write, outs[i], img))
-            pos += w * h
-        return futs
-
     def write(path, img):
         if not cv2.imwrite(path, img):
             raise RuntimeError(f"cannot write {path}")
 
-    def run():
-        total = 0
-        pending = None  # (k, layout, event) of the batch whose copy is in flight
-        writing = [[], []]  # writes still reading staging[0] / staging[1]
-        nxt = [readers.submit(read_bytes, files[i]) for i in groups[0]]
-        for k in range(len(groups)):
-            datas = [f.result() for f in nxt]
-            if k + 1 < len(groups):
-                nxt = [readers.submit(read_bytes, files[i]) for i in groups[k + 1]]
-            for f in writing[k % 2]:  # staging[k % 2] is free once batch k-2's PNGs are written
-                f.result()
-            layout, pixels, ev = gpu_batch(k, datas)
-            total += pixels
-            if pending:
-                writing[pending[0] % 2] = save(*pending)
-            pending = (k, layout, ev) if ev is not None else None
-        if pending:
-            writing[pending[0] % 2] = save(*pending)
-        for f in writing[0] + writing[1]:
+    def worker_state():
+        st = getattr(local, "st", None)
+        if st is None:
+            # per worker: a stream, two pinned staging buffers and the PNG writes reading each
+            st = local.st = dict(stream=torch.cuda.Stream(), bufs=[None, None], writes=[[], []], n=0)
+        return st
+
+    def batch(k):
+        """Reads, decodes and processes batch k; queues its PNG writes; returns its pixel count."""
+        st = worker_state()
+        idx = groups[k]
+        datas = [read_bytes(files[i]) for i in idx]
+        j = st["n"] % 2
+        st["n"] += 1
+        for f in st["writes"][j]:  # this staging buffer is free once its last batch is written
             f.result()
+        with torch.cuda.stream(st["stream"]):
+            imgs = decode(datas, idx)
+            parts, hists, layout, pixels = [], [], [], 0
+            for i, img in zip(idx, imgs):
+                if img is None:
+                    continue
+                t, hist = chain(img.unsqueeze(0), channels_last=False)
+                parts.append(t.reshape(-1))
+                hists.append(hist.reshape(-1).view(torch.uint8))
+                layout.append((i, t.shape[1], t.shape[2]))
+                pixels += t.shape[1] * t.shape[2]
+            if not parts:
+                st["writes"][j] = []
+                return 0
+            flat = torch.cat(parts + hists)
+            buf = st["bufs"][j]
+            if buf is None or buf.numel() < flat.numel():
+                buf = st["bufs"][j] = torch.empty(max(flat.numel(), 1 << 24), dtype=torch.uint8, pin_memory=True)
+            buf[: flat.numel()].copy_(flat, non_blocking=True)
+        st["stream"].synchronize()
+        host = buf.numpy()
+        pos, futs = 0, []
+        for i, w, h in layout:
+            futs.append(writers.submit(write, outs[i], host[pos : pos + w * h].reshape(w, h)))
+            pos += w * h
+        st["writes"][j] = futs
+        return pixels
+
+    def drain():
+        # every worker's outstanding writes; run once per worker thread at the end of a run
+        st = worker_state()
+        for fs in st["writes"]:
+            for f in fs:
+                f.result()
+        st["writes"] = [[], []]
+
+    def run():
+        total = sum(workers.map(batch, range(len(groups))))
+        barrier = threading.Barrier(args.streams)
+        # one drain per worker thread: the barrier keeps each task on a different thread
+        list(workers.map(lambda _: (barrier.wait(), drain()), range(args.streams)))
         return total
 
     pixels = []
@@ -153,15 +159,14 @@ def main():
     img = decode_jpeg(torch.frombuffer(bytearray(read_bytes(files[0])), dtype=torch.uint8), mode=ImageReadMode.RGB, device=dev, apply_exif_orientation=True)
     t, hist = chain(img.unsqueeze(0), channels_last=False)
     want_t, want_h = common.ref_chain(img.permute(1, 2, 0).contiguous().cpu().numpy(), args.taps)
-    exact = common.compare("first image", t[0].cpu().numpy(), hist[0].cpu().numpy(), want_t, want_h)[0]
+    exact = common.compare("exactness vs DESIGN.md, first image", t[0].cpu().numpy(), hist[0].cpu().numpy(), want_t, want_h)[0]
     saved = cv2.imread(outs[0], cv2.IMREAD_UNCHANGED)
     if saved is None or not np.array_equal(saved, want_t):
         print(f"the saved {outs[0]} does not hold the expected image", file=sys.stderr)
         exact = False
 
-    readers.shutdown()
+    workers.shutdown()
     writers.shutdown()
-    args.streams = 1
     rec = common.record(
         SYSTEM,
         args,
@@ -172,7 +177,7 @@ def main():
         exact,
         "decode: nvJPEG via torchvision (pixels may differ from imgpipe's decoder); chain: DESIGN.md"
         " semantics exactly on the decoded pixels; save: cv2.imwrite PNG defaults on CPU threads,"
-        " not atomic; one decode stream, two pinned staging buffers",
+        " not atomic; --streams decode workers, each with its own CUDA stream and two pinned staging buffers",
         torch=torch.__version__,
         torchvision=torchvision.__version__,
         failed=len(failed),

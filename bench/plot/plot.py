@@ -73,10 +73,11 @@ def load_records(paths):
 def config_label(r):
     """A short description of the configuration a record was measured with."""
     parts = []
-    if r.get("threads"):
-        parts.append(f"{r['threads']} threads")
-    elif r.get("streams"):
-        parts.append(f"{r['streams']} stream{'s' if r['streams'] != 1 else ''}")
+    s, t = r.get("streams"), r.get("threads")
+    if s and not (t and s == 1):  # a CPU peer reports streams 1: its threads say more
+        parts.append(f"{s} stream{'s' if s != 1 else ''}")
+    if t:
+        parts.append(f"{t} threads")
     if r.get("batch"):
         parts.append(f"batch {r['batch']}")
     return ", ".join(parts)

@@ -146,6 +146,11 @@ class PlotTest(unittest.TestCase):
         self.assertIn("streams.png not drawn", err)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "nvidia-h200-d-streams.png")))
 
+    def test_config_label(self):
+        self.assertEqual(plot.config_label(rec("a", 1.0, streams=1)), "1 stream, batch 16")
+        self.assertEqual(plot.config_label(rec("a", 1.0, streams=1, batch=1, threads=16)), "16 threads, batch 1")
+        self.assertEqual(plot.config_label(rec("a", 1.0, streams=2, threads=16)), "2 streams, 16 threads, batch 16")
+
     def test_device_and_slug(self):
         self.assertEqual(plot.slug("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3")
         recs = [rec("opencv-cpu", 1.0, device="Intel(R) Xeon(R) Processor @ 2.30GHz (2 cores)"), rec("pytorch-tuned", 1.0)]
