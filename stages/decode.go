@@ -218,7 +218,9 @@ func minEncodedSize(format string, cfg image.Config) int64 {
 // alloc (nil: NewImage).
 //
 // The header is read and checked against opt.MaxPixels first; a file over
-// the limit is refused before any pixel memory is allocated. Conversions: alpha
+// the limit is refused before any pixel memory is allocated, and so is a
+// JPEG, PNG or BMP file far too short to hold the size its header claims
+// (see minEncodedSize). Conversions: alpha
 // is dropped and the stored colour values are kept (no premultiplication;
 // for the premultiplied RGBA of TIFF associated alpha the stored, already
 // premultiplied, values are what is kept); palettes are expanded; 16-bit

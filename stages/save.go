@@ -90,6 +90,10 @@ func Encode(w io.Writer, m *Image, opt SaveOptions) error {
 var rgbaPool sync.Pool
 
 func encodeJPEG(w io.Writer, m *Image, quality int) error {
+	// image/jpeg refuses these too, but only after we made the RGBA copy.
+	if m.W >= 1<<16 || m.H >= 1<<16 {
+		return fmt.Errorf("image is %dx%d, over JPEG's 65535 limit", m.W, m.H)
+	}
 	rect := image.Rect(0, 0, m.W, m.H)
 	jo := &jpeg.Options{Quality: quality}
 	if m.C == 1 {

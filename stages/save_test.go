@@ -249,6 +249,7 @@ func TestEncodeErrors(t *testing.T) {
 		{"compression low", ok, SaveOptions{Compression: -3}, io.Discard, "compression -3"},
 		{"nil image", nil, SaveOptions{}, io.Discard, "no image"},
 		{"bad image", &Image{W: 2, H: 2, C: 4, Stride: 8, Pix: make([]byte, 16)}, SaveOptions{}, io.Discard, "channels"},
+		{"jpeg too wide", &Image{W: 70000, H: 1, C: 3, Stride: 210000, Pix: make([]byte, 210000)}, SaveOptions{Format: "jpeg"}, io.Discard, "over JPEG's 65535 limit"},
 		{"png write fails", ok, SaveOptions{}, &failWriter{after: 20}, "disk full"},
 		{"png write fails late", smoothImage(rand.New(rand.NewSource(1)), 400, 300, 3, 0), SaveOptions{Compression: -1}, &failWriter{after: 100000}, "disk full"},
 		{"jpeg write fails", ok, SaveOptions{Format: "jpeg"}, &failWriter{after: 20}, "disk full"},
