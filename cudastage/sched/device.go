@@ -75,10 +75,11 @@ type Device interface {
 	// page-locked copy and a device copy of every op's table per slot, and
 	// uploads them with the batch's input.
 	TableBytes(op Op, n int) int
-	// ScratchBytes is the device scratch op needs when its source buffer
-	// holds up to srcCap bytes (0 when none). The executor keeps one scratch
-	// buffer per stream, since a stream runs one op at a time.
-	ScratchBytes(op Op, srcCap int) int
+	// ScratchBytes is the device scratch op needs over up to n images whose
+	// source buffer holds up to srcCap bytes (0 when none). The executor
+	// keeps one scratch buffer per stream, since a stream runs one op at a
+	// time.
+	ScratchBytes(op Op, srcCap, n int) int
 	// EncodeTable writes call's launch table into dst (TableBytes long).
 	EncodeTable(call *OpCall, dst []byte) error
 	// Run enqueues call's op over all of call.Images on the stream.

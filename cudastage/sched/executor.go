@@ -344,7 +344,7 @@ func (e *Executor) memory() (host, dev int64) {
 func (e *Executor) scratchBytes() int {
 	n := 0
 	for _, op := range e.cfg.Ops {
-		n = max(n, e.dev.ScratchBytes(op, e.cfg.SlotBytes))
+		n = max(n, e.dev.ScratchBytes(op, e.cfg.SlotBytes, e.cfg.Batch))
 	}
 	return n
 }

@@ -616,7 +616,7 @@ func (f *FakeDevice) TableBytes(op Op, n int) int { return fakeTableEntry * n }
 // ScratchBytes implements Device: blur asks for a uint16 per sample, as the
 // CUDA blur's horizontal pass does, so the executor's scratch plumbing is
 // exercised.
-func (f *FakeDevice) ScratchBytes(op Op, srcCap int) int {
+func (f *FakeDevice) ScratchBytes(op Op, srcCap, n int) int {
 	if op.Kind == OpBlur {
 		return 2 * srcCap
 	}
