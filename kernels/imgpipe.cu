@@ -321,6 +321,8 @@ __device__ __forceinline__ void hpass(const Img& d, int tile, int r, const u32* 
         return; // only with a table that does not match the launch; uniform, before any barrier
     const int halo = r * C;
     const u8* row = src + d.src_off + (size_t)y * d.src_stride;
+    // Unrolled so that each thread has several loads in flight at once.
+#pragma unroll 4
     for (int j = threadIdx.x; j < cnt + 2 * halo; j += IMGPIPE_THREADS) {
         const int q = e0 + j; // sample e0 - halo + j, shifted by r whole pixels to stay >= 0
         int px = q / C - r;
@@ -396,6 +398,7 @@ __device__ __forceinline__ void vpass(const Img& d, int tile, int r, const u32* 
         return; // only with a table that does not match the launch; uniform, before any barrier
     const int lane = threadIdx.x & 31;
     const int e = e0 + 2 * lane;
+#pragma unroll 4
     for (int rr = threadIdx.x >> 5; rr < rows + 2 * r; rr += IMGPIPE_THREADS / 32) {
         int yy = y0 - r + rr;
         bool in = yy >= 0 && yy < d.h;

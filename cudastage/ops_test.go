@@ -1,0 +1,528 @@
+package cudastage
+
+import (
+	"encoding/binary"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// TestKernelConstants checks that the Go tiling constants are the numbers the
+// kernels were written with: every IMGPIPE_* macro of imgpipe.cu must appear
+// here with the same value, so the two cannot drift apart.
+func TestKernelConstants(t *testing.T) {
+	src, err := os.ReadFile("../kernels/imgpipe.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{
+		"THREADS":         kThreads,
+		"GRAY_PIXELS":     kGrayPixels,
+		"HIST_GROUPS":     kHistGroups,
+		"TR_TILE_Y":       kTrTileY,
+		"TR_TILE_X1":      kTrTileX1,
+		"TR_TILE_X3":      kTrTileX3,
+		"H_TILE":          kHTile,
+		"V_TILE_X":        kVTileX,
+		"V_TILE_Y":        kVTileY,
+		"MAX_BLUR_RADIUS": kMaxBlurRadius,
+		"MAX_BOX_RADIUS":  kMaxBoxRadius,
+		"IMG_BYTES":       kImgBytes,
+	}
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^#define IMGPIPE_(\w+) (\d+)`).FindAllStringSubmatch(string(src), -1) {
+		v, _ := strconv.Atoi(m[2])
+		w, ok := want[m[1]]
+		switch {
+		case !ok:
+			t.Errorf("imgpipe.cu defines IMGPIPE_%s = %d, which ops.go does not mirror", m[1], v)
+		case v != w:
+			t.Errorf("IMGPIPE_%s is %d in imgpipe.cu but %d in ops.go", m[1], v, w)
+		}
+		seen[m[1]] = true
+	}
+	for name := range want {
+		if !seen[name] {
+			t.Errorf("imgpipe.cu has no IMGPIPE_%s", name)
+		}
+	}
+	for _, name := range kernelNames {
+		if !strings.Contains(string(src), `extern "C" __global__`) || !strings.Contains(string(src), "\n"+name+"(") {
+			t.Errorf("imgpipe.cu defines no kernel %s", name)
+		}
+	}
+	if MaxBoxRadius != stages.MaxBoxRadius || MaxBlurTaps != len(stages.BlurTaps(stages.MaxBlurSigma)) {
+		t.Errorf("limits differ from package stages: box radius %d vs %d, blur taps %d vs %d",
+			MaxBoxRadius, stages.MaxBoxRadius, MaxBlurTaps, len(stages.BlurTaps(stages.MaxBlurSigma)))
+	}
+}
+
+func TestOpCheck(t *testing.T) {
+	taps := stages.BlurTaps(1.5)
+	asym := append([]uint32(nil), taps...)
+	asym[0]++
+	asym[len(asym)-2]-- // still sums to 16384
+	heavy := append([]uint32(nil), taps...)
+	heavy[len(heavy)/2]++
+	tests := []struct {
+		name string
+		op   Op
+		err  string
+	}{
+		{"grayscale", Op{Kind: OpGrayscale}, ""},
+		{"transpose", Op{Kind: OpTranspose}, ""},
+		{"histogram", Op{Kind: OpHistogram}, ""},
+		{"blur 0.5", Op{Kind: OpBlur, Taps: stages.BlurTaps(0.5)}, ""},
+		{"blur 32", Op{Kind: OpBlur, Taps: stages.BlurTaps(32)}, ""},
+		{"blur no taps", Op{Kind: OpBlur}, "0 taps"},
+		{"blur one tap", Op{Kind: OpBlur, Taps: []uint32{16384}}, "1 taps"},
+		{"blur even taps", Op{Kind: OpBlur, Taps: []uint32{8192, 8192}}, "2 taps"},
+		{"blur too long", Op{Kind: OpBlur, Taps: make([]uint32, MaxBlurTaps+2)}, "195 taps"},
+		{"blur asymmetric", Op{Kind: OpBlur, Taps: asym}, "not symmetric"},
+		{"blur bad sum", Op{Kind: OpBlur, Taps: heavy}, "sum to 16385"},
+		{"box 0", Op{Kind: OpBoxBlur}, ""},
+		{"box 15", Op{Kind: OpBoxBlur, Radius: 15}, ""},
+		{"box -1", Op{Kind: OpBoxBlur, Radius: -1}, "radius -1"},
+		{"box 16", Op{Kind: OpBoxBlur, Radius: 16}, "radius 16"},
+		{"unknown", Op{Kind: 99}, "unknown op kind 99"},
+		{"zero", Op{}, "unknown op kind 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErr(t, tc.op.Check(), tc.err)
+		})
+	}
+}
+
+// checkErr fails unless err is nil (want "") or contains want.
+func checkErr(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case want != "" && err == nil:
+		t.Fatalf("no error, want one containing %q", want)
+	case want != "" && !strings.Contains(err.Error(), want):
+		t.Fatalf("error %q does not contain %q", err, want)
+	}
+}
+
+func TestOutShape(t *testing.T) {
+	blur := Op{Kind: OpBlur, Taps: stages.BlurTaps(1)}
+	tests := []struct {
+		op      Op
+		w, h, c int
+		want    [3]int
+	}{
+		{Op{Kind: OpGrayscale}, 7, 5, 3, [3]int{7, 5, 1}},
+		{Op{Kind: OpGrayscale}, 7, 5, 1, [3]int{7, 5, 1}},
+		{Op{Kind: OpTranspose}, 7, 5, 3, [3]int{5, 7, 3}},
+		{Op{Kind: OpTranspose}, 1, 9, 1, [3]int{9, 1, 1}},
+		{blur, 7, 5, 3, [3]int{7, 5, 3}},
+		{Op{Kind: OpBoxBlur, Radius: 2}, 7, 5, 1, [3]int{7, 5, 1}},
+		{Op{Kind: OpHistogram}, 7, 5, 3, [3]int{7, 5, 3}},
+	}
+	for _, tc := range tests {
+		w, h, c := tc.op.OutShape(tc.w, tc.h, tc.c)
+		if got := [3]int{w, h, c}; got != tc.want {
+			t.Errorf("%v.OutShape(%d,%d,%d) = %v, want %v", tc.op.Kind, tc.w, tc.h, tc.c, got, tc.want)
+		}
+	}
+}
+
+func TestPack(t *testing.T) {
+	shapes := []BatchImage{{W: 17, H: 9, C: 3}, {W: 1, H: 1, C: 1, Off: 999, Stride: 5}, {W: 33, H: 65, C: 1}}
+	got, size, err := Pack(shapes, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []BatchImage{
+		{W: 17, H: 9, C: 3, Off: 0, Stride: 51},
+		{W: 1, H: 1, C: 1, Off: 512, Stride: 1}, // 459 bytes rounded up to 512
+		{W: 33, H: 65, C: 1, Off: 768, Stride: 33},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d placements", len(got))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("image %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if size != 768+33*65 {
+		t.Errorf("size %d, want %d", size, 768+33*65)
+	}
+	if _, n, err := Pack(nil, 16); err != nil || n != 0 {
+		t.Errorf("Pack(nil) = %d, %v", n, err)
+	}
+
+	errs := []struct {
+		name   string
+		shapes []BatchImage
+		align  int
+		err    string
+	}{
+		{"align 0", shapes, 0, "alignment 0"},
+		{"align 24", shapes, 24, "alignment 24"},
+		{"two channels", []BatchImage{{W: 1, H: 1, C: 2}}, 16, "image 0: 2 channels"},
+		{"empty", []BatchImage{{W: 3, H: 3, C: 1}, {W: 0, H: 3, C: 1}}, 16, "image 1: size 0x3"},
+		{"negative", []BatchImage{{W: 3, H: -3, C: 1}}, 16, "size 3x-3"},
+		{"too big", []BatchImage{{W: 1 << 15, H: 1 << 15, C: 3}}, 16, "over 1073741824 bytes"},
+		{"too many", make([]BatchImage, MaxBatchImages+1), 16, "at most 65536"},
+	}
+	for _, tc := range errs {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := Pack(tc.shapes, tc.align)
+			checkErr(t, err, tc.err)
+		})
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	src, _, err := Pack([]BatchImage{{W: 20, H: 10, C: 3}, {W: 5, H: 7, C: 1}}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gray, n, err := Op{Kind: OpGrayscale}.Outputs(src, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gray[0] != (BatchImage{W: 20, H: 10, C: 1, Off: 0, Stride: 20}) || gray[1] != (BatchImage{W: 5, H: 7, C: 1, Off: 208, Stride: 5}) || n != 243 {
+		t.Errorf("grayscale outputs %+v, size %d", gray, n)
+	}
+	tr, _, err := Op{Kind: OpTranspose}.Outputs(src, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr[0] != (BatchImage{W: 10, H: 20, C: 3, Off: 0, Stride: 30}) || tr[1] != (BatchImage{W: 7, H: 5, C: 1, Off: 608, Stride: 7}) {
+		t.Errorf("transpose outputs %+v", tr)
+	}
+	hist, n, err := Op{Kind: OpHistogram}.Outputs(src, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hist[0].Off != 0 || hist[1].Off != HistBytes || n != 2*HistBytes {
+		t.Errorf("histogram outputs %+v, size %d", hist, n)
+	}
+	// Chaining: the outputs of one op are a valid batch for the next.
+	b := Batch{Op: Op{Kind: OpTranspose}, Src: gray}
+	if b.Dst, _, err = b.Op.Outputs(b.Src, 16); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Check(); err != nil {
+		t.Errorf("chained batch: %v", err)
+	}
+}
+
+// testBatch is a valid mixed batch for op, packed with alignment 16.
+func testBatch(t *testing.T, op Op) *Batch {
+	t.Helper()
+	src, _, err := Pack([]BatchImage{{W: 17, H: 9, C: 3}, {W: 1, H: 1, C: 1}, {W: 300, H: 70, C: 1}, {W: 65, H: 33, C: 3}}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, _, err := op.Outputs(src, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Batch{Op: op, Src: src, Dst: dst}
+}
+
+func TestBatchCheck(t *testing.T) {
+	tests := []struct {
+		name string
+		op   Op
+		edit func(b *Batch)
+		err  string
+	}{
+		{"valid grayscale", Op{Kind: OpGrayscale}, func(*Batch) {}, ""},
+		{"valid blur", Op{Kind: OpBlur, Taps: stages.BlurTaps(4)}, func(*Batch) {}, ""},
+		{"valid histogram", Op{Kind: OpHistogram}, func(*Batch) {}, ""},
+		{"empty batch", Op{Kind: OpGrayscale}, func(b *Batch) { b.Src, b.Dst = nil, nil }, ""},
+		{"padded strides", Op{Kind: OpTranspose}, func(b *Batch) {
+			b.Src[3].Stride += 5
+			b.Src[3].Off += 3
+			b.Dst[3].Stride += 7
+			b.Dst[3].Off = 1 << 20
+		}, ""},
+		{"bad op", Op{Kind: OpBoxBlur, Radius: 20}, func(*Batch) {}, "radius 20"},
+		{"count mismatch", Op{Kind: OpGrayscale}, func(b *Batch) { b.Dst = b.Dst[:3] }, "4 sources but 3 destinations"},
+		{"source channels", Op{Kind: OpGrayscale}, func(b *Batch) { b.Src[1].C = 4 }, "source 1: 4 channels"},
+		{"source stride", Op{Kind: OpGrayscale}, func(b *Batch) { b.Src[0].Stride = 50 }, "source 0: stride 50 is less than width×channels 51"},
+		{"source huge stride", Op{Kind: OpGrayscale}, func(b *Batch) { b.Src[0].Stride = 1 << 31 }, "does not fit in 32 bits"},
+		{"source offset", Op{Kind: OpGrayscale}, func(b *Batch) { b.Src[2].Off = 1<<63 - 10 }, "source 2: offset"},
+		{"destination shape", Op{Kind: OpGrayscale}, func(b *Batch) { b.Dst[0].C = 3 }, "destination 0 is 17x9x3, want 17x9x1"},
+		{"transpose shape", Op{Kind: OpTranspose}, func(b *Batch) { b.Dst[3].W, b.Dst[3].H = 65, 33 }, "destination 3 is 65x33x3, want 33x65x3"},
+		{"destination stride", Op{Kind: OpBlur, Taps: stages.BlurTaps(1)}, func(b *Batch) { b.Dst[2].Stride = 299 }, "destination 2: stride 299"},
+		{"destinations overlap", Op{Kind: OpGrayscale}, func(b *Batch) { b.Dst[3].Off = b.Dst[2].Off + 100 }, "destinations 2 and 3 overlap"},
+		{"destination in padding", Op{Kind: OpGrayscale}, func(b *Batch) {
+			b.Dst[2].Stride = 400
+			b.Dst[1].Off = b.Dst[2].Off + 300
+		}, "destinations 1 and 2 overlap"},
+		{"histogram alignment", Op{Kind: OpHistogram}, func(b *Batch) { b.Dst[1].Off = 4 }, "counts 1 at offset 4"},
+		{"histograms overlap", Op{Kind: OpHistogram}, func(b *Batch) { b.Dst[2].Off = b.Dst[1].Off + 8 }, "destinations 1 and 2 overlap"},
+		{"too many", Op{Kind: OpHistogram}, func(b *Batch) {
+			b.Src = make([]BatchImage, MaxBatchImages+1)
+			b.Dst = make([]BatchImage, MaxBatchImages+1)
+		}, "65537 images"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := testBatch(t, tc.op)
+			tc.edit(b)
+			checkErr(t, b.Check(), tc.err)
+			if tc.err != "" {
+				if err := b.EncodeTable(make([]byte, 1<<20)); err == nil {
+					t.Error("EncodeTable accepted an invalid batch")
+				}
+			}
+		})
+	}
+}
+
+// decodeTable reads back the entries EncodeTable wrote.
+func decodeTable(buf []byte) []entry {
+	var es []entry
+	le := binary.LittleEndian
+	for ; len(buf) >= kImgBytes; buf = buf[kImgBytes:] {
+		i32 := func(o int) int32 { return int32(le.Uint32(buf[o:])) }
+		es = append(es, entry{
+			srcOff: le.Uint64(buf[0:]), dstOff: le.Uint64(buf[8:]),
+			w: i32(16), h: i32(20), c: i32(24), srcStride: i32(28), dstStride: i32(32),
+			block0: i32(36), tilesX: i32(40), reserve: i32(44),
+		})
+	}
+	return es
+}
+
+// covered simulates one pass of a kernel on the CPU at the level of its
+// tiling: every block finds its image as the kernel does (the last entry with
+// block0 <= block), then marks the destination samples its tile writes. Each
+// sample of each image must be written exactly once, and every block must
+// have work (no wasted blocks).
+func covered(t *testing.T, fn kernel, es []entry, blocks int) {
+	t.Helper()
+	type key struct{ img, x, y int } // x counts samples (bytes or uint16) of a row
+	seen := map[key]int{}
+	for b := 0; b < blocks; b++ {
+		lo, hi := 0, len(es)-1
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			if int(es[mid].block0) <= b {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		e := es[lo]
+		tile := b - int(e.block0)
+		w, h, c, tx := int(e.w), int(e.h), int(e.c), int(e.tilesX)
+		mark := func(x, y int) { seen[key{lo, x, y}]++ }
+		work := 0
+		switch fn {
+		case kGrayscale, kHistogram:
+			per := kThreads
+			if fn == kHistogram {
+				per *= kHistGroups
+			}
+			for g := tile * per; g < (tile+1)*per && g < tx*h; g++ {
+				y, x0 := g/tx, (g%tx)*kGrayPixels
+				for x := x0; x < min(x0+kGrayPixels, w); x++ {
+					mark(x, y)
+					work++
+				}
+			}
+		case kTranspose:
+			twx := kTrTileX1
+			if c == 3 {
+				twx = kTrTileX3
+			}
+			x0, y0 := (tile%tx)*twx, (tile/tx)*kTrTileY
+			for y := y0; y < min(y0+kTrTileY, h); y++ {
+				for x := x0; x < min(x0+twx, w); x++ {
+					mark(x, y)
+					work++
+				}
+			}
+		case kBlurH, kBoxH:
+			y, e0 := tile/tx, (tile%tx)*kHTile
+			for x := e0; x < min(e0+kHTile, w*c) && y < h; x++ {
+				mark(x, y)
+				work++
+			}
+		case kBlurV, kBoxV:
+			e0, y0 := (tile%tx)*kVTileX, (tile/tx)*kVTileY
+			for y := y0; y < min(y0+kVTileY, h); y++ {
+				for x := e0; x < min(e0+kVTileX, w*c); x++ {
+					mark(x, y)
+					work++
+				}
+			}
+		}
+		if work == 0 {
+			t.Errorf("%s: block %d (image %d, tile %d) has no work", kernelNames[fn], b, lo, tile)
+		}
+	}
+	for i, e := range es {
+		w := int(e.w)
+		if fn != kGrayscale && fn != kHistogram && fn != kTranspose {
+			w *= int(e.c)
+		}
+		for y := 0; y < int(e.h); y++ {
+			for x := 0; x < w; x++ {
+				if n := seen[key{i, x, y}]; n != 1 {
+					t.Fatalf("%s: image %d sample (%d,%d) written %d times", kernelNames[fn], i, x, y, n)
+				}
+			}
+		}
+	}
+}
+
+// TestLaunchTables encodes the tables of every op for a mixed batch, checks
+// each entry against the batch, and simulates the kernels' tiling over them.
+func TestLaunchTables(t *testing.T) {
+	shapes := []BatchImage{
+		{W: 1, H: 1, C: 1}, {W: 1, H: 1, C: 3}, {W: 1, H: 300, C: 3}, {W: 300, H: 1, C: 1}, {W: 17, H: 9, C: 3},
+		{W: 33, H: 65, C: 1}, {W: 129, H: 33, C: 1}, {W: 1025, H: 3, C: 3}, {W: 200, H: 130, C: 3},
+	}
+	src, _, err := Pack(shapes, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := []Op{{Kind: OpGrayscale}, {Kind: OpHistogram}, {Kind: OpTranspose},
+		{Kind: OpBlur, Taps: stages.BlurTaps(1.5)}, {Kind: OpBoxBlur, Radius: 5}}
+	for _, op := range ops {
+		t.Run(op.Kind.String(), func(t *testing.T) {
+			b := &Batch{Op: op, Src: src}
+			if b.Dst, _, err = op.Outputs(src, 256); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, TableBytes(op, len(src))+7)
+			for i := range buf {
+				buf[i] = 0xee
+			}
+			if err := b.EncodeTable(buf); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range buf[len(buf)-7:] {
+				if v != 0xee {
+					t.Fatal("EncodeTable wrote past TableBytes")
+				}
+			}
+			passes, err := b.plan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			es := decodeTable(buf[:TableBytes(op, len(src))])
+			if len(es) != len(passes)*len(src) {
+				t.Fatalf("%d entries for %d passes", len(es), len(passes))
+			}
+			tmp, _ := b.ScratchLayout()
+			for pi, p := range passes {
+				part := es[pi*len(src) : (pi+1)*len(src)]
+				from, to := b.Src, b.Dst
+				switch p.dst {
+				case roleScratch:
+					to = tmp
+				}
+				if p.src == roleScratch {
+					from = tmp
+				}
+				total := 0
+				for i, e := range part {
+					s, d := from[i], to[i]
+					if e.srcOff != s.Off || e.dstOff != d.Off || int(e.srcStride) != s.Stride || int(e.dstStride) != d.Stride ||
+						int(e.w) != s.W || int(e.h) != s.H || int(e.c) != s.C || e.reserve != 0 {
+						t.Errorf("pass %d entry %d = %+v, source %+v, destination %+v", pi, i, e, s, d)
+					}
+					if int(e.block0) != total {
+						t.Errorf("pass %d entry %d: block0 %d, want %d", pi, i, e.block0, total)
+					}
+					n, _ := tiles(p.fn, s.W, s.H, s.C)
+					total += int(n)
+				}
+				if total != p.blocks {
+					t.Errorf("pass %d: %d blocks, entries add up to %d", pi, p.blocks, total)
+				}
+				covered(t, p.fn, part, p.blocks)
+			}
+		})
+	}
+	hist, _, _ := Op{Kind: OpHistogram}.Outputs(src, 256)
+	if err := (&Batch{Op: Op{Kind: OpHistogram}, Src: src, Dst: hist}).EncodeTable(make([]byte, 10)); err == nil ||
+		!strings.Contains(err.Error(), "table buffer is 10 bytes, need 432") {
+		t.Errorf("short table buffer: %v", err)
+	}
+}
+
+func TestScratchLayout(t *testing.T) {
+	b := testBatch(t, Op{Kind: OpBoxBlur, Radius: 3})
+	tmp, size := b.ScratchLayout()
+	var pixels uint64
+	var end uint64
+	for i, s := range b.Src {
+		d := tmp[i]
+		if d.W != s.W || d.H != s.H || d.C != s.C || d.Stride != 2*s.W*s.C || d.Off%ScratchAlign != 0 || d.Off < end {
+			t.Errorf("scratch %d = %+v for source %+v (previous end %d)", i, d, s, end)
+		}
+		end = d.Off + uint64(d.Stride*d.H)
+		pixels += uint64(s.W * s.H * s.C)
+	}
+	if size != end || size > MaxScratchBytes(b.Op, pixels, len(b.Src)) {
+		t.Errorf("scratch size %d, end %d, bound %d", size, end, MaxScratchBytes(b.Op, pixels, len(b.Src)))
+	}
+	if n := testBatch(t, Op{Kind: OpTranspose}).ScratchBytes(); n != 0 {
+		t.Errorf("transpose needs %d scratch bytes", n)
+	}
+	if MaxScratchBytes(Op{Kind: OpGrayscale}, 1000, 3) != 0 {
+		t.Error("grayscale scratch bound is not 0")
+	}
+}
+
+func TestBuffersCheck(t *testing.T) {
+	blur := testBatch(t, Op{Kind: OpBlur, Taps: stages.BlurTaps(2)})
+	gray := testBatch(t, Op{Kind: OpGrayscale})
+	scratch := blur.ScratchBytes()
+	tests := []struct {
+		name string
+		b    *Batch
+		buf  Buffers
+		err  string
+	}{
+		{"valid", blur, Buffers{Src: 1 << 20, Dst: 2 << 20, Scratch: 3 << 20, Table: 4 << 20}, ""},
+		{"valid without scratch", gray, Buffers{Src: 1 << 20, Dst: 2 << 20, Table: 4 << 20}, ""},
+		{"no source", gray, Buffers{Dst: 2 << 20, Table: 4 << 20}, "pointers must be set"},
+		{"no table", gray, Buffers{Src: 1 << 20, Dst: 2 << 20}, "pointers must be set"},
+		{"no scratch", blur, Buffers{Src: 1 << 20, Dst: 2 << 20, Table: 4 << 20}, "needs"},
+		{"in place", gray, Buffers{Src: 1 << 20, Dst: 1 << 20, Table: 4 << 20}, "source buffer overlaps the destination buffer"},
+		{"destination over table", gray, Buffers{Src: 1 << 20, Dst: 4<<20 - 100, Table: 4 << 20}, "destination buffer overlaps the table buffer"},
+		{"scratch over source", blur, Buffers{Src: 1 << 20, Dst: 2 << 20, Scratch: 1<<20 - cuPtr(scratch) + 1, Table: 4 << 20}, "source buffer overlaps the scratch buffer"},
+		{"scratch just below source", blur, Buffers{Src: 1 << 20, Dst: 2 << 20, Scratch: 1<<20 - cuPtr(scratch), Table: 4 << 20}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErr(t, tc.buf.check(tc.b, "test"), tc.err)
+		})
+	}
+}
+
+func TestMergeRanges(t *testing.T) {
+	got := mergeRanges([]byteRange{{4096, 6144}, {0, 2048}, {2048, 4096}, {8192, 10240}, {9000, 9100}})
+	want := []byteRange{{0, 6144}, {8192, 10240}}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
+
+// cuPtr converts a byte count to a device address offset in tests.
+func cuPtr(n uint64) cu.DevicePtr { return cu.DevicePtr(n) }
