@@ -326,3 +326,34 @@ def main_guard(fn):
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+
+
+def dump_frames(argv=None):
+    """`python3 common.py --size WxH --pool P --seed S --out FILE`: the shared frames as raw RGB.
+
+    Writes the P frames of fill_pool back to back (P x H x W x 3 bytes, row-major, RGB), so
+    another tool (imgpipe, for one) can read exactly the frames the peers use.
+    """
+    p = argparse.ArgumentParser(description="write the shared random frames as raw RGB bytes")
+    p.add_argument("--size", default="1920x1080")
+    p.add_argument("--pool", type=int, default=64)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", required=True)
+    a = p.parse_args(argv)
+    try:
+        w, h = parse_size(a.size)
+        if a.pool < 1:
+            raise UsageError(f"--pool must be at least 1, got {a.pool}")
+        if a.pool * w * h * 3 > MAX_POOL_BYTES_DEFAULT:
+            raise UsageError(f"{a.pool} frames of {a.size} are over {MAX_POOL_BYTES_DEFAULT >> 20} MiB")
+    except UsageError as e:
+        p.error(str(e))
+    rng = np.random.default_rng(a.seed)
+    with open(a.out, "wb") as f:
+        for _ in range(a.pool):
+            f.write(rng.integers(0, 256, (h, w, 3), dtype=np.uint8).tobytes())
+    print(f"{a.pool} frames of {w}x{h} RGB, seed {a.seed}, in {a.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    dump_frames()

@@ -164,6 +164,19 @@ class InputsTest(unittest.TestCase):
         self.assertEqual(r["mpix_per_s"], 40 / 1e6)
         self.assertEqual((r["width"], r["height"], r["chain"], r["extra"]), (4, 2, "gray|blur1.5|transpose|hist", 1))
 
+    def test_dump_frames_matches_pool(self):
+        import tempfile
+
+        path = os.path.join(tempfile.mkdtemp(), "f.rgb")
+        with open(os.devnull, "w") as devnull:
+            stderr, sys.stderr = sys.stderr, devnull
+            try:
+                common.dump_frames(["--size", "7x5", "--pool", "3", "--seed", "9", "--out", path])
+            finally:
+                sys.stderr = stderr
+        got = np.fromfile(path, np.uint8).reshape(3, 5, 7, 3)
+        np.testing.assert_array_equal(got, common.fill_pool(np.empty((3, 5, 7, 3), np.uint8), 9))
+
     def test_timed_runs(self):
         calls = []
         times = common.timed_runs(lambda: calls.append("run"), 2, 3, lambda: calls.append("sync"))
