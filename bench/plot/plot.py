@@ -27,7 +27,7 @@ import statistics
 import sys
 
 REQUIRED = ("system", "mode", "device", "img_per_s", "mpix_per_s", "median_s", "streams", "batch")
-PHASE_COLOURS = {"H2D": "#1f77b4", "kernel": "#2ca02c", "D2H": "#d62728", "decode": "#9467bd", "save": "#ff7f0e"}
+PHASE_COLOURS = {"H2D": "#1f77b4", "kernel": "#2ca02c", "D2H": "#d62728", "decode": "#9467bd", "save": "#ff7f0e", "host": "#7f7f7f"}
 
 
 class InputError(Exception):
@@ -170,13 +170,14 @@ def load_trace(path):
     return events
 
 
-def phase_of(name):
-    """H2D, D2H, decode and save are phases of their own; any other span name is a kernel."""
+def phase_of(name, track=""):
+    """The phase of a span: H2D, D2H, decode and save by name; any other span on a GPU stream's
+    track is a kernel; anything else (the executor's submit spans, CPU stages) is host work."""
     n = (name or "").lower()
     for p in ("h2d", "d2h", "decode", "save"):
         if n == p or n.startswith(p + " ") or n.startswith(p + ":"):
             return {"h2d": "H2D", "d2h": "D2H"}.get(p, p)
-    return "kernel"
+    return "kernel" if "stream" in (track or "").lower() else "host"
 
 
 def trace_tracks(events):
@@ -195,7 +196,8 @@ def trace_tracks(events):
             bad += 1
             continue
         key = (e.get("pid"), e.get("tid"))
-        tracks[names.get(key, f"tid {key[1]}")].append((ts / 1e3, dur / 1e3, phase_of(e.get("name")), e.get("name")))
+        track = names.get(key, f"tid {key[1]}")
+        tracks[track].append((ts / 1e3, dur / 1e3, phase_of(e.get("name"), track), e.get("name")))
     if bad:
         print(f"warning: {bad} trace events without a numeric ts/dur were skipped", file=sys.stderr)
     return dict(tracks)
@@ -203,11 +205,11 @@ def trace_tracks(events):
 
 def track_order(name):
     """Streams first (in number order), then decode workers, save workers, anything else."""
-    m = re.search(r"(\d+)", name)
-    num = int(m.group(1)) if m else 0
+    nums = re.findall(r"\d+", name)  # the last number: "NVIDIA H200 stream 3" is stream 3
+    num = int(nums[-1]) if nums else 0
     low = name.lower()
-    rank = 0 if "stream" in low else 1 if "decode" in low else 2 if "save" in low else 3
-    return (rank, low.rstrip("0123456789 "), num)
+    rank = 0 if "stream" in low else 1 if "submit" in low else 2 if "decode" in low else 3 if "save" in low else 4
+    return (rank, re.sub(r"\d+", "#", low), num)
 
 
 def overlap_stats(tracks):
@@ -391,7 +393,7 @@ def markdown(recs, device, date, plots, trace_info):
     if trace_info:
         st, (t0, t1), path = trace_info
         tot = st["totals_ms"]
-        rows = [[ph, fmt(tot.get(ph), 1)] for ph in ("H2D", "kernel", "D2H", "decode", "save") if ph in tot]
+        rows = [[ph, fmt(tot.get(ph), 1)] for ph in ("H2D", "kernel", "D2H", "decode", "save", "host") if ph in tot]
         lines += ["## Trace", "", f"From `{path}`; the timeline shows {t0:.1f}-{t1:.1f} ms.", "",
                   table(rows, ["phase", "total ms (all tracks)"]), ""]
         if st["overlap_efficiency"] is not None:

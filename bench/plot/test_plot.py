@@ -37,7 +37,7 @@ def sample_records():
 def sample_trace(streams=4, batches=40, truncated=False):
     ev = []
     for s in range(streams):
-        ev.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": s + 1, "args": {"name": f"stream {s}"}})
+        ev.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": s + 1, "args": {"name": f"NVIDIA H200 stream {s}"}})
     ev.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": 99, "args": {"name": "save 0"}})
     for k in range(batches):
         s = k % streams
@@ -104,13 +104,21 @@ class PlotTest(unittest.TestCase):
     def test_trace_object_form_and_names(self):
         p = self.write("t.json", json.dumps({"traceEvents": json.loads(sample_trace(streams=2, batches=2))}))
         tracks = plot.trace_tracks(plot.load_trace(p))
-        self.assertEqual(sorted(tracks, key=plot.track_order), ["stream 0", "stream 1", "save 0"])
-        self.assertEqual([ph for _, _, ph, _ in tracks["stream 0"]], ["H2D", "kernel", "kernel", "D2H"])
+        self.assertEqual(sorted(tracks, key=plot.track_order), ["NVIDIA H200 stream 0", "NVIDIA H200 stream 1", "save 0"])
+        self.assertEqual([ph for _, _, ph, _ in tracks["NVIDIA H200 stream 0"]], ["H2D", "kernel", "kernel", "D2H"])
+
+    def test_track_order(self):
+        names = ["worker 2", "save 1", "NVIDIA H200 stream 10", "decode 0", "NVIDIA H200 submit", "NVIDIA H200 stream 2", "worker 10"]
+        self.assertEqual(sorted(names, key=plot.track_order), [
+            "NVIDIA H200 stream 2", "NVIDIA H200 stream 10", "NVIDIA H200 submit", "decode 0", "save 1", "worker 2", "worker 10"])
 
     def test_phase_names(self):
-        for name, want in [("H2D", "H2D"), ("d2h", "D2H"), ("decode", "decode"), ("save", "save"),
-                           ("blur_v", "kernel"), ("h2d: slot 3", "H2D"), ("saver", "kernel"), (None, "kernel")]:
-            self.assertEqual(plot.phase_of(name), want, name)
+        gpu, host = "NVIDIA H200 stream 1", "worker 3"
+        cases = [("H2D", gpu, "H2D"), ("d2h", gpu, "D2H"), ("decode", host, "decode"), ("save", host, "save"),
+                 ("blur_v", gpu, "kernel"), ("h2d: slot 3", gpu, "H2D"), ("saver", gpu, "kernel"), (None, gpu, "kernel"),
+                 ("submit", "NVIDIA H200 submit", "host"), ("blur", host, "host"), ("grayscale", "", "host")]
+        for name, track, want in cases:
+            self.assertEqual(plot.phase_of(name, track), want, (name, track))
 
     def test_errors(self):
         cases = [
