@@ -1,0 +1,232 @@
+package cudastage
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
+)
+
+// Device adapts one GPU and its batched kernels to sched.Device, so that a
+// sched.Executor runs device segments on it: streams, events, page-locked
+// and device memory, async copies, and each op as Kernels.Run over the
+// executor's per-image placements. Make one per GPU (each GPU gets its own
+// Device and executor; nothing here assumes there is only one).
+//
+// Every error goes through GPU.Check, so a sticky fault marks the GPU as
+// unusable and later calls fail fast; the executor treats any device error
+// as fatal and the CLI maps cu.IsSticky errors to exit code 3.
+type Device struct {
+	g    *GPU
+	k    *Kernels
+	name string
+}
+
+// NewDevice loads the kernels into g's context. Close unloads them, after
+// every executor on the Device was closed.
+func NewDevice(g *GPU) (*Device, error) {
+	name, err := g.Device().Name()
+	if err != nil {
+		return nil, err
+	}
+	var k *Kernels
+	if err := g.Do(func() (err error) {
+		k, err = LoadKernels()
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	return &Device{g: g, k: k, name: fmt.Sprintf("GPU %d (%s)", g.Ordinal(), name)}, nil
+}
+
+// Close unloads the kernels.
+func (d *Device) Close() error { return d.g.Do(d.k.Unload) }
+
+// GPU returns the device's GPU.
+func (d *Device) GPU() *GPU { return d.g }
+
+// Name implements sched.Device: the GPU's name and ordinal.
+func (d *Device) Name() string { return d.name }
+
+// BindThread implements sched.Device: it makes the GPU's context current on
+// the calling (locked) thread.
+func (d *Device) BindThread() error {
+	if err := d.g.Err(); err != nil {
+		return err
+	}
+	return d.g.Check(d.g.Context().SetCurrent())
+}
+
+// NewStream implements sched.Device with a non-blocking stream.
+func (d *Device) NewStream() (sched.Stream, error) {
+	s, err := cu.StreamCreate(true)
+	return sched.Stream(s), d.g.Check(err)
+}
+
+// DestroyStream implements sched.Device.
+func (d *Device) DestroyStream(s sched.Stream) error { return d.g.Check(cu.Stream(s).Destroy()) }
+
+// SyncStream implements sched.Device.
+func (d *Device) SyncStream(s sched.Stream) error { return d.g.Check(cu.Stream(s).Synchronize()) }
+
+// NewEvent implements sched.Device with a timing event.
+func (d *Device) NewEvent() (sched.Event, error) {
+	e, err := cu.EventCreate(true)
+	return sched.Event(e), d.g.Check(err)
+}
+
+// DestroyEvent implements sched.Device.
+func (d *Device) DestroyEvent(e sched.Event) error { return d.g.Check(cu.Event(e).Destroy()) }
+
+// Record implements sched.Device.
+func (d *Device) Record(e sched.Event, s sched.Stream) error {
+	return d.g.Check(cu.Event(e).Record(cu.Stream(s)))
+}
+
+// StreamWait implements sched.Device.
+func (d *Device) StreamWait(s sched.Stream, e sched.Event) error {
+	return d.g.Check(cu.Stream(s).WaitEvent(cu.Event(e)))
+}
+
+// WaitEvent implements sched.Device by polling the event with a short
+// backoff (10 µs up to 200 µs) instead of cuEventSynchronize, which spins a
+// CPU core that decode workers need. A sticky error ends the wait at once.
+func (d *Device) WaitEvent(e sched.Event) error {
+	delay := 10 * time.Microsecond
+	for {
+		done, err := cu.Event(e).Query()
+		if err != nil || done {
+			return d.g.Check(err)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 200*time.Microsecond)
+	}
+}
+
+// Elapsed implements sched.Device (CUDA's resolution is about 0.5 µs).
+func (d *Device) Elapsed(start, end sched.Event) (time.Duration, error) {
+	ms, err := cu.ElapsedTime(cu.Event(start), cu.Event(end))
+	if err != nil {
+		return 0, d.g.Check(err)
+	}
+	return time.Duration(float64(ms) * float64(time.Millisecond)), nil
+}
+
+// HostAlloc implements sched.Device with cuMemHostAlloc.
+func (d *Device) HostAlloc(n int) ([]byte, error) {
+	b, err := cu.MemHostAlloc(n)
+	return b, d.g.Check(err)
+}
+
+// HostFree implements sched.Device.
+func (d *Device) HostFree(b []byte) error { return d.g.Check(cu.MemFreeHost(b)) }
+
+// DevAlloc implements sched.Device with cuMemAlloc: the executor allocates
+// its slots once, so no caching allocator is needed.
+func (d *Device) DevAlloc(n int) (sched.DevPtr, error) {
+	if n <= 0 {
+		return 0, fmt.Errorf("cudastage: device allocation of %d bytes", n)
+	}
+	p, err := cu.MemAlloc(uint64(n))
+	return sched.DevPtr(p), d.g.Check(err)
+}
+
+// DevFree implements sched.Device.
+func (d *Device) DevFree(p sched.DevPtr) error { return d.g.Check(cu.MemFree(cu.DevicePtr(p))) }
+
+// HtoD implements sched.Device: an async copy from page-locked memory, or
+// (sched.Config.Pageable) a synchronous one from Go memory after the
+// stream's earlier work, since Go memory must never feed an async copy.
+func (d *Device) HtoD(s sched.Stream, dst sched.DevPtr, off int, src []byte) error {
+	p := cu.DevicePtr(dst) + cu.DevicePtr(off)
+	if len(src) == 0 {
+		return nil
+	}
+	if cu.IsPinned(src) {
+		return d.g.Check(cu.MemcpyHtoDAsync(p, src, cu.Stream(s)))
+	}
+	if err := cu.Stream(s).Synchronize(); err != nil {
+		return d.g.Check(err)
+	}
+	return d.g.Check(cu.MemcpyHtoD(p, src))
+}
+
+// DtoH implements sched.Device, with HtoD's rule for Go memory.
+func (d *Device) DtoH(s sched.Stream, dst []byte, src sched.DevPtr, off int) error {
+	p := cu.DevicePtr(src) + cu.DevicePtr(off)
+	if len(dst) == 0 {
+		return nil
+	}
+	if cu.IsPinned(dst) {
+		return d.g.Check(cu.MemcpyDtoHAsync(dst, p, cu.Stream(s)))
+	}
+	if err := cu.Stream(s).Synchronize(); err != nil {
+		return d.g.Check(err)
+	}
+	return d.g.Check(cu.MemcpyDtoH(dst, p))
+}
+
+// kernelOp converts the scheduler's op to the kernels' (same kinds, same
+// parameters, validated on both sides).
+func kernelOp(op sched.Op) Op {
+	k := Op{Taps: op.Taps, Radius: op.Radius}
+	switch op.Kind {
+	case sched.OpGrayscale:
+		k.Kind = OpGrayscale
+	case sched.OpBlur:
+		k.Kind = OpBlur
+	case sched.OpBoxBlur:
+		k.Kind = OpBoxBlur
+	case sched.OpTranspose:
+		k.Kind = OpTranspose
+	case sched.OpHistogram:
+		k.Kind = OpHistogram
+	}
+	return k
+}
+
+// batchOf turns the executor's placements into a kernel Batch: images are
+// tightly packed (stride W·C); a histogram's destination is its counts.
+func batchOf(call *sched.OpCall) *Batch {
+	b := &Batch{Op: kernelOp(call.Op), Src: make([]BatchImage, len(call.Images)), Dst: make([]BatchImage, len(call.Images))}
+	hist := call.Op.Kind == sched.OpHistogram
+	for i, im := range call.Images {
+		b.Src[i] = BatchImage{W: im.In.W, H: im.In.H, C: im.In.C, Off: uint64(im.SrcOff), Stride: im.In.W * im.In.C}
+		if hist {
+			b.Dst[i] = BatchImage{Off: uint64(im.HistOff)}
+		} else {
+			b.Dst[i] = BatchImage{W: im.Out.W, H: im.Out.H, C: im.Out.C, Off: uint64(im.DstOff), Stride: im.Out.W * im.Out.C}
+		}
+	}
+	return b
+}
+
+// TableBytes implements sched.Device.
+func (d *Device) TableBytes(op sched.Op, n int) int { return TableBytes(kernelOp(op), n) }
+
+// ScratchBytes implements sched.Device: the separable filters keep a uint16
+// per sample.
+func (d *Device) ScratchBytes(op sched.Op, srcCap, n int) int {
+	return int(MaxScratchBytes(kernelOp(op), uint64(srcCap), n))
+}
+
+// EncodeTable implements sched.Device.
+func (d *Device) EncodeTable(call *sched.OpCall, dst []byte) error {
+	return batchOf(call).EncodeTable(dst)
+}
+
+// Run implements sched.Device: the op's kernels (with the histogram's
+// memset) queued on the stream, reading the table the executor uploaded.
+func (d *Device) Run(s sched.Stream, call *sched.OpCall) error {
+	buf := Buffers{
+		Src:     cu.DevicePtr(call.Src),
+		Dst:     cu.DevicePtr(call.Dst),
+		Scratch: cu.DevicePtr(call.Scratch),
+		Table:   cu.DevicePtr(call.Table) + cu.DevicePtr(call.TableOff),
+	}
+	if call.Op.Kind == sched.OpHistogram {
+		buf.Dst = cu.DevicePtr(call.Hist)
+	}
+	return d.g.Check(d.k.Run(cu.Stream(s), batchOf(call), buf))
+}

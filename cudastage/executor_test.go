@@ -1,0 +1,509 @@
+package cudastage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/cutest"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// GPU tests of the executor on the real device: the same scheduler as the
+// CPU tests of package sched, with the CUDA adapter and kernels.
+
+func exDevice(t testing.TB) *Device {
+	t.Helper()
+	g := requireGPU(t)
+	d, err := NewDevice(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return d
+}
+
+func exBlur(t testing.TB, sigma float64) sched.Op {
+	t.Helper()
+	op, err := sched.BlurOp(sigma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+func exBox(t testing.TB, r int) sched.Op {
+	t.Helper()
+	op, err := sched.BoxBlurOp(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+func exRandImage(rng *rand.Rand, w, h, c int) *stages.Image {
+	m := stages.NewImage(w, h, c)
+	for i := range m.Pix {
+		m.Pix[i] = byte(rng.Uint32())
+	}
+	return m
+}
+
+// exCPU runs ops with the stages reference: the output image and the last
+// histogram (nil without one).
+func exCPU(ops []sched.Op, src *stages.Image) (*stages.Image, *[256]uint64) {
+	cur := src
+	var hist *[256]uint64
+	for _, op := range ops {
+		if op.Kind == sched.OpHistogram {
+			hist = new([256]uint64)
+			stages.Histogram(hist, cur)
+			continue
+		}
+		out := op.OutShape(sched.Shape{W: cur.W, H: cur.H, C: cur.C})
+		dst := stages.NewImage(out.W, out.H, out.C)
+		switch op.Kind {
+		case sched.OpGrayscale:
+			stages.Grayscale(dst, cur)
+		case sched.OpBlur:
+			stages.Blur(dst, cur, op.Taps)
+		case sched.OpBoxBlur:
+			stages.BoxBlur(dst, cur, op.Radius)
+		case sched.OpTranspose:
+			stages.Transpose(dst, cur)
+		}
+		cur = dst
+	}
+	return cur, hist
+}
+
+// exRun pushes imgs through an executor on dev from several goroutines and
+// compares every result with the CPU reference.
+func exRun(t *testing.T, dev sched.Device, cfg sched.Config, imgs []*stages.Image) sched.Stats {
+	t.Helper()
+	ctx := context.Background()
+	e, err := sched.New(ctx, dev, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(imgs); i = int(next.Add(1) - 1) {
+				m := imgs[i]
+				r, err := e.Reserve(ctx, m.W, m.H, m.C, i)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				copy(r.Image().Pix, m.Pix)
+				r.Commit()
+			}
+		}()
+	}
+	go func() { wg.Wait(); e.CloseInput() }()
+	seen := make([]bool, len(imgs))
+	for r := range e.Results() {
+		i := r.Tag.(int)
+		seen[i] = true
+		want, wantHist := exCPU(cfg.Ops, imgs[i])
+		m := r.Image
+		if m.W != want.W || m.H != want.H || m.C != want.C {
+			t.Errorf("image %d: %dx%dx%d, want %dx%dx%d", i, m.W, m.H, m.C, want.W, want.H, want.C)
+		} else {
+			for y := range m.H {
+				if !bytes.Equal(m.Row(y), want.Row(y)) {
+					t.Errorf("image %d (%dx%dx%d in): row %d differs from the CPU", i, imgs[i].W, imgs[i].H, imgs[i].C, y)
+					break
+				}
+			}
+		}
+		if (r.Hist == nil) != (wantHist == nil) || (r.Hist != nil && *r.Hist != *wantHist) {
+			t.Errorf("image %d: histogram differs from the CPU", i)
+		}
+		r.Release()
+	}
+	if err := e.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for i, ok := range seen {
+		if !ok {
+			t.Errorf("image %d never came back", i)
+		}
+	}
+	return e.Stats()
+}
+
+// TestGPUExecutorMatchesCPU runs several chains over batches that mix sizes
+// (1×1 up to 4000×3000, odd ones) and channels on the GPU, and compares every
+// output and histogram with the CPU reference.
+func TestGPUExecutorMatchesCPU(t *testing.T) {
+	dev := exDevice(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := [][2]int{{1, 1}, {1, 77}, {77, 1}, {17, 9}, {33, 65}, {1920, 1080}, {640, 481}, {4000, 3000}, {2, 3}, {129, 31}}
+	var imgs []*stages.Image
+	for i := range 2 * len(sizes) {
+		sz := sizes[i%len(sizes)]
+		c := 3
+		if i >= len(sizes) {
+			c = 1
+		}
+		imgs = append(imgs, exRandImage(rng, sz[0], sz[1], c))
+	}
+	chains := []struct {
+		name string
+		ops  []sched.Op
+	}{
+		{"target", []sched.Op{sched.GrayscaleOp(), exBlur(t, 1.5), sched.TransposeOp(), sched.HistogramOp()}},
+		{"boxblur15-transpose", []sched.Op{exBox(t, 15), sched.TransposeOp()}},
+		{"boxblur0-boxblur1", []sched.Op{exBox(t, 0), exBox(t, 1)}},
+		{"hist-gray-hist", []sched.Op{sched.HistogramOp(), sched.GrayscaleOp(), sched.HistogramOp()}},
+		{"blur32", []sched.Op{exBlur(t, 32)}},
+		{"transpose-blur0.5-grayscale", []sched.Op{sched.TransposeOp(), exBlur(t, 0.5), sched.GrayscaleOp()}},
+		{"histogram", []sched.Op{sched.HistogramOp()}},
+	}
+	for _, ch := range chains {
+		t.Run(ch.name, func(t *testing.T) {
+			// Slots hold a 4000×3000 RGB image with room to spare, so the
+			// mixed sizes share batches and slots seal by capacity and count.
+			cfg := sched.Config{Ops: ch.ops, Streams: 3, Slots: 5, Batch: 6, SlotBytes: 40 << 20}
+			st := exRun(t, dev, cfg, imgs)
+			t.Logf("%s: %v", ch.name, st)
+		})
+	}
+}
+
+// TestGPUExecutorTrace checks the trace of a real run: valid JSON, one track
+// per stream, every batch's H2D, kernels and D2H on its stream's track, not
+// overlapping on one track, timed by CUDA events.
+func TestGPUExecutorTrace(t *testing.T) {
+	dev := exDevice(t)
+	tr := sched.NewTrace("imgpipe", 0)
+	ops := []sched.Op{sched.GrayscaleOp(), exBlur(t, 1.5), sched.TransposeOp(), sched.HistogramOp()}
+	cfg := sched.Config{Ops: ops, Streams: 4, Batch: 8, Trace: tr}
+	st, err := sched.RunRaw(context.Background(), dev, cfg, sched.RawOptions{Width: 1920, Height: 1080, Frames: 256, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := tr.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []struct {
+			Name string         `json:"name"`
+			Ph   string         `json:"ph"`
+			Ts   float64        `json:"ts"`
+			Dur  float64        `json:"dur"`
+			Tid  int            `json:"tid"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("trace is not valid JSON: %v", err)
+	}
+	tracks := map[int]string{}
+	count := map[string]int{}
+	last := map[int]float64{}
+	for _, ev := range doc.TraceEvents {
+		switch ev.Ph {
+		case "M":
+			if ev.Name == "thread_name" {
+				tracks[ev.Tid] = ev.Args["name"].(string)
+			}
+		case "X":
+			name := tracks[ev.Tid]
+			if !strings.Contains(name, "stream") {
+				continue
+			}
+			count[ev.Name]++
+			if ev.Dur < 0 || ev.Ts < last[ev.Tid]-1 {
+				t.Errorf("%s: span %s at %.1f µs (dur %.1f) starts before the previous one ends (%.1f)", name, ev.Name, ev.Ts, ev.Dur, last[ev.Tid])
+			}
+			last[ev.Tid] = ev.Ts + ev.Dur
+		}
+	}
+	streams := 0
+	for _, n := range tracks {
+		if strings.HasPrefix(n, dev.Name()+" stream ") {
+			streams++
+		}
+	}
+	if streams != 4 {
+		t.Errorf("%d stream tracks in %v, want 4", streams, tracks)
+	}
+	// The trace holds the warm-up batches too.
+	b := count["H2D"]
+	if b < int(st.Device.Batches) {
+		t.Errorf("%d H2D spans for %d timed batches", b, st.Device.Batches)
+	}
+	for _, op := range ops {
+		if count[op.String()] != b || count["D2H"] != b {
+			t.Errorf("%d %q spans and %d D2H, want %d each", count[op.String()], op, count["D2H"], b)
+		}
+	}
+	t.Logf("trace: %d spans; %v", tr.Len(), st.Device)
+}
+
+// poisonedTable corrupts the third launch table: its first image's source
+// offset points far outside device memory, as a bad table would.
+type poisonedTable struct {
+	*Device
+	n atomic.Int64
+}
+
+func (p *poisonedTable) EncodeTable(call *sched.OpCall, dst []byte) error {
+	if err := p.Device.EncodeTable(call, dst); err != nil {
+		return err
+	}
+	if p.n.Add(1) == 3 {
+		dst[6] = 0x40 // src_off += 2^54
+	}
+	return nil
+}
+
+// TestGPUExecutorFault runs a poisoned launch table in a child process (the
+// fault ruins the CUDA context for the rest of the process): the executor
+// must stop with a sticky error, end every goroutine, and never hang.
+func TestGPUExecutorFault(t *testing.T) {
+	if os.Getenv("IMGPIPE_EXEC_FAULT_CHILD") == "1" {
+		faultChild(t)
+		return
+	}
+	requireGPU(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "-test.run=^TestGPUExecutorFault$", "-test.v")
+	cmd.Env = append(os.Environ(), "IMGPIPE_EXEC_FAULT_CHILD=1", cutest.EnvRequire+"=1")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the child hung after the device fault:\n%s", out)
+	}
+	if err != nil {
+		t.Fatalf("child failed: %v\n%s", err, out)
+	}
+	t.Logf("child:\n%s", out)
+}
+
+func faultChild(t *testing.T) {
+	g, err := OpenGPU(cutest.Require(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDevice(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := &poisonedTable{Device: d}
+	ops := []sched.Op{sched.GrayscaleOp(), exBlur(t, 1.5), sched.TransposeOp(), sched.HistogramOp()}
+	ctx := context.Background()
+	e, err := sched.New(ctx, dev, sched.Config{Ops: ops, Streams: 3, Slots: 4, Batch: 2, SlotBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rng := rand.New(rand.NewPCG(4, 4))
+	img := exRandImage(rng, 1920, 1080, 3)
+	reserveErr := make(chan error, 1)
+	go func() {
+		defer e.CloseInput()
+		for range 200 {
+			r, err := e.Reserve(ctx, img.W, img.H, img.C, nil)
+			if err != nil {
+				reserveErr <- err
+				return
+			}
+			copy(r.Image().Pix, img.Pix)
+			r.Commit()
+		}
+	}()
+	n := 0
+	for r := range e.Results() {
+		n++
+		r.Release()
+	}
+	werr := e.Wait()
+	t.Logf("after %d results and %v: Wait = %v", n, time.Since(start).Round(time.Millisecond), werr)
+	if !cu.IsSticky(werr) {
+		t.Fatalf("Wait = %v, want a sticky device error", werr)
+	}
+	if n >= 200 {
+		t.Errorf("all %d images came back despite the fault", n)
+	}
+	if _, err := e.Reserve(ctx, 4, 4, 3, nil); err == nil {
+		t.Error("Reserve succeeded after the fault")
+	}
+	if g.Err() == nil {
+		t.Error("the GPU does not remember its fault")
+	}
+	select {
+	case err := <-reserveErr:
+		t.Logf("Reserve during the run: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Error("the producer is still blocked in Reserve after the fault")
+	}
+	t.Logf("Close on the broken context: %v", e.Close())
+}
+
+// BenchmarkGPURaw is `imgpipe bench raw` in a benchmark: the target chain
+// (grayscale → blur σ1.5 → transpose → histogram) on 1080p random frames
+// already in page-locked memory, for a sweep of streams and batch sizes,
+// plus the textbook flow (pageable memory, one stream). It reports GP/s on
+// host wall time, the overlap efficiency, and the fraction of the H2D-bound
+// limit (measured pinned H2D bandwidth ÷ 3 bytes per pixel).
+func BenchmarkGPURaw(b *testing.B) {
+	dev := exDevice(b)
+	bw, err := sched.MeasureCopy(dev, 256<<20, 10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	limit := bw.H2D / 3 / 1e9 // GP/s
+	b.Logf("%s: pinned H2D %.1f GB/s, D2H %.1f GB/s: H2D-bound limit %.2f GP/s for RGB frames",
+		dev.Name(), bw.H2D/1e9, bw.D2H/1e9, limit)
+	ops := []sched.Op{sched.GrayscaleOp(), exBlur(b, 1.5), sched.TransposeOp(), sched.HistogramOp()}
+	type run struct {
+		streams, batch int
+		pageable       bool
+	}
+	var runs []run
+	for _, s := range []int{1, 2, 4, 8} {
+		for _, bs := range []int{4, 8, 16, 32} {
+			runs = append(runs, run{streams: s, batch: bs})
+		}
+	}
+	runs = append(runs, run{streams: 1, batch: 16, pageable: true})
+	for _, r := range runs {
+		name := fmt.Sprintf("streams=%d/batch=%d", r.streams, r.batch)
+		if r.pageable {
+			name = fmt.Sprintf("pageable/streams=%d/batch=%d", r.streams, r.batch)
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := sched.Config{Ops: ops, Streams: r.streams, Batch: r.batch, Pageable: r.pageable}
+			var st sched.RawStats
+			for b.Loop() {
+				var err error
+				st, err = sched.RunRaw(context.Background(), dev, cfg, sched.RawOptions{Width: 1920, Height: 1080, Frames: 2048, Seed: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			gps := st.GPixelsPerSec()
+			b.ReportMetric(gps, "GP/s")
+			b.ReportMetric(st.Device.Overlap(), "overlap")
+			b.ReportMetric(gps/limit, "of-H2D-limit")
+			b.ReportMetric(0, "ns/op")
+			b.Logf("%s: %.2f GP/s (%.0f%% of the H2D limit); %v; ops %v", name, gps, 100*gps/limit, st.Device, st.Device.Ops)
+		})
+	}
+}
+
+// checkedFake is the CPU fake device that also checks every launch the
+// executor makes against the kernels' own validation: the placements turned
+// into a Batch pass Batch.Check, the table fits TableBytes, and the scratch
+// the executor sized per stream covers the Batch's.
+type checkedFake struct {
+	*sched.FakeDevice
+	cap, batch int
+	mu         sync.Mutex
+	errs       []error
+	runs       int
+}
+
+func (c *checkedFake) Run(s sched.Stream, call *sched.OpCall) error {
+	b := batchOf(call)
+	err := b.Check()
+	if err == nil {
+		tab := make([]byte, TableBytes(b.Op, len(b.Src)))
+		err = b.EncodeTable(tab)
+	}
+	if err == nil {
+		if need, have := b.ScratchBytes(), MaxScratchBytes(b.Op, uint64(c.cap), c.batch); need > have {
+			err = fmt.Errorf("%s needs %d bytes of scratch, the executor sized %d", call.Op, need, have)
+		}
+	}
+	c.mu.Lock()
+	c.runs++
+	if err != nil {
+		c.errs = append(c.errs, err)
+	}
+	c.mu.Unlock()
+	return c.FakeDevice.Run(s, call)
+}
+
+// TestAdapterBatches runs the scheduler on the CPU fake and checks that
+// every launch it asks for is one the CUDA kernels accept (no GPU needed).
+func TestAdapterBatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var imgs []*stages.Image
+	for i, sz := range [][2]int{{1, 1}, {1, 50}, {50, 1}, {17, 9}, {33, 65}, {100, 60}, {3, 3}, {64, 64}} {
+		imgs = append(imgs, exRandImage(rng, sz[0], sz[1], 1+2*(i%2)))
+	}
+	chains := [][]sched.Op{
+		{sched.GrayscaleOp(), exBlur(t, 1.5), sched.TransposeOp(), sched.HistogramOp()},
+		{exBox(t, 15), sched.TransposeOp(), exBox(t, 0)},
+		{sched.HistogramOp(), exBlur(t, 4)},
+	}
+	for _, ops := range chains {
+		const slotBytes, batch = 1 << 17, 5
+		fake := &checkedFake{FakeDevice: sched.NewFake(sched.FakeConfig{}), cap: slotBytes, batch: batch}
+		exRun(t, fake, sched.Config{Ops: ops, Streams: 2, Slots: 3, Batch: batch, SlotBytes: slotBytes}, imgs)
+		fake.Close()
+		if fake.runs == 0 {
+			t.Errorf("%s: no launches", sched.SegmentString(ops))
+		}
+		for _, err := range fake.errs {
+			t.Errorf("%s: %v", sched.SegmentString(ops), err)
+		}
+	}
+}
+
+func TestKernelOp(t *testing.T) {
+	blur := exBlur(t, 2)
+	tests := []struct {
+		in   sched.Op
+		want Op
+	}{
+		{sched.GrayscaleOp(), Op{Kind: OpGrayscale}},
+		{sched.TransposeOp(), Op{Kind: OpTranspose}},
+		{sched.HistogramOp(), Op{Kind: OpHistogram}},
+		{exBox(t, 7), Op{Kind: OpBoxBlur, Radius: 7}},
+		{blur, Op{Kind: OpBlur, Taps: blur.Taps}},
+	}
+	for _, tt := range tests {
+		got := kernelOp(tt.in)
+		if got.Kind != tt.want.Kind || got.Radius != tt.want.Radius || !slices.Equal(got.Taps, tt.want.Taps) {
+			t.Errorf("kernelOp(%v) = %+v, want %+v", tt.in, got, tt.want)
+		}
+		if err := got.Check(); err != nil {
+			t.Errorf("kernelOp(%v) fails the kernels' check: %v", tt.in, err)
+		}
+	}
+}
