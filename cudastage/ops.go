@@ -35,7 +35,8 @@ const (
 	kTrTileY       = 32   // transpose tile rows
 	kTrTileX1      = 128  // transpose tile columns, C = 1
 	kTrTileX3      = 32   // transpose tile columns, C = 3
-	kHTile         = 1024 // horizontal pass: samples per block
+	kHTile         = 1024 // horizontal pass: samples per block row
+	kHRows         = 4    // horizontal pass: rows per block
 	kVTileX        = 64   // vertical pass: samples per block row
 	kVTileY        = 64   // vertical pass: rows per block
 	kMaxBlurRadius = 96
@@ -319,7 +320,7 @@ func tiles(fn kernel, w, h, c int) (blocks, tilesX int64) {
 		return tilesX * ceilDiv(H, kTrTileY), tilesX
 	case kBlurH, kBoxH:
 		tilesX = ceilDiv(W*C, kHTile)
-		return tilesX * H, tilesX
+		return tilesX * ceilDiv(H, kHRows), tilesX
 	case kBlurV, kBoxV:
 		tilesX = ceilDiv(W*C, kVTileX)
 		return tilesX * ceilDiv(H, kVTileY), tilesX

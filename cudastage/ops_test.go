@@ -28,6 +28,7 @@ func TestKernelConstants(t *testing.T) {
 		"TR_TILE_X1":      kTrTileX1,
 		"TR_TILE_X3":      kTrTileX3,
 		"H_TILE":          kHTile,
+		"H_ROWS":          kHRows,
 		"V_TILE_X":        kVTileX,
 		"V_TILE_Y":        kVTileY,
 		"MAX_BLUR_RADIUS": kMaxBlurRadius,
@@ -350,10 +351,12 @@ func covered(t *testing.T, fn kernel, es []entry, blocks int) {
 				}
 			}
 		case kBlurH, kBoxH:
-			y, e0 := tile/tx, (tile%tx)*kHTile
-			for x := e0; x < min(e0+kHTile, w*c) && y < h; x++ {
-				mark(x, y)
-				work++
+			y0, e0 := (tile/tx)*kHRows, (tile%tx)*kHTile
+			for y := y0; y < min(y0+kHRows, h); y++ {
+				for x := e0; x < min(e0+kHTile, w*c); x++ {
+					mark(x, y)
+					work++
+				}
 			}
 		case kBlurV, kBoxV:
 			e0, y0 := (tile%tx)*kVTileX, (tile/tx)*kVTileY

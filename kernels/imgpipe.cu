@@ -30,6 +30,7 @@ typedef unsigned long long u64;
 #define IMGPIPE_TR_TILE_X1 128   // transpose tile: source columns for C = 1
 #define IMGPIPE_TR_TILE_X3 32    // transpose tile: source columns for C = 3
 #define IMGPIPE_H_TILE 1024      // horizontal pass: samples of one row per block
+#define IMGPIPE_H_ROWS 4         // horizontal pass: rows per block
 #define IMGPIPE_V_TILE_X 64      // vertical pass: samples per block row
 #define IMGPIPE_V_TILE_Y 64      // vertical pass: rows per block
 #define IMGPIPE_MAX_BLUR_RADIUS 96
@@ -303,80 +304,119 @@ imgpipe_transpose(const Img* __restrict__ tab, int n, const u8* __restrict__ src
 // window sum of boxblur (out-of-image samples count as 0 and are not counted).
 enum { BLUR = 0, BOX = 1 };
 
-// hpass filters samples [e0, e0 + 1024) of row y of one image, from bytes to
-// uint16: blur gives h16 = (sum w_i p(clamp(x+i)) + 32) >> 6, box gives the
-// sum of the in-image samples within r pixels. The row segment and its
-// r-pixel halo on both sides are first staged in shared memory (clamped or
-// zero outside the image), so the tap loop has no border tests. wt holds the
-// taps (blur only), already in shared memory.
+// hpass filters samples [e0, e0 + 1024) of rows y0..y0+3 of one image, from
+// bytes to uint16: blur gives h16 = (sum w_i p(clamp(x+i)) + 32) >> 6, box
+// gives the sum of the in-image samples within r pixels. The row segments and
+// their r-pixel halos on both sides are first staged in shared memory
+// (clamped or zero outside the image), so the tap loop has no border tests;
+// sm holds 4 rows of smrow bytes. Four rows per block keep four loads in
+// flight per thread and spread the block's fixed costs (finding its image,
+// the barrier) over more work. wt holds the taps (blur only), already in
+// shared memory.
 template <int C, int MODE>
 __device__ __forceinline__ void hpass(const Img& d, int tile, int r, const u32* wt, const u8* __restrict__ src,
-                                      u8* __restrict__ dst, u8* sm)
+                                      u8* __restrict__ dst, u8* sm, int smrow)
 {
+    constexpr int HR = IMGPIPE_H_ROWS;
     const int rowE = d.w * C;
-    const int y = tile / d.tiles_x;
+    const int y0 = (tile / d.tiles_x) * HR;
     const int e0 = (tile % d.tiles_x) * IMGPIPE_H_TILE;
     const int cnt = min(IMGPIPE_H_TILE, rowE - e0);
-    if (y >= d.h || cnt <= 0)
+    const int rows = min(HR, d.h - y0);
+    if (rows <= 0 || cnt <= 0)
         return; // only with a table that does not match the launch; uniform, before any barrier
     const int halo = r * C;
-    const u8* row = src + d.src_off + (size_t)y * d.src_stride;
-    // Unrolled so that each thread has several loads in flight at once.
-#pragma unroll 4
+    const u8* base = src + d.src_off + (size_t)y0 * d.src_stride;
+#pragma unroll 2
     for (int j = threadIdx.x; j < cnt + 2 * halo; j += IMGPIPE_THREADS) {
         const int q = e0 + j; // sample e0 - halo + j, shifted by r whole pixels to stay >= 0
         int px = q / C - r;
         const int ch = q % C;
-        u8 v;
-        if (MODE == BLUR) {
+        bool in = true;
+        if (MODE == BLUR)
             px = min(max(px, 0), d.w - 1);
-            v = row[px * C + ch];
-        } else {
-            v = (px >= 0 && px < d.w) ? row[px * C + ch] : 0;
-        }
-        sm[j] = v;
+        else
+            in = px >= 0 && px < d.w;
+        const u8* p = base + px * C + ch;
+        u8 v[HR];
+#pragma unroll
+        for (int k = 0; k < HR; k++)
+            v[k] = (in && k < rows) ? p[(size_t)k * d.src_stride] : 0;
+#pragma unroll
+        for (int k = 0; k < HR; k++)
+            sm[k * smrow + j] = v[k];
     }
     __syncthreads();
-    u16* out = (u16*)(dst + d.dst_off + (size_t)y * d.dst_stride) + e0;
-    for (int le = 2 * threadIdx.x; le < cnt; le += 2 * IMGPIPE_THREADS) {
-        const bool two = le + 1 < cnt;
-        const u8* p = sm + le + halo; // p[0] is sample le, p[k*C] the same channel k pixels right
-        u32 a0, a1 = 0;
+    for (int k = 0; k < rows; k++) {
+        u16* out = (u16*)(dst + d.dst_off + (size_t)(y0 + k) * d.dst_stride) + e0;
+        for (int le = 2 * threadIdx.x; le < cnt; le += 2 * IMGPIPE_THREADS) {
+            const bool two = le + 1 < cnt;
+            const u8* p = sm + k * smrow + le + halo; // p[0] is sample le, p[i*C] the same channel i pixels right
+            u32 a0, a1 = 0;
+            if (MODE == BLUR) {
+                // The taps are symmetric (checked by the host), so mirrored
+                // samples are added before they are multiplied.
+                const u32 w0 = wt[r];
+                a0 = w0 * p[0];
+                if (two)
+                    a1 = w0 * p[1];
+                for (int i = 1; i <= r; i++) {
+                    const u32 w = wt[r + i];
+                    const int o = i * C;
+                    a0 += w * ((u32)p[-o] + p[o]);
+                    if (two)
+                        a1 += w * ((u32)p[1 - o] + p[1 + o]);
+                }
+                a0 = (a0 + 32) >> 6;
+                a1 = (a1 + 32) >> 6;
+            } else {
+                a0 = p[0];
+                if (two)
+                    a1 = p[1];
+                for (int i = 1; i <= r; i++) {
+                    const int o = i * C;
+                    a0 += (u32)p[-o] + p[o];
+                    if (two)
+                        a1 += (u32)p[1 - o] + p[1 + o];
+                }
+            }
+            u16* q = out + le;
+            if (two && ((size_t)q & 3) == 0) {
+                *(u32*)q = a0 | (a1 << 16);
+            } else {
+                q[0] = (u16)a0;
+                if (two)
+                    q[1] = (u16)a1;
+            }
+        }
+    }
+}
+
+// vload is vpass's general staging loop, for tiles that reach past the
+// image's right edge and for images whose rows are not 4-byte aligned: each
+// word is loaded whole where it can be and as two samples where not, and
+// samples past the row's end are 0 (never used).
+template <int MODE>
+__device__ __forceinline__ void vload(const Img& d, int y0, int rows, int r, int e, int rowE, const u8* __restrict__ sb,
+                                      u32* sm)
+{
+    const int lane = threadIdx.x & 31;
+    for (int rr = threadIdx.x >> 5; rr < rows + 2 * r; rr += IMGPIPE_THREADS / 32) {
+        int yy = y0 - r + rr;
+        bool in = yy >= 0 && yy < d.h;
         if (MODE == BLUR) {
-            // The taps are symmetric (checked by the host), so mirrored
-            // samples are added before they are multiplied.
-            const u32 w0 = wt[r];
-            a0 = w0 * p[0];
-            if (two)
-                a1 = w0 * p[1];
-            for (int i = 1; i <= r; i++) {
-                const u32 w = wt[r + i];
-                const int o = i * C;
-                a0 += w * ((u32)p[-o] + p[o]);
-                if (two)
-                    a1 += w * ((u32)p[1 - o] + p[1 + o]);
-            }
-            a0 = (a0 + 32) >> 6;
-            a1 = (a1 + 32) >> 6;
-        } else {
-            a0 = p[0];
-            if (two)
-                a1 = p[1];
-            for (int i = 1; i <= r; i++) {
-                const int o = i * C;
-                a0 += (u32)p[-o] + p[o];
-                if (two)
-                    a1 += (u32)p[1 - o] + p[1 + o];
-            }
+            yy = min(max(yy, 0), d.h - 1);
+            in = true;
         }
-        u16* q = out + le;
-        if (two && ((size_t)q & 3) == 0) {
-            *(u32*)q = a0 | (a1 << 16);
-        } else {
-            q[0] = (u16)a0;
-            if (two)
-                q[1] = (u16)a1;
+        u32 v = 0;
+        if (in && e < rowE) {
+            const u16* p = (const u16*)(sb + (size_t)yy * d.src_stride) + e;
+            if (e + 1 < rowE && ((size_t)p & 3) == 0)
+                v = *(const u32*)p;
+            else
+                v = p[0] | (e + 1 < rowE ? (u32)p[1] << 16 : 0u);
         }
+        sm[rr * 32 + lane] = v;
     }
 }
 
@@ -398,23 +438,21 @@ __device__ __forceinline__ void vpass(const Img& d, int tile, int r, const u32* 
         return; // only with a table that does not match the launch; uniform, before any barrier
     const int lane = threadIdx.x & 31;
     const int e = e0 + 2 * lane;
-#pragma unroll 4
-    for (int rr = threadIdx.x >> 5; rr < rows + 2 * r; rr += IMGPIPE_THREADS / 32) {
-        int yy = y0 - r + rr;
-        bool in = yy >= 0 && yy < d.h;
-        if (MODE == BLUR) {
-            yy = min(max(yy, 0), d.h - 1);
-            in = true;
+    const u8* sb = src + d.src_off;
+    if (e0 + IMGPIPE_V_TILE_X <= rowE && (((size_t)sb | (size_t)d.src_stride) & 3) == 0) {
+        // A full-width tile of an aligned image: one word per lane and row,
+        // branch-free, so that the unrolled loop keeps 8 loads in flight.
+#pragma unroll 8
+        for (int rr = threadIdx.x >> 5; rr < rows + 2 * r; rr += IMGPIPE_THREADS / 32) {
+            const int yy = y0 - r + rr;
+            const int yc = min(max(yy, 0), d.h - 1);
+            u32 v = *(const u32*)(sb + (size_t)yc * d.src_stride + 2 * (size_t)e);
+            if (MODE == BOX && yc != yy)
+                v = 0;
+            sm[rr * 32 + lane] = v;
         }
-        u32 v = 0;
-        if (in && e < rowE) {
-            const u16* p = (const u16*)(src + d.src_off + (size_t)yy * d.src_stride) + e;
-            if (e + 1 < rowE && ((size_t)p & 3) == 0)
-                v = *(const u32*)p;
-            else
-                v = p[0] | (e + 1 < rowE ? (u32)p[1] << 16 : 0u);
-        }
-        sm[rr * 32 + lane] = v;
+    } else {
+        vload<MODE>(d, y0, rows, r, e, rowE, sb, sm);
     }
     __syncthreads();
     if (e >= rowE)
@@ -473,12 +511,13 @@ __device__ __forceinline__ void vpass(const Img& d, int tile, int r, const u32* 
 
 // imgpipe_blur_h is the horizontal blur pass: source bytes to the uint16
 // intermediate (dst, same w x h x c, strides in bytes). A tile is 1024
-// samples of one row; tiles_x = ceil(w*c / 1024).
+// samples of 4 rows; tiles_x = ceil(w*c / 1024).
 extern "C" __global__ void __launch_bounds__(IMGPIPE_THREADS)
 imgpipe_blur_h(const Img* __restrict__ tab, int n, const u8* __restrict__ src, u8* __restrict__ dst,
                const __grid_constant__ Taps taps)
 {
-    __shared__ u8 sm[IMGPIPE_H_TILE + 2 * 3 * IMGPIPE_MAX_BLUR_RADIUS];
+    constexpr int smrow = IMGPIPE_H_TILE + 2 * 3 * IMGPIPE_MAX_BLUR_RADIUS;
+    __shared__ u8 sm[IMGPIPE_H_ROWS * smrow];
     __shared__ u32 wt[2 * IMGPIPE_MAX_BLUR_RADIUS + 1];
     if (n <= 0 || taps.r < 1 || taps.r > IMGPIPE_MAX_BLUR_RADIUS)
         return;
@@ -487,9 +526,9 @@ imgpipe_blur_h(const Img* __restrict__ tab, int n, const u8* __restrict__ src, u
     for (int i = threadIdx.x; i <= 2 * taps.r; i += IMGPIPE_THREADS)
         wt[i] = taps.w[i];
     if (d.c == 3)
-        hpass<3, BLUR>(d, tile, taps.r, wt, src, dst, sm);
+        hpass<3, BLUR>(d, tile, taps.r, wt, src, dst, sm, smrow);
     else
-        hpass<1, BLUR>(d, tile, taps.r, wt, src, dst, sm);
+        hpass<1, BLUR>(d, tile, taps.r, wt, src, dst, sm, smrow);
 }
 
 // imgpipe_blur_v is the vertical blur pass: the uint16 intermediate (src) to
@@ -515,15 +554,16 @@ imgpipe_blur_v(const Img* __restrict__ tab, int n, const u8* __restrict__ src, u
 extern "C" __global__ void __launch_bounds__(IMGPIPE_THREADS)
 imgpipe_box_h(const Img* __restrict__ tab, int n, const u8* __restrict__ src, u8* __restrict__ dst, int r)
 {
-    __shared__ u8 sm[IMGPIPE_H_TILE + 2 * 3 * IMGPIPE_MAX_BOX_RADIUS];
+    constexpr int smrow = IMGPIPE_H_TILE + 2 * 3 * IMGPIPE_MAX_BOX_RADIUS;
+    __shared__ u8 sm[IMGPIPE_H_ROWS * smrow];
     if (n <= 0 || r < 0 || r > IMGPIPE_MAX_BOX_RADIUS)
         return;
     const Img d = tab[find_image(tab, n)];
     const int tile = (int)blockIdx.x - d.block0;
     if (d.c == 3)
-        hpass<3, BOX>(d, tile, r, nullptr, src, dst, sm);
+        hpass<3, BOX>(d, tile, r, nullptr, src, dst, sm, smrow);
     else
-        hpass<1, BOX>(d, tile, r, nullptr, src, dst, sm);
+        hpass<1, BOX>(d, tile, r, nullptr, src, dst, sm, smrow);
 }
 
 // imgpipe_box_v is the vertical boxblur pass: sums of the horizontal sums,
