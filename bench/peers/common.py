@@ -15,7 +15,10 @@ import statistics
 import sys
 import time
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:  # every peer needs it; say how to get it instead of a traceback
+    sys.exit(f"error: numpy is missing for {sys.executable} (Debian: apt-get install -y python3-numpy, then use /usr/bin/python3)")
 
 CHAIN = "gray|blur{sigma:g}|transpose|hist"
 

@@ -17,9 +17,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import common  # noqa: E402  (first: it explains a missing numpy)
 import numpy as np  # noqa: E402
-
-import common  # noqa: E402
 
 SYSTEM = "cupy-rawkernel"
 
