@@ -1,0 +1,626 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"io/fs"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/imgpipe/imgpipe/pipeline"
+)
+
+// binary is the imgpipe command built once by TestMain, for the tests that need a real
+// process (signals, exit status).
+var binaryPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "imgpipe-test-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binaryPath = filepath.Join(dir, "imgpipe")
+	out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cli runs the CLI in-process and returns its exit code, stdout and stderr.
+func cli(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// photo is a random-ish w×h RGB picture.
+func photo(rng *rand.Rand, w, h int) image.Image {
+	m := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			m.Set(x, y, color.RGBA{uint8(x * 255 / w), uint8(y * 255 / h), uint8(rng.Intn(256)), 255})
+		}
+	}
+	return m
+}
+
+func pngBytes(t *testing.T, m image.Image) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func jpegBytes(t *testing.T, m image.Image) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, m, &jpeg.Options{Quality: 85}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// hugeHeaderPNG is a tiny PNG whose header claims w×h pixels (with a valid CRC), as a
+// hostile file would.
+func hugeHeaderPNG(t *testing.T, w, h uint32) []byte {
+	b := pngBytes(t, image.NewGray(image.Rect(0, 0, 1, 1)))
+	ihdr := b[8+8 : 8+8+13] // after the signature and IHDR's length and type
+	binary.BigEndian.PutUint32(ihdr[0:], w)
+	binary.BigEndian.PutUint32(ihdr[4:], h)
+	binary.BigEndian.PutUint32(b[8+8+13:], crc32.ChecksumIEEE(b[8+4:8+8+13]))
+	return b
+}
+
+func write(t *testing.T, dir, name string, data []byte) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mixedFolder makes a folder of good images and hostile files; it returns the good names
+// and the bad ones with the start of their expected error.
+func mixedFolder(t *testing.T) (dir string, good []string, bad map[string]string) {
+	t.Helper()
+	dir = t.TempDir()
+	rng := rand.New(rand.NewSource(1))
+	good = []string{"a.png", "b.jpg", "nested/c.png", "nested/deeper/d.JPG", "big-but-ok.png"}
+	write(t, dir, "a.png", pngBytes(t, photo(rng, 40, 30)))
+	write(t, dir, "b.jpg", jpegBytes(t, photo(rng, 33, 17)))
+	write(t, dir, "nested/c.png", pngBytes(t, photo(rng, 1, 1)))
+	write(t, dir, "nested/deeper/d.JPG", jpegBytes(t, photo(rng, 64, 9)))
+	write(t, dir, "big-but-ok.png", pngBytes(t, image.NewGray(image.Rect(0, 0, 500, 400))))
+	trunc := jpegBytes(t, photo(rng, 50, 50))
+	bad = map[string]string{
+		"truncated.jpg":    "decode: ",
+		"zero.png":         "decode: empty file",
+		"text.jpg":         "decode: unknown image format",
+		"too-big.png":      "decode: image is 1000x1000 (1.0 MP), over the 0.3 MP limit",
+		"hostile-hdr.png":  "decode: image is 60000x60000 (3600.0 MP), over the 0.3 MP limit",
+		"nested/trunc.png": "decode: ",
+	}
+	write(t, dir, "truncated.jpg", trunc[:len(trunc)/2])
+	write(t, dir, "zero.png", nil)
+	write(t, dir, "text.jpg", []byte("this is not a picture\n"))
+	write(t, dir, "too-big.png", pngBytes(t, image.NewGray(image.Rect(0, 0, 1000, 1000))))
+	write(t, dir, "hostile-hdr.png", hugeHeaderPNG(t, 60000, 60000))
+	p := pngBytes(t, photo(rng, 20, 20))
+	write(t, dir, "nested/trunc.png", p[:len(p)-30])
+	write(t, dir, "notes.txt", []byte("ignored: not an image extension"))
+	return dir, good, bad
+}
+
+const chain = "decode max_pixels=300000 | grayscale | blur sigma=1.5 | transpose | histogram | save format=png"
+
+func readReport(t *testing.T, path string) ([]pipeline.ReportLine, pipeline.Summary) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	var out []pipeline.ReportLine
+	for _, l := range lines[:len(lines)-1] {
+		var rl pipeline.ReportLine
+		if err := json.Unmarshal([]byte(l), &rl); err != nil {
+			t.Fatalf("report line %q: %v", l, err)
+		}
+		out = append(out, rl)
+	}
+	var s struct{ Summary *pipeline.Summary }
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &s); err != nil || s.Summary == nil {
+		t.Fatalf("last report line %q is not a summary (%v)", lines[len(lines)-1], err)
+	}
+	return out, *s.Summary
+}
+
+// files lists every file under dir (slash paths), failing on temporary leftovers.
+func files(t *testing.T, dir string) map[string]fs.FileInfo {
+	t.Helper()
+	out := map[string]fs.FileInfo{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if strings.Contains(d.Name(), ".tmp") {
+			t.Errorf("temporary file left: %s", rel)
+		}
+		fi, _ := d.Info()
+		out[filepath.ToSlash(rel)] = fi
+		return nil
+	})
+	return out
+}
+
+func TestRunMixedFolder(t *testing.T) {
+	in, good, bad := mixedFolder(t)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := cli(t, "run", "-i", in, "-o", out, "-p", chain, "--workers", "3")
+	if code != exitSomeFailed {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr)
+	}
+	if stdout != "" {
+		t.Errorf("stdout: %q", stdout)
+	}
+	lines, sum := readReport(t, filepath.Join(out, "imgpipe-report.jsonl"))
+	if len(lines) != len(good)+len(bad) || sum.OK != len(good) || sum.Failed != len(bad) || sum.Device != "cpu" {
+		t.Fatalf("%d lines, summary %+v", len(lines), sum)
+	}
+	var names []string
+	for _, l := range lines {
+		names = append(names, l.Input)
+		if want, isBad := bad[l.Input]; isBad {
+			if l.Status != pipeline.StatusFailed || !strings.HasPrefix(l.Error, want) || l.Output != "" {
+				t.Errorf("%s: %+v, want error %q", l.Input, l, want)
+			}
+			continue
+		}
+		if l.Status != pipeline.StatusOK || len(l.Histogram) != 256 || l.Width == 0 {
+			t.Errorf("%s: %+v", l.Input, l)
+		}
+		var n uint64
+		for _, c := range l.Histogram {
+			n += c
+		}
+		if n != uint64(l.Width*l.Height) {
+			t.Errorf("%s: histogram counts %d pixels of %dx%d", l.Input, n, l.Width, l.Height)
+		}
+		// The output is there, complete, transposed and gray.
+		f, err := os.Open(filepath.Join(out, l.Output))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", l.Output, err)
+		}
+		if b := m.Bounds(); b.Dx() != l.Height || b.Dy() != l.Width {
+			t.Errorf("%s is %v, want %dx%d", l.Output, b, l.Height, l.Width)
+		}
+		if _, ok := m.(*image.Gray); !ok {
+			t.Errorf("%s is %T, want gray", l.Output, m)
+		}
+	}
+	want := "a.png b.jpg big-but-ok.png hostile-hdr.png nested/c.png nested/deeper/d.JPG nested/trunc.png text.jpg too-big.png truncated.jpg zero.png"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("report order:\n got %s\nwant %s", got, want)
+	}
+	outs := files(t, out)
+	if len(outs) != len(good)+1 { // + the report
+		t.Errorf("output folder holds %d files: %v", len(outs), outs)
+	}
+	for _, w := range []string{"processed 11 images: 5 ok, 6 failed, 0 skipped in ", "MP/s) on cpu", "imgpipe: zero.png: decode: empty file"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+
+	// --resume redoes nothing: the good inputs are skipped, untouched; the bad fail again.
+	code, _, stderr = cli(t, "run", "-i", in, "-o", out, "-p", chain, "--resume")
+	if code != exitSomeFailed {
+		t.Fatalf("resume: exit %d\n%s", code, stderr)
+	}
+	lines2, sum2 := readReport(t, filepath.Join(out, "imgpipe-report.jsonl"))
+	if sum2.Skipped != len(good) || sum2.OK != 0 || sum2.Failed != len(bad) {
+		t.Errorf("resume summary %+v", sum2)
+	}
+	for i, l := range lines2 {
+		if l.Status == pipeline.StatusSkipped && (l.Output != lines[i].Output || len(l.Histogram) != 256 || l.Width != lines[i].Width) {
+			t.Errorf("skipped line lost details: %+v", l)
+		}
+	}
+	for name, fi := range files(t, out) {
+		if name != "imgpipe-report.jsonl" && !fi.ModTime().Equal(outs[name].ModTime()) {
+			t.Errorf("%s was rewritten by --resume", name)
+		}
+	}
+	if !strings.Contains(stderr, "0 ok, 6 failed, 5 skipped") {
+		t.Errorf("resume stderr: %s", stderr)
+	}
+}
+
+func TestRunAllGoodExitsZero(t *testing.T) {
+	in := t.TempDir()
+	rng := rand.New(rand.NewSource(2))
+	write(t, in, "x.png", pngBytes(t, photo(rng, 10, 10)))
+	write(t, in, "y.png", pngBytes(t, photo(rng, 7, 3)))
+	out := filepath.Join(t.TempDir(), "o")
+	report := filepath.Join(t.TempDir(), "r", "report.jsonl")
+	code, _, stderr := cli(t, "run", "-i", in, "-o", out, "-p", "decode | save format=jpeg quality=50", "--report", report, "--device", "cpu", "-q")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if _, sum := readReport(t, report); sum.OK != 2 {
+		t.Errorf("summary %+v", sum)
+	}
+	if got := files(t, out); len(got) != 2 || got["x.jpg"] == nil || got["y.jpg"] == nil {
+		t.Errorf("outputs %v", got)
+	}
+}
+
+func TestRunNameClash(t *testing.T) {
+	in := t.TempDir()
+	rng := rand.New(rand.NewSource(3))
+	for _, n := range []string{"a.jpg", "a.png", "a.JPG", "b.png", "sub/a.png"} {
+		if strings.HasSuffix(strings.ToLower(n), ".jpg") {
+			write(t, in, n, jpegBytes(t, photo(rng, 8, 8)))
+		} else {
+			write(t, in, n, pngBytes(t, photo(rng, 8, 8)))
+		}
+	}
+	out := t.TempDir()
+	if code, _, stderr := cli(t, "run", "-i", in, "-o", out, "-p", "decode | save"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got := files(t, out)
+	for _, w := range []string{"a.jpg.png", "a.png.png", "a.JPG.png", "b.png", "sub/a.png", "imgpipe-report.jsonl"} {
+		if got[w] == nil {
+			t.Errorf("no %s in %v", w, got)
+		}
+	}
+	if len(got) != 6 {
+		t.Errorf("outputs %v", got)
+	}
+}
+
+func TestRunOnErrorFail(t *testing.T) {
+	in := t.TempDir()
+	rng := rand.New(rand.NewSource(4))
+	for i := 0; i < 30; i++ {
+		write(t, in, fmt.Sprintf("%02d.png", i), pngBytes(t, photo(rng, 16, 16)))
+	}
+	write(t, in, "05.png", []byte("broken"))
+	out := t.TempDir()
+	code, _, stderr := cli(t, "run", "-i", in, "-o", out, "-p", "decode | save", "--on-error", "fail", "--workers", "1")
+	if code != exitSomeFailed || !strings.Contains(stderr, "stopped at the first failed input: 05.png: decode: unknown image format") {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	lines, sum := readReport(t, filepath.Join(out, "imgpipe-report.jsonl"))
+	if !sum.Stopped || sum.Failed != 1 || len(lines) < 6 || len(lines) > 8 || lines[5].Status != pipeline.StatusFailed {
+		t.Errorf("%d lines, summary %+v", len(lines), sum)
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	in, _, _ := mixedFolder(t)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"bad spec", []string{"run", "-i", in, "-o", "OUT", "-p", "decode | blurr sigma=1.5 | save format=gif"}, exitUsage, []string{
+			"imgpipe: bad pipeline spec:",
+			"  decode | blurr sigma=1.5 | save format=gif\n           ^ col 10: unknown stage \"blurr\" (did you mean \"blur\"?)",
+			"^ col 40: save: format=gif: want one of png, jpeg",
+		}},
+		{"planner", []string{"run", "-i", in, "-o", "OUT", "-p", "grayscale | save"}, exitUsage, []string{"col 1: the chain must start with decode, not grayscale"}},
+		{"no input", []string{"run", "-o", "OUT", "-p", "decode"}, exitUsage, []string{"no input folder: set input.dir in the job or -i"}},
+		{"no output", []string{"run", "-i", in, "-p", "decode | save"}, exitUsage, []string{"no output folder"}},
+		{"missing input", []string{"run", "-i", in + "/nope", "-o", "OUT", "-p", "decode"}, exitUsage, []string{"input folder: stat", "no such file or directory"}},
+		{"output is input", []string{"run", "-i", in, "-o", in, "-p", "decode"}, exitUsage, []string{"the output folder is the input folder"}},
+		{"streams", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--streams", "0"}, exitUsage, []string{"--streams: streams=0 is out of range [1, 64]"}},
+		{"batch", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--batch", "5000"}, exitUsage, []string{"--batch: batch=5000 is out of range"}},
+		{"on-error", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--on-error", "ignore"}, exitUsage, []string{"--on-error: on_error=ignore: want one of skip, fail"}},
+		{"device", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--device", "gpu"}, exitUsage, []string{"--device: device=gpu: want one of auto, cpu, cuda"}},
+		{"workers", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--workers", "-1"}, exitUsage, []string{"--workers: workers=-1 is out of range"}},
+		{"all flag errors at once", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--streams", "0", "--batch", "0"}, exitUsage, []string{"--streams", "--batch"}},
+		{"unknown flag", []string{"run", "--frobnicate"}, exitUsage, []string{"unknown flag: --frobnicate", "see 'imgpipe run --help'"}},
+		{"flag value", []string{"run", "--workers", "many"}, exitUsage, []string{"invalid argument \"many\""}},
+		{"unknown command", []string{"runn"}, exitUsage, []string{"unknown command \"runn\"", "Run 'imgpipe --help' for usage."}},
+		{"two jobs", []string{"run", "a.yaml", "b.yaml"}, exitUsage, []string{"accepts at most 1 arg"}},
+		{"missing job", []string{"run", "nope.yaml"}, exitUsage, []string{"open nope.yaml: no such file"}},
+		{"cuda", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--device", "cuda"}, exitFatal, []string{"--device cuda: the CUDA execution path is not wired"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wd, _ := os.Getwd()
+			tmp := t.TempDir()
+			for i, a := range tt.args {
+				if a == "OUT" {
+					tt.args[i] = filepath.Join(tmp, "out")
+				}
+			}
+			code, stdout, stderr := cli(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\n%s", code, tt.code, stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+			if stdout != "" {
+				t.Errorf("stdout: %q", stdout)
+			}
+			// Nothing was processed: no output folder, no report.
+			if _, err := os.Stat(filepath.Join(tmp, "out")); err == nil {
+				t.Error("output folder created")
+			}
+			if wd2, _ := os.Getwd(); wd2 != wd {
+				t.Fatal("working directory changed")
+			}
+		})
+	}
+}
+
+func TestRunJob(t *testing.T) {
+	in, good, bad := mixedFolder(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	job := filepath.Join(dir, "job.yaml")
+	write(t, dir, "job.yaml", []byte(fmt.Sprintf(`input: {dir: %q}
+pipeline:
+  - decode: {max_pixels: 300000}
+  - grayscale
+  - histogram
+  - save: {format: png}
+output: {dir: %q}
+execution: {device: cpu, workers: 2, on_error: skip}
+`, in, filepath.Join(dir, "job-out"))))
+	// Flags override the job: here the output folder and the worker count.
+	code, _, stderr := cli(t, "run", job, "-o", out, "--workers", "1")
+	if code != exitSomeFailed {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	_, sum := readReport(t, filepath.Join(out, "imgpipe-report.jsonl"))
+	if sum.OK != len(good) || sum.Failed != len(bad) || sum.Workers != 1 || sum.Pipeline != "decode max_pixels=300000 | grayscale | histogram | save format=png" {
+		t.Errorf("summary %+v", sum)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "job-out")); err == nil {
+		t.Error("the job's own output folder was used despite -o")
+	}
+	// -p replaces the job's chain.
+	code, _, stderr = cli(t, "run", job, "-o", out, "-p", "decode | histogram", "--report", filepath.Join(dir, "r.jsonl"))
+	if _, sum := readReport(t, filepath.Join(dir, "r.jsonl")); code != exitSomeFailed || sum.Pipeline != "decode | histogram" {
+		t.Errorf("exit %d, summary %+v\n%s", code, sum, stderr)
+	}
+}
+
+func TestJobErrorsCarryLineCol(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "bad.yaml", []byte(`input: {dir: photos, recurse: yes}
+pipeline:
+  - decode
+  - blur: {sigma: 99}
+  - blurr
+output: {dir: out}
+execution: {streams: 0}
+`))
+	job := filepath.Join(dir, "bad.yaml")
+	want := []string{
+		job + `:1:22: input: unknown key "recurse" (keys: dir)`,
+		job + `:4:19: blur: sigma=99 is out of range (0, 32]`,
+		job + `:5:5: unknown stage "blurr" (did you mean "blur"?)`,
+		job + `:7:22: execution.streams: streams=0 is out of range [1, 64]`,
+	}
+	for _, cmd := range []string{"run", "validate"} {
+		code, _, stderr := cli(t, cmd, job)
+		if code != exitUsage {
+			t.Errorf("%s: exit %d", cmd, code)
+		}
+		for _, w := range want {
+			if !strings.Contains(stderr, "imgpipe: "+w+"\n") {
+				t.Errorf("%s: stderr lacks %q:\n%s", cmd, w, stderr)
+			}
+		}
+	}
+	// validate also checks the input folder, at the position of input.dir.
+	write(t, dir, "nofolder.yaml", []byte("input: {dir: /nonexistent/photos}\npipeline: [decode, save]\noutput: {dir: out}\n"))
+	code, _, stderr := cli(t, "validate", filepath.Join(dir, "nofolder.yaml"))
+	if code != exitUsage || !strings.Contains(stderr, "nofolder.yaml:1:14: input folder: stat /nonexistent/photos: no such file or directory") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+}
+
+func TestValidateSampleJobs(t *testing.T) {
+	cmd := exec.Command(binaryPath, "validate", "samples/job.yaml", "samples/thumbs.yaml")
+	cmd.Dir = filepath.Join("..", "..") // the sample jobs' paths are relative to the repository root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "samples/job.yaml: ok: decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+func TestStagesAndVersion(t *testing.T) {
+	code, stdout, _ := cli(t, "stages")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	// The list comes from the registry: every stage and every parameter is in it.
+	for _, d := range pipeline.Builtin.Stages() {
+		if !strings.Contains(stdout, "\n"+d.Name+" ") || !strings.Contains(stdout, d.Help) {
+			t.Errorf("stages lacks %s", d.Name)
+		}
+		for _, p := range d.Params {
+			if !strings.Contains(stdout, "  "+p.Name+" ") || !strings.Contains(stdout, p.Help) {
+				t.Errorf("stages lacks %s.%s", d.Name, p.Name)
+			}
+		}
+	}
+	code, stdout, _ = cli(t, "stages", "blur")
+	if code != 0 || !strings.Contains(stdout, "Separable Gaussian") || strings.Contains(stdout, "boxblur") {
+		t.Errorf("stages blur: %d\n%s", code, stdout)
+	}
+	code, _, stderr := cli(t, "stages", "blurr")
+	if code != exitUsage || !strings.Contains(stderr, `no stage "blurr"`) {
+		t.Errorf("stages blurr: %d %s", code, stderr)
+	}
+	code, stdout, _ = cli(t, "version")
+	if code != 0 || !strings.HasPrefix(stdout, "imgpipe ") {
+		t.Errorf("version: %d %q", code, stdout)
+	}
+	code, stdout, _ = cli(t, "run", "--help")
+	if code != 0 || !strings.Contains(stdout, "imgpipe run -i photos -o out -p") || !strings.Contains(stdout, "Exit status") {
+		t.Errorf("run --help: %d\n%s", code, stdout)
+	}
+}
+
+func TestTrace(t *testing.T) {
+	in := t.TempDir()
+	rng := rand.New(rand.NewSource(5))
+	for i := 0; i < 6; i++ {
+		write(t, in, fmt.Sprintf("%d.png", i), pngBytes(t, photo(rng, 20, 10)))
+	}
+	trace := filepath.Join(t.TempDir(), "trace.json")
+	code, _, stderr := cli(t, "run", "-i", in, "-o", t.TempDir(), "-p", "decode | blur | save", "--trace", trace, "--workers", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	data, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []struct {
+		Name string
+		Ph   string
+		Tid  int
+		Args map[string]any
+	}
+	if err := json.Unmarshal(data, &events); err != nil {
+		t.Fatalf("trace is not JSON: %v", err)
+	}
+	count := map[string]int{}
+	tracks := map[string]bool{}
+	for _, e := range events {
+		if e.Ph == "M" {
+			tracks[e.Args["name"].(string)] = true
+		} else {
+			count[e.Name]++
+		}
+	}
+	if count["decode"] != 6 || count["blur"] != 6 || count["save"] != 6 || !tracks["cpu worker 1"] {
+		t.Errorf("spans %v, tracks %v", count, tracks)
+	}
+}
+
+// SIGINT stops the run: exit 130, no partial or temporary file, a complete report that
+// lists every output written.
+func TestSIGINT(t *testing.T) {
+	in := t.TempDir()
+	rng := rand.New(rand.NewSource(6))
+	img := pngBytes(t, photo(rng, 200, 150))
+	for i := 0; i < 160; i++ {
+		write(t, in, fmt.Sprintf("d%d/%03d.png", i%4, i), img)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(binaryPath, "run", "-i", in, "-o", out, "-p", "decode | blur sigma=6 | save compression=9", "--workers", "2")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt once a few outputs exist, mid-run.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ents, _ := os.ReadDir(filepath.Join(out, "d0"))
+		if len(ents) >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no output after 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errorsAs(err, &ee) || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("exit: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "imgpipe: interrupted; the report covers the") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	lines, sum := readReport(t, filepath.Join(out, "imgpipe-report.jsonl"))
+	if !sum.Interrupted || sum.OK == 0 || sum.OK >= 160 || len(lines) != sum.OK {
+		t.Errorf("summary %+v, %d lines", sum, len(lines))
+	}
+	written := files(t, out) // fails on any temporary file left
+	delete(written, "imgpipe-report.jsonl")
+	listed := map[string]bool{}
+	for _, l := range lines {
+		listed[l.Output] = true
+	}
+	for name := range written {
+		if !listed[name] {
+			t.Errorf("%s written but not in the report", name)
+		}
+		f, _ := os.Open(filepath.Join(out, name))
+		if _, err := png.Decode(f); err != nil {
+			t.Errorf("%s is not a complete PNG: %v", name, err)
+		}
+		f.Close()
+	}
+	if len(written) != len(lines) {
+		t.Errorf("%d outputs, %d report lines", len(written), len(lines))
+	}
+	// And --resume finishes the job without redoing what was done.
+	again, err := exec.Command(binaryPath, "run", "-i", in, "-o", out, "-p", "decode | blur sigma=6 | save compression=9", "--resume", "-q").CombinedOutput()
+	_, sum2 := readReport(t, filepath.Join(out, "imgpipe-report.jsonl"))
+	if err != nil || sum2.Skipped != sum.OK || sum2.OK != 160-sum.OK {
+		t.Errorf("resume after interrupt: %v, %+v\n%s", err, sum2, again)
+	}
+}
+
+func errorsAs(err error, target **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	if ok {
+		*target = e
+	}
+	return ok && e.Sys().(syscall.WaitStatus).Exited()
+}
