@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"io"
 
 	"github.com/imgpipe/imgpipe/stages"
@@ -42,6 +43,19 @@ unless orient=false. Inputs that are already pixels (Go API) only get the pixel 
 			MaxPixels: opt.MaxPixels,
 			Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, error) {
 				return stages.Decode(data, opt, alloc)
+			},
+			Head: func(head []byte) error {
+				if len(head) == 0 {
+					return nil // Decode says "empty file"
+				}
+				if stages.Sniff(head) == "" {
+					return stages.ErrUnknownFormat
+				}
+				// The header may lie beyond the head; only a definite "too large" counts.
+				if _, err := stages.DecodeHeader(head, opt); errors.Is(err, stages.ErrTooLarge) {
+					return err
+				}
+				return nil
 			},
 		}, nil
 	},

@@ -64,7 +64,16 @@ type Decoder struct {
 	MaxPixels int64
 	// Decode decodes data into pixels obtained from alloc.
 	Decode func(data []byte, alloc stages.Alloc) (*stages.Image, error)
+	// Head, if set, looks at the first HeadBytes of a file (fewer for a smaller file)
+	// before the rest is read, and returns an error for a file that cannot succeed (not an
+	// image, or a header over MaxPixels), so a big hostile file is refused without reading
+	// it into memory. A nil error only means "read on".
+	Head func(head []byte) error
 }
+
+// HeadBytes is how much of a file Decoder.Head sees: enough for the headers of the
+// supported formats, including large JPEG metadata segments, in most files.
+const HeadBytes = 256 << 10
 
 // MaxFileBytes is the largest input file the engine reads for this decoder. A file cannot
 // hold a picture within MaxPixels and be larger than 8 bytes per pixel (16-bit RGBA, stored

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -169,4 +170,39 @@ func TestParamsAccessorsPanicOnUnknownNames(t *testing.T) {
 		}
 	}()
 	defaults(blur).Int("radius")
+}
+
+func TestDecoderHead(t *testing.T) {
+	dec, err := decodeDef.NewDecoder(defaults(decodeDef))
+	if err != nil {
+		t.Fatal(err)
+	}
+	png := encode(t, stages.NewImage(300, 200, 3), "png")
+	tests := []struct {
+		head []byte
+		want error
+	}{
+		{nil, nil},              // Decode reports the empty file
+		{[]byte("GIF89a"), nil}, // a format, header cut short: read on
+		{png[:40], nil},         // a header within the limit
+		{[]byte("not an image"), stages.ErrUnknownFormat},
+	}
+	for _, tt := range tests {
+		if err := dec.Head(tt.head); !errors.Is(err, tt.want) || (tt.want == nil && err != nil) {
+			t.Errorf("Head(%q) = %v, want %v", tt.head, err, tt.want)
+		}
+	}
+	small, _ := decodeDef.NewDecoder(mustParams(t, decodeDef, Args{"max_pixels": 1000}))
+	if err := small.Head(png[:40]); !errors.Is(err, stages.ErrTooLarge) {
+		t.Errorf("over the limit: %v", err)
+	}
+}
+
+func mustParams(t *testing.T, d *StageDef, args Args) Params {
+	t.Helper()
+	p, err := NewParams(d, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

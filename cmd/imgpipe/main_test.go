@@ -624,3 +624,22 @@ func errorsAs(err error, target **exec.ExitError) bool {
 	}
 	return ok && e.Sys().(syscall.WaitStatus).Exited()
 }
+
+func TestSummaryLine(t *testing.T) {
+	tests := []struct {
+		s    pipeline.Summary
+		want string
+	}{
+		{pipeline.Summary{OK: 118, Failed: 2, Seconds: 3.2, MegapixelsPerSecond: 45.1, Device: "cpu"},
+			"processed 120 images: 118 ok, 2 failed, 0 skipped in 3.2s (45.1 MP/s) on cpu"},
+		{pipeline.Summary{Skipped: 1, Seconds: 0.042, Device: "cpu"},
+			"processed 1 image: 0 ok, 0 failed, 1 skipped in 0.04s (0.0 MP/s) on cpu"},
+		{pipeline.Summary{OK: 10, Seconds: 12, MegapixelsPerSecond: 900, Device: "NVIDIA H200", Streams: 4, Batch: 16},
+			"processed 10 images: 10 ok, 0 failed, 0 skipped in 12.0s (900.0 MP/s) on NVIDIA H200 (4 streams, batch 16)"},
+	}
+	for _, tt := range tests {
+		if got := summaryLine(tt.s); got != tt.want {
+			t.Errorf("got  %s\nwant %s", got, tt.want)
+		}
+	}
+}

@@ -286,8 +286,12 @@ func summaryLine(s pipeline.Summary) string {
 	if s.Total() == 1 {
 		noun = "image"
 	}
-	line := fmt.Sprintf("processed %d %s: %d ok, %d failed, %d skipped in %.1fs (%.1f MP/s) on %s",
-		s.Total(), noun, s.OK, s.Failed, s.Skipped, s.Seconds, s.MegapixelsPerSecond, s.Device)
+	secs := fmt.Sprintf("%.1fs", s.Seconds)
+	if s.Seconds < 1 {
+		secs = fmt.Sprintf("%.2fs", s.Seconds) // short runs would all read "0.0s"
+	}
+	line := fmt.Sprintf("processed %d %s: %d ok, %d failed, %d skipped in %s (%.1f MP/s) on %s",
+		s.Total(), noun, s.OK, s.Failed, s.Skipped, secs, s.MegapixelsPerSecond, s.Device)
 	if s.Streams > 0 {
 		line += fmt.Sprintf(" (%d streams, batch %d)", s.Streams, s.Batch)
 	}
