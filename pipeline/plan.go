@@ -183,3 +183,26 @@ func (p *Plan) OutShape(in Shape) Shape {
 	}
 	return in
 }
+
+// Segment is a maximal run of consecutive pixel stages that run in one place: on a device
+// (one upload at its entry, one download at its exit, intermediates in device memory) or on
+// the host.
+type Segment struct {
+	OnDevice bool
+	Steps    []PixelStep
+}
+
+// Split cuts the pixel stages into segments: maximal runs for which onDevice gives the same
+// answer. A device executor passes "this stage has a GPU implementation"; with no device,
+// the whole chain is one host segment.
+func (p *Plan) Split(onDevice func(PixelStep) bool) []Segment {
+	var segs []Segment
+	for _, ps := range p.Pixels {
+		dev := onDevice != nil && onDevice(ps)
+		if n := len(segs); n == 0 || segs[n-1].OnDevice != dev {
+			segs = append(segs, Segment{OnDevice: dev})
+		}
+		segs[len(segs)-1].Steps = append(segs[len(segs)-1].Steps, ps)
+	}
+	return segs
+}

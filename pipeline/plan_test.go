@@ -129,3 +129,43 @@ func TestPlanShapes(t *testing.T) {
 		t.Errorf("jpeg plan: ext %q, histogram %v", plan.Save.Ext, plan.HasHistogram())
 	}
 }
+
+func TestPlanSplit(t *testing.T) {
+	plan, err := Compile(mustSteps(t, "decode | grayscale | blur | boxblur | transpose | histogram | save"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	describe := func(segs []Segment) string {
+		var parts []string
+		for _, s := range segs {
+			var names []string
+			for _, ps := range s.Steps {
+				names = append(names, ps.Def.Name)
+			}
+			where := "host"
+			if s.OnDevice {
+				where = "device"
+			}
+			parts = append(parts, where+"["+strings.Join(names, " ")+"]")
+		}
+		return strings.Join(parts, " ")
+	}
+	tests := []struct {
+		onDevice func(PixelStep) bool
+		want     string
+	}{
+		{nil, "host[grayscale blur boxblur transpose histogram]"},
+		{func(PixelStep) bool { return true }, "device[grayscale blur boxblur transpose histogram]"},
+		{func(ps PixelStep) bool { return ps.Def.Name != "boxblur" }, "device[grayscale blur] host[boxblur] device[transpose histogram]"},
+		{func(ps PixelStep) bool { return ps.Def.Name == "grayscale" }, "device[grayscale] host[blur boxblur transpose histogram]"},
+	}
+	for _, tt := range tests {
+		if got := describe(plan.Split(tt.onDevice)); got != tt.want {
+			t.Errorf("got %s, want %s", got, tt.want)
+		}
+	}
+	empty, _ := Compile(mustSteps(t, "decode | save"))
+	if segs := empty.Split(nil); len(segs) != 0 {
+		t.Errorf("no pixel stages: %v", segs)
+	}
+}
