@@ -204,12 +204,12 @@ func (r *runner) feed() error {
 // work processes inputs until the source is drained; once the run is cancelled or
 // stopped it only passes the remaining ones on as dropped.
 func (r *runner) work(track string) {
-	sc := &scratch{track: track}
+	w := &worker{track: track}
 	for it := range r.jobs {
 		if r.ctx.Err() != nil || r.after(it.idx) {
 			it.dropped = true
 		} else {
-			r.process(it, sc)
+			r.process(it, w)
 			if it.res.Status == StatusFailed && r.opt.StopOnError {
 				r.fail(it)
 			}
@@ -292,7 +292,8 @@ func (r *runner) emit(ctx context.Context, res *Result) error {
 
 // process runs the chain on one input. A panic in a stage (a decoder bug on a hostile
 // file) fails that input instead of the run.
-func (r *runner) process(it *item, sc *scratch) {
+func (r *runner) process(it *item, w *worker) {
+	sc := &w.bufs
 	in := it.in
 	res := &it.res
 	*res = Result{Index: it.idx, Input: in.Name}
@@ -327,7 +328,7 @@ func (r *runner) process(it *item, sc *scratch) {
 
 	t0 := time.Now()
 	img, owned, err := r.decode(in, sc)
-	r.span(sc.track, stage, in.Name, t0)
+	r.span(w.track, stage, in.Name, t0)
 	if err != nil {
 		fail(stage, err)
 		return
@@ -342,12 +343,12 @@ func (r *runner) process(it *item, sc *scratch) {
 		out, same := ps.Def.Shape(ShapeOf(img), ps.Params)
 		if same {
 			ps.Run(nil, img, res.Histogram)
-			r.span(sc.track, stage, in.Name, t0)
+			r.span(w.track, stage, in.Name, t0)
 			continue
 		}
 		dst := sc.get(out.W, out.H, out.C)
 		ps.Run(dst, img, res.Histogram)
-		r.span(sc.track, stage, in.Name, t0)
+		r.span(w.track, stage, in.Name, t0)
 		if owned {
 			sc.put(img)
 		}
@@ -365,7 +366,7 @@ func (r *runner) process(it *item, sc *scratch) {
 	t0 = time.Now()
 	err = r.sink.Write(r.ctx, res, enc)
 	if enc != nil {
-		r.span(sc.track, stage, in.Name, t0)
+		r.span(w.track, stage, in.Name, t0)
 	}
 	if err != nil {
 		fail(stage, pathless(err))
@@ -461,8 +462,13 @@ func readFile(path string, dec *Decoder) ([]byte, error) {
 // does not allocate (and zero) a fresh buffer per stage per image. It holds a few buffers
 // at most, so a worker's memory is bounded by its largest images.
 type scratch struct {
-	free  [][]byte
-	track string // the worker's trace track
+	free [][]byte
+}
+
+// worker is one worker goroutine's own state.
+type worker struct {
+	track string // its trace track
+	bufs  scratch
 }
 
 const scratchKeep = 3
