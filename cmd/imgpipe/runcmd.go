@@ -42,7 +42,9 @@ input order, and a last {"summary":{...}} line:
   {"input":"a/b.jpg","output":"a/b.png","status":"ok","width":1920,"height":1080,"histogram":[...]}
   {"input":"bad.jpg","status":"failed","error":"decode: unexpected EOF"}
 
-The chain comes from -p or from a YAML job file; flags override the job:
+The chain comes from -p or from a YAML job file. Flags override the job, field by
+field (-o does not move a report path the job sets); paths in a job are relative
+to the working directory, like those of flags:
 
   input:  {dir: photos}
   pipeline:
