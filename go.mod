@@ -3,18 +3,21 @@ module github.com/imgpipe/imgpipe
 go 1.26.8
 
 require (
-	github.com/disintegration/imaging v1.6.2 // indirect
-	github.com/ebitengine/purego v0.11.3 // indirect
+	github.com/disintegration/imaging v1.6.2
+	github.com/ebitengine/purego v0.11.3
+	github.com/reugn/go-streams v0.12.0
+	github.com/schollz/progressbar/v3 v3.19.1
+	github.com/spf13/cobra v1.10.2
+	golang.org/x/image v0.47.0
+	golang.org/x/sync v0.24.0
+	golang.org/x/term v0.47.0
+	gopkg.in/yaml.v3 v3.0.1
+)
+
+require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
-	github.com/reugn/go-streams v0.12.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
-	github.com/schollz/progressbar/v3 v3.19.1 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
-	golang.org/x/image v0.47.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/term v0.47.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
