@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -80,6 +81,7 @@ OpenCV's cvtColor(RGB2GRAY) on 8-bit images. On a gray image it is the identity.
 			}
 		}, nil
 	},
+	GPU: func(Params) (sched.Op, error) { return sched.GrayscaleOp(), nil },
 }
 
 var blurDef = &StageDef{
@@ -100,6 +102,7 @@ CPU and GPU give the same bits.`,
 			stages.Blur(dst, src, taps)
 		}, nil
 	},
+	GPU: func(p Params) (sched.Op, error) { return sched.BlurOp(p.Float("sigma")) },
 }
 
 var boxBlurDef = &StageDef{
@@ -119,6 +122,7 @@ fewer pixels. radius=1 is the 3×3 mean.`,
 			stages.BoxBlur(dst, src, r)
 		}, nil
 	},
+	GPU: func(p Params) (sched.Op, error) { return sched.BoxBlurOp(int(p.Int("radius"))) },
 }
 
 var transposeDef = &StageDef{
@@ -134,6 +138,7 @@ var transposeDef = &StageDef{
 			stages.Transpose(dst, src)
 		}, nil
 	},
+	GPU: func(Params) (sched.Op, error) { return sched.TransposeOp(), nil },
 }
 
 var histogramDef = &StageDef{
@@ -149,6 +154,7 @@ bins. The image passes through unchanged; the counts go to the report.`,
 			stages.Histogram(hist, src)
 		}, nil
 	},
+	GPU: func(Params) (sched.Op, error) { return sched.HistogramOp(), nil },
 }
 
 var saveDef = &StageDef{

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"strings"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
 // Plan is a checked chain, bound to its implementations and ready to run:
@@ -25,11 +27,13 @@ type Plan struct {
 	Save *SaveStep
 }
 
-// PixelStep is a pixel stage of a plan with its CPU implementation bound.
+// PixelStep is a pixel stage of a plan with its implementations bound.
 type PixelStep struct {
 	Step
 	// Run is the bound CPU implementation.
 	Run CPUFunc
+	// GPU is the bound device op, or nil when the stage has no GPU implementation.
+	GPU *sched.Op
 }
 
 // SaveStep is the sink stage of a plan with its encoder bound.
@@ -105,7 +109,16 @@ func (r *Registry) Compile(steps []Step) (*Plan, error) {
 				fail(s, "%s: %v", s.Def.Name, err)
 				continue
 			}
-			plan.Pixels = append(plan.Pixels, PixelStep{Step: s, Run: run})
+			ps := PixelStep{Step: s, Run: run}
+			if s.Def.GPU != nil {
+				op, err := s.Def.GPU(s.Params)
+				if err != nil {
+					fail(s, "%s: %v", s.Def.Name, err)
+					continue
+				}
+				ps.GPU = &op
+			}
+			plan.Pixels = append(plan.Pixels, ps)
 		case SinkKind:
 			if i == 0 {
 				fail(s, "the chain must start with %s, not %s", r.kindNames(SourceKind), s.Def.Name)
@@ -205,4 +218,98 @@ func (p *Plan) Split(onDevice func(PixelStep) bool) []Segment {
 		segs[len(segs)-1].Steps = append(segs[len(segs)-1].Steps, ps)
 	}
 	return segs
+}
+
+// OnGPU is the Split predicate of a device run: the stage has a GPU implementation.
+func OnGPU(ps PixelStep) bool { return ps.GPU != nil }
+
+// Ops returns the segment's device ops, in order. It is meaningful for a device segment
+// (every step has a GPU op); steps without one are left out.
+func (s Segment) Ops() []sched.Op {
+	ops := make([]sched.Op, 0, len(s.Steps))
+	for _, ps := range s.Steps {
+		if ps.GPU != nil {
+			ops = append(ops, *ps.GPU)
+		}
+	}
+	return ops
+}
+
+// DeviceOps returns the plan's pixel stages as one device segment's ops, for an executor
+// that runs the whole pixel chain on the GPU. It fails when the plan has no pixel stage
+// (there is nothing for a device to do) or when a stage has no GPU implementation, naming
+// the first such stage.
+func (p *Plan) DeviceOps() ([]sched.Op, error) {
+	if len(p.Pixels) == 0 {
+		return nil, fmt.Errorf("chain %q has no pixel stage to run on a device", p.String())
+	}
+	ops := make([]sched.Op, 0, len(p.Pixels))
+	for _, ps := range p.Pixels {
+		if ps.GPU == nil {
+			return nil, &PosError{Pos: ps.Pos, Err: fmt.Errorf("stage %s has no GPU implementation", ps.Def.Name)}
+		}
+		ops = append(ops, *ps.GPU)
+	}
+	return ops, nil
+}
+
+// DeviceOps turns a chain of pixel stages only (as ParseSpec gives for
+// "grayscale | blur sigma=1.5 | transpose | histogram") into device ops, for callers that
+// feed pixels to an executor themselves (benchmarks). Every step must be a pixel stage
+// with a GPU implementation; every problem is reported with its position.
+func DeviceOps(steps []Step) ([]sched.Op, error) {
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("empty chain: give at least one pixel stage")
+	}
+	var (
+		ops  []sched.Op
+		errs []error
+		hist *Step
+	)
+	for i, s := range steps {
+		switch {
+		case s.Def == nil:
+			errs = append(errs, fmt.Errorf("stage %d has no definition", i+1))
+			continue
+		case s.Def.Kind != PixelKind:
+			errs = append(errs, errorAt(s.Pos, "%s is a %s stage; a device chain holds pixel stages only", s.Def.Name, s.Def.Kind))
+			continue
+		case s.Def.GPU == nil:
+			errs = append(errs, errorAt(s.Pos, "stage %s has no GPU implementation", s.Def.Name))
+			continue
+		}
+		if s.Def.Histogram {
+			if hist != nil {
+				errs = append(errs, errorAt(s.Pos, "a chain holds at most one histogram stage; %s is already at %s", hist.Def.Name, hist.Pos))
+				continue
+			}
+			hist = &steps[i]
+		}
+		if s.Params.def == nil && s.Params.vals == nil {
+			s.Params = defaults(s.Def)
+		}
+		if err := s.Params.check(s.Def); err != nil {
+			errs = append(errs, errorAt(s.Pos, "%v", err))
+			continue
+		}
+		op, err := s.Def.GPU(s.Params)
+		if err != nil {
+			errs = append(errs, errorAt(s.Pos, "%s: %v", s.Def.Name, err))
+			continue
+		}
+		ops = append(ops, op)
+	}
+	if err := joinErrors(errs); err != nil {
+		return nil, err
+	}
+	return ops, nil
+}
+
+// gpuRunnable reports whether the GPU runner can take the plan as it is: its pixel stages
+// form exactly one device segment. Plans that would need host pixel steps between or
+// around device segments run wholly on the CPU (the runner says so once), since the
+// builtin registry cannot produce them: every builtin pixel stage has a kernel.
+func gpuRunnable(p *Plan) bool {
+	segs := p.Split(OnGPU)
+	return len(segs) == 1 && segs[0].OnDevice
 }

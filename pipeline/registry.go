@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -115,8 +116,10 @@ type StageDef struct {
 	// CPU binds a PixelKind stage's parameters into its CPU implementation. Binding happens
 	// once per run, so per-run work (blur taps, ...) is not repeated per image.
 	CPU func(p Params) (CPUFunc, error)
-	// A GPU implementation goes here (issue 4): a field whose type comes from package
-	// cudastage, which imports stages but never pipeline. Stages without it run on the CPU.
+	// GPU, when set, binds a PixelKind stage's parameters into the device op that gives
+	// the CPU implementation's exact bits. A maximal run of stages that have it becomes one
+	// device segment; stages without it run on the CPU.
+	GPU func(p Params) (sched.Op, error)
 
 	// NewEncoder binds a SinkKind stage's parameters.
 	NewEncoder func(p Params) (*Encoder, error)
@@ -157,6 +160,9 @@ func (d *StageDef) check() error {
 		}
 	default:
 		return fmt.Errorf("stage %s: unknown kind %d", d.Name, int(d.Kind))
+	}
+	if d.GPU != nil && d.Kind != PixelKind {
+		return fmt.Errorf("stage %s: only pixel stages have a GPU implementation", d.Name)
 	}
 	if d.Histogram && d.Kind != PixelKind {
 		return fmt.Errorf("stage %s: only pixel stages attach a histogram", d.Name)

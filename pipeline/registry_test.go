@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -33,6 +34,11 @@ func TestRegisterRefusesBadDefinitions(t *testing.T) {
 			d.Kind, d.Histogram = SinkKind, true
 			d.NewEncoder = func(Params) (*Encoder, error) { return nil, nil }
 		}, "only pixel stages"},
+		{"GPU on a sink", func(d *StageDef) {
+			d.Kind = SinkKind
+			d.GPU = func(Params) (sched.Op, error) { return sched.GrayscaleOp(), nil }
+			d.NewEncoder = func(Params) (*Encoder, error) { return nil, nil }
+		}, "only pixel stages have a GPU"},
 		{"duplicate param", func(d *StageDef) {
 			d.Params = []ParamSpec{{Name: "a", Kind: Bool, Default: true, Help: "h"}, {Name: "a", Kind: Bool, Default: true, Help: "h"}}
 		}, "defined twice"},

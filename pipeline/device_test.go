@@ -1,0 +1,186 @@
+package pipeline
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// Every builtin pixel stage has a GPU op, and the op carries the stage's parameters.
+func TestBuiltinGPUOps(t *testing.T) {
+	blur15, err := sched.BlurOp(1.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box3, err := sched.BoxBlurOp(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		spec string
+		want sched.Op
+	}{
+		{"grayscale", sched.GrayscaleOp()},
+		{"blur sigma=1.5", blur15},
+		{"boxblur radius=3", box3},
+		{"transpose", sched.TransposeOp()},
+		{"histogram", sched.HistogramOp()},
+	}
+	for _, tt := range tests {
+		plan, err := Compile(mustSteps(t, "decode | "+tt.spec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := plan.Pixels[0].GPU; g == nil || !reflect.DeepEqual(*g, tt.want) {
+			t.Errorf("%s: GPU op %+v, want %+v", tt.spec, g, tt.want)
+		}
+	}
+	for _, d := range Builtin.Stages() {
+		if (d.GPU != nil) != (d.Kind == PixelKind) {
+			t.Errorf("stage %s (%s): GPU implementation set = %v", d.Name, d.Kind, d.GPU != nil)
+		}
+	}
+}
+
+// deviceTestRegistry is the builtin registry plus "cpuonly", a pixel stage without a GPU
+// implementation, so that the planner has something to split on.
+func deviceTestRegistry(t testing.TB) *Registry {
+	t.Helper()
+	cpuonly := &StageDef{Name: "cpuonly", Kind: PixelKind, Help: "a stage with no kernel",
+		Shape: sameShape,
+		CPU: func(Params) (CPUFunc, error) {
+			return func(dst, src *stages.Image, _ *[256]uint64) { copy(dst.Pix, src.Pix) }, nil
+		}}
+	r, err := NewRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, saveDef, cpuonly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func describeSegments(segs []Segment) string {
+	var parts []string
+	for _, s := range segs {
+		var names []string
+		for _, ps := range s.Steps {
+			names = append(names, ps.Def.Name)
+		}
+		where := "host"
+		if s.OnDevice {
+			where = "device"
+		}
+		parts = append(parts, where+"["+strings.Join(names, " ")+"]")
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestSplitOnGPU(t *testing.T) {
+	r := deviceTestRegistry(t)
+	tests := []struct {
+		spec      string
+		want      string
+		deviceOps string // "" when DeviceOps must fail
+		gpuRun    bool   // the GPU runner can take the plan as it is
+	}{
+		{"decode | save", "", "", false},
+		{"decode | grayscale | save", "device[grayscale]", "grayscale", true},
+		{"decode | grayscale | blur sigma=1.5 | transpose | histogram | save",
+			"device[grayscale blur transpose histogram]", "grayscale | blur sigma=1.5 | transpose | histogram", true},
+		{"decode | cpuonly | save", "host[cpuonly]", "", false},
+		{"decode | grayscale | cpuonly | save", "device[grayscale] host[cpuonly]", "", false},
+		{"decode | cpuonly | grayscale", "host[cpuonly] device[grayscale]", "", false},
+		{"decode | grayscale | cpuonly | blur | histogram", "device[grayscale] host[cpuonly] device[blur histogram]", "", false},
+		{"decode | cpuonly | cpuonly | histogram | transpose", "host[cpuonly cpuonly] device[histogram transpose]", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			plan := compileWith(t, r, tt.spec)
+			segs := plan.Split(OnGPU)
+			if got := describeSegments(segs); got != tt.want {
+				t.Errorf("Split = %s, want %s", got, tt.want)
+			}
+			for _, s := range segs {
+				if s.OnDevice && len(s.Ops()) != len(s.Steps) {
+					t.Errorf("device segment with %d steps has %d ops", len(s.Steps), len(s.Ops()))
+				}
+			}
+			ops, err := plan.DeviceOps()
+			if tt.deviceOps == "" {
+				if err == nil {
+					t.Errorf("DeviceOps = %v, want an error", ops)
+				}
+			} else if err != nil || sched.SegmentString(ops) != tt.deviceOps {
+				t.Errorf("DeviceOps = %q, %v; want %q", sched.SegmentString(ops), err, tt.deviceOps)
+			}
+			if got := gpuRunnable(plan); got != tt.gpuRun {
+				t.Errorf("gpuRunnable = %v, want %v", got, tt.gpuRun)
+			}
+		})
+	}
+}
+
+func TestDeviceOpsErrorsNameTheStage(t *testing.T) {
+	r := deviceTestRegistry(t)
+	plan := compileWith(t, r, "decode | grayscale | cpuonly | save")
+	_, err := plan.DeviceOps()
+	if err == nil || !strings.Contains(err.Error(), "col 22: stage cpuonly has no GPU implementation") {
+		t.Errorf("got %v", err)
+	}
+	plan = compileWith(t, r, "decode | save")
+	if _, err := plan.DeviceOps(); err == nil || !strings.Contains(err.Error(), "no pixel stage") {
+		t.Errorf("no pixel stage: %v", err)
+	}
+}
+
+func TestDeviceOpsOfSteps(t *testing.T) {
+	r := deviceTestRegistry(t)
+	tests := []struct {
+		spec string
+		want string   // the ops, or "" when it must fail
+		errs []string // substrings of the errors, in order
+	}{
+		{spec: "grayscale | blur sigma=1.5 | transpose | histogram", want: "grayscale | blur sigma=1.5 | transpose | histogram"},
+		{spec: "boxblur", want: "boxblur radius=1"},
+		{spec: "blur", want: "blur sigma=1"},
+		{spec: "decode | grayscale", errs: []string{"col 1: decode is a source stage"}},
+		{spec: "grayscale | save", errs: []string{"col 13: save is a sink stage"}},
+		{spec: "cpuonly | grayscale", errs: []string{"col 1: stage cpuonly has no GPU implementation"}},
+		{spec: "histogram | histogram", errs: []string{"col 13: a chain holds at most one histogram stage"}},
+		{spec: "decode | cpuonly | save", errs: []string{"source stage", "no GPU implementation", "sink stage"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			steps, err := r.ParseSpec(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops, err := DeviceOps(steps)
+			if tt.want != "" {
+				if err != nil || sched.SegmentString(ops) != tt.want {
+					t.Fatalf("got %q, %v; want %q", sched.SegmentString(ops), err, tt.want)
+				}
+				return
+			}
+			got := Errors(err)
+			if len(got) != len(tt.errs) {
+				t.Fatalf("got %d errors (%v), want %d", len(got), err, len(tt.errs))
+			}
+			for i, w := range tt.errs {
+				if !strings.Contains(got[i].Error(), w) {
+					t.Errorf("error %d = %q, want %q in it", i, got[i], w)
+				}
+			}
+		})
+	}
+	if _, err := DeviceOps(nil); err == nil {
+		t.Error("empty chain accepted")
+	}
+	// A hand-built step with out-of-range parameters is refused, not passed to the device.
+	bad := Step{Def: blurDef, Params: Params{def: blurDef, vals: map[string]any{"sigma": 99.0}}}
+	if _, err := DeviceOps([]Step{bad}); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("bad sigma: %v", err)
+	}
+}
