@@ -533,6 +533,9 @@ func runBenchRaw(ctx context.Context, s *benchSettings, rf *rawFlags, stdout, st
 		if s.device == "auto" {
 			out.textf("no GPU: only the CPU was measured\n")
 		}
+		if s.trace != "" {
+			fmt.Fprintf(stderr, "imgpipe: --trace: the trace shows a GPU's streams; without a GPU none was written\n")
+		}
 		return nil
 	}
 
