@@ -3,6 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"strings"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
 // Execution holds how a job runs, as opposed to what it computes. The YAML job's
@@ -15,6 +17,9 @@ type Execution struct {
 	Streams int
 	// Batch is the number of images per GPU batch (GPU only).
 	Batch int
+	// PinnedMB is the page-locked host memory budget of the GPU slots in MiB (GPU only);
+	// 0 sizes each slot for Batch 1080p RGB frames.
+	PinnedMB int
 	// Workers is the number of images processed at once; 0 means GOMAXPROCS.
 	Workers int
 	// OnError is "skip" (go on after a failed input, exit 1 at the end) or "fail" (stop at
@@ -27,14 +32,17 @@ type Execution struct {
 }
 
 // executionSettings defines every Execution field once: its name, type, default, range and
-// help. Defaults for streams and batch are the GPU executor's starting point.
+// help. The defaults for streams and batch are DefaultStreams and DefaultBatch, chosen by
+// measurement (see there).
 var executionSettings = []ParamSpec{
 	{Name: "device", Kind: Enum, Default: "auto", Values: []string{"auto", "cpu", "cuda"},
 		Help: "where pixel stages run: auto uses a working GPU, else the CPU"},
-	{Name: "streams", Kind: Int, Default: int64(4), Range: &Range{Min: 1, Max: 64},
+	{Name: "streams", Kind: Int, Default: int64(DefaultStreams), Range: &Range{Min: 1, Max: sched.MaxStreams},
 		Help: "CUDA streams (GPU only)"},
-	{Name: "batch", Kind: Int, Default: int64(16), Range: &Range{Min: 1, Max: 4096},
+	{Name: "batch", Kind: Int, Default: int64(DefaultBatch), Range: &Range{Min: 1, Max: sched.MaxBatch},
 		Help: "images per GPU batch (GPU only)"},
+	{Name: "pinned_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: sched.MaxSlotBytes >> 20},
+		Help: "page-locked memory budget of the GPU slots in MiB (GPU only); 0 sizes slots for batch 1080p frames"},
 	{Name: "workers", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 4096},
 		Help: "images processed at once on the CPU; 0 means one per core (GOMAXPROCS)"},
 	{Name: "on_error", Kind: Enum, Default: "skip", Values: []string{"skip", "fail"},
@@ -116,6 +124,8 @@ func (e *Execution) assign(name string, v any) error {
 		e.Streams = int(v.(int64))
 	case "batch":
 		e.Batch = int(v.(int64))
+	case "pinned_mb":
+		e.PinnedMB = int(v.(int64))
 	case "workers":
 		e.Workers = int(v.(int64))
 	case "on_error":

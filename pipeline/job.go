@@ -25,7 +25,7 @@ const maxJobBytes = 1 << 20
 //	  - blur: {sigma: 1.5}
 //	  - save: {format: png}
 //	output: {dir: out, report: out/imgpipe-report.jsonl}
-//	execution: {device: auto, streams: 4, batch: 16, workers: 0, on_error: skip}
+//	execution: {device: auto, streams: 2, batch: 16, workers: 0, on_error: skip}
 //
 // A pipeline item is a bare stage name, a one-key mapping from the name to its parameters,
 // or a one-stage spec ("blur sigma=1.5"); the whole pipeline may also be one spec string.

@@ -47,11 +47,28 @@ type Summary struct {
 	MegapixelsPerSecond float64 `json:"megapixels_per_second"`
 	// Device is where pixel stages ran: "cpu", or the GPU's name.
 	Device string `json:"device"`
-	// Workers is the number of CPU workers.
+	// Workers is the number of CPU workers (on a GPU: decode workers, and as many save
+	// workers).
 	Workers int `json:"workers"`
 	// Streams and Batch are the GPU settings; absent on the CPU.
 	Streams int `json:"streams,omitempty"`
 	Batch   int `json:"batch,omitempty"`
+	// Batches is the number of batches the GPU ran.
+	Batches int64 `json:"batches,omitempty"`
+	// H2DSeconds, KernelSeconds and D2HSeconds are the GPU's per-phase totals, timed by
+	// device events: ΣH2D, Σkernels and ΣD2H over the batches.
+	H2DSeconds    float64 `json:"h2d_s,omitempty"`
+	KernelSeconds float64 `json:"kernels_s,omitempty"`
+	D2HSeconds    float64 `json:"d2h_s,omitempty"`
+	// DeviceWallSeconds is the device timeline from the first batch's H2D start to the
+	// last batch's D2H end.
+	DeviceWallSeconds float64 `json:"device_wall_s,omitempty"`
+	// Overlap is the overlap efficiency, device wall ÷ max(ΣH2D, Σkernels, ΣD2H): 1.0 when
+	// the busiest engine never waited, up to about 3 when nothing overlapped.
+	Overlap float64 `json:"overlap_efficiency,omitempty"`
+	// CPUFallback counts the images of a GPU run that ran on the CPU path instead (too
+	// large for a slot); their results are the same bits.
+	CPUFallback int `json:"cpu_fallback,omitempty"`
 	// Pipeline is the canonical spec of the chain.
 	Pipeline string `json:"pipeline"`
 	// Interrupted is set when the run was cancelled (SIGINT) before all inputs were done.
@@ -72,6 +89,9 @@ func (s *Summary) finish(seconds float64) {
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// round6 keeps microseconds, for device times of short runs.
+func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
 
 // Line turns a result into its report line.
 func (r *Result) Line() ReportLine {

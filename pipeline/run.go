@@ -9,10 +9,12 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -20,11 +22,13 @@ import (
 type Options struct {
 	// Workers is the number of inputs processed at once, each by one goroutine running the
 	// whole chain on it; 0 means GOMAXPROCS. Stages are single-threaded, so this is also
-	// the number of cores used.
+	// the number of cores used. On a GPU it is the number of decode workers, and of save
+	// workers.
 	Workers int
 	// Window bounds the inputs in flight: taken from the source and not yet reported. It
 	// bounds memory (and the reorder buffer that keeps results in input order) whatever the
-	// number of inputs. 0 means 2×Workers; it is raised to Workers if lower.
+	// number of inputs. 0 means 2×Workers; it is raised to Workers if lower, and on a GPU
+	// to what keeps every slot full (see GPUOptions).
 	Window int
 	// StopOnError stops taking inputs at the first failed one (on_error: fail). Inputs
 	// already being processed are finished and reported. Otherwise a failed input is
@@ -35,11 +39,25 @@ type Options struct {
 	Report io.Writer
 	// Progress, if set, is called for every result, in input order, one at a time.
 	Progress func(*Result)
-	// Device names where pixel stages run, for the summary; "" means "cpu".
+	// Device names where pixel stages run, for the summary of a CPU run; "" means "cpu".
+	// A GPU run reports its device's name.
 	Device string
-	// Trace, if set, receives a span per stage per input, on one track per worker.
+	// GPU, when set, runs the pixel stages on an accelerator (see GPUOptions).
+	GPU *GPUOptions
+	// Notice, if set, receives the run's one-line notices, such as why a GPU run went to
+	// the CPU. The CLI prints them on stderr.
+	Notice func(msg string)
+	// Trace, if set, receives timed spans: on the CPU one per stage per input, on one track
+	// per worker; on a GPU the decode and save workers' spans and, from the executor, each
+	// batch's H2D, kernels and D2H on one track per stream. sched.NewTrace makes one that
+	// writes a Chrome trace-event file.
 	Trace Tracer
 }
+
+// Tracer records timed spans on named tracks for a timeline view; sched.Trace is the
+// implementation that writes Chrome trace-event JSON (Perfetto, chrome://tracing). It is
+// the executor's interface, so one trace holds host and device tracks on one time axis.
+type Tracer = sched.Tracer
 
 // ErrStopped is returned (wrapped, with the failure) when StopOnError stopped a run.
 var ErrStopped = errors.New("stopped at the first failed input")
@@ -47,12 +65,19 @@ var ErrStopped = errors.New("stopped at the first failed input")
 // Run processes every input of src through plan and hands the results to sink. Results
 // reach sink.Done, Progress and the report in input order, whatever the number of workers.
 //
+// With opt.GPU set, the pixel stages run as one device segment on the GPU (see
+// GPUOptions); a plan whose pixel stages cannot all run there (a stage without a GPU
+// implementation, or no pixel stage at all) runs wholly on the CPU, and opt.Notice says
+// so once. Outputs and histograms are the same bits either way.
+//
 // Failures of single inputs are not errors of Run: they are results with Status failed.
 // Run returns an error when the run did not cover every input: ctx was cancelled (the error
-// is ctx's; inputs being processed are finished, the others are not started), StopOnError
+// is ctx's; inputs being processed are finished, the others are not started; on a GPU,
+// batches still on the device are abandoned and their inputs not reported), StopOnError
 // stopped it (ErrStopped), or something fatal happened (the source failed, the report or
-// sink.Done could not be written). The Summary counts what was reported in every case, and
-// the report, if any, always ends with the summary line.
+// sink.Done could not be written, a device error: then outputs already written are
+// complete, and the inputs of abandoned batches are not reported). The Summary counts what
+// was reported in every case, and the report, if any, always ends with the summary line.
 func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (Summary, error) {
 	if plan == nil || plan.Decode == nil {
 		return Summary{}, errors.New("run: the plan has no decode stage; build it with Compile")
@@ -73,6 +98,20 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if opt.Device == "" {
 		opt.Device = "cpu"
 	}
+	var gpu *gpuRun
+	if opt.GPU != nil {
+		g, err := newGPURun(plan, opt)
+		if err != nil {
+			return Summary{}, err
+		}
+		if g == nil {
+			opt.GPU = nil // the plan runs on the CPU; newGPURun gave the notice
+		} else {
+			gpu = g
+			opt.Device = g.dev.Name()
+			opt.Window = max(opt.Window, g.window(opt.Workers))
+		}
+	}
 	r := &runner{
 		plan:   plan,
 		src:    src,
@@ -89,6 +128,21 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	defer r.cancel(nil)
 
+	var e *sched.Executor
+	if gpu != nil {
+		var err error
+		// The executor runs under r.ctx: an interrupt or a fatal error of the run stops it,
+		// abandoning the batches on the device.
+		if e, err = gpu.start(r.ctx, opt.Trace); err != nil {
+			r.sum.finish(time.Since(start).Seconds())
+			if rerr := r.report.summary(r.sum); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("report: %w", rerr))
+			}
+			return r.sum, err
+		}
+		r.sum.Streams, r.sum.Batch = gpu.cfg.Streams, gpu.cfg.Batch
+	}
+
 	var g errgroup.Group
 	g.Go(func() error {
 		err := r.feed()
@@ -97,23 +151,22 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		}
 		return err
 	})
-	var workers sync.WaitGroup
-	for i := 0; i < opt.Workers; i++ {
-		workers.Add(1)
-		g.Go(func() error {
-			defer workers.Done()
-			r.work(fmt.Sprintf("cpu worker %d", i+1))
-			return nil
-		})
+	if e != nil {
+		r.startGPU(&g, e)
+	} else {
+		r.startCPU(&g)
 	}
-	g.Go(func() error {
-		workers.Wait()
-		close(r.done)
-		return nil
-	})
 	g.Go(func() error { return r.collect(ctx) })
 	err := g.Wait()
 
+	if e != nil {
+		st := e.Stats()
+		if cerr := e.Close(); cerr != nil && err == nil && ctx.Err() == nil {
+			err = fmt.Errorf("device %s: releasing memory: %w", gpu.dev.Name(), cerr)
+		}
+		r.sum.gpuStats(st)
+		r.sum.CPUFallback = int(r.cpuFallback.Load())
+	}
 	r.sum.finish(time.Since(start).Seconds())
 	switch {
 	case ctx.Err() != nil:
@@ -129,6 +182,24 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		err = fmt.Errorf("report: %w", rerr)
 	}
 	return r.sum, err
+}
+
+// startCPU starts the CPU workers: each runs the whole chain on one input at a time.
+func (r *runner) startCPU(g *errgroup.Group) {
+	var workers sync.WaitGroup
+	for i := 0; i < r.opt.Workers; i++ {
+		workers.Add(1)
+		g.Go(func() error {
+			defer workers.Done()
+			r.work(fmt.Sprintf("cpu worker %d", i+1))
+			return nil
+		})
+	}
+	g.Go(func() error {
+		workers.Wait()
+		close(r.done)
+		return nil
+	})
 }
 
 // item is one input on its way through a run.
@@ -158,6 +229,10 @@ type runner struct {
 	failure  *Result // the earliest failure under StopOnError
 
 	sum Summary // owned by collect
+
+	// GPU runs only.
+	inExec      sync.Map     // idx → *item: committed to the executor, result not yet taken
+	cpuFallback atomic.Int64 // images that ran on the CPU path instead
 }
 
 func (r *runner) stopped() bool {
@@ -290,31 +365,17 @@ func (r *runner) emit(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// process runs the chain on one input. A panic in a stage (a decoder bug on a hostile
-// file) fails that input instead of the run.
-func (r *runner) process(it *item, w *worker) {
-	sc := &w.bufs
+// settle finishes an input that needs no work: one the source could not provide (failed)
+// or one an earlier run did (skipped). It reports whether it did.
+func (r *runner) settle(it *item) bool {
 	in := it.in
 	res := &it.res
 	*res = Result{Index: it.idx, Input: in.Name}
-	stage := r.plan.Steps[0].Def.Name
-	defer func() {
-		if p := recover(); p != nil {
-			res.Status = StatusFailed
-			res.Image = nil
-			res.Err = &StageError{Stage: stage, Err: fmt.Errorf("panic: %v", p)}
-		}
-	}()
-	fail := func(stage string, err error) {
-		res.Status = StatusFailed
-		res.Image = nil
-		res.Err = &StageError{Stage: stage, Err: err}
-	}
 	switch {
 	case in.Err != nil:
 		res.Status = StatusFailed
 		res.Err = in.Err
-		return
+		return true
 	case in.Previous != nil:
 		p := in.Previous
 		res.Status = StatusSkipped
@@ -323,16 +384,51 @@ func (r *runner) process(it *item, w *worker) {
 			res.Histogram = new([256]uint64)
 			copy(res.Histogram[:], p.Histogram)
 		}
-		return
+		return true
 	}
+	return false
+}
 
-	t0 := time.Now()
-	img, owned, err := r.decode(in, sc)
-	r.span(w.track, stage, in.Name, t0)
-	if err != nil {
-		fail(stage, err)
+// failWith records an input's failure in a stage.
+func failWith(res *Result, stage string, err error) {
+	res.Status = StatusFailed
+	res.Image = nil
+	res.Err = &StageError{Stage: stage, Err: err}
+}
+
+// process runs the chain on one input on the CPU. A panic in a stage (a decoder bug on a
+// hostile file) fails that input instead of the run.
+func (r *runner) process(it *item, w *worker) {
+	if r.settle(it) {
 		return
 	}
+	stage := r.plan.Steps[0].Def.Name
+	defer func() {
+		if p := recover(); p != nil {
+			failWith(&it.res, stage, fmt.Errorf("panic: %v", p))
+		}
+	}()
+	t0 := time.Now()
+	img, owned, err := r.decode(it.in, &w.bufs)
+	r.span(w.track, stage, it.in.Name, t0)
+	if err != nil {
+		failWith(&it.res, stage, err)
+		return
+	}
+	r.cpuChain(it, w, img, owned)
+}
+
+// cpuChain runs the pixel stages on a decoded image on the CPU and stores the result.
+// owned tells whether img belongs to the run (and may be recycled).
+func (r *runner) cpuChain(it *item, w *worker, img *stages.Image, owned bool) {
+	sc := &w.bufs
+	res := &it.res
+	stage := r.plan.Steps[0].Def.Name
+	defer func() {
+		if p := recover(); p != nil {
+			failWith(res, stage, fmt.Errorf("panic: %v", p))
+		}
+	}()
 	res.Width, res.Height = img.W, img.H
 	if r.plan.HasHistogram() {
 		res.Histogram = new([256]uint64)
@@ -343,38 +439,45 @@ func (r *runner) process(it *item, w *worker) {
 		out, same := ps.Def.Shape(ShapeOf(img), ps.Params)
 		if same {
 			ps.Run(nil, img, res.Histogram)
-			r.span(w.track, stage, in.Name, t0)
+			r.span(w.track, stage, it.in.Name, t0)
 			continue
 		}
 		dst := sc.get(out.W, out.H, out.C)
 		ps.Run(dst, img, res.Histogram)
-		r.span(w.track, stage, in.Name, t0)
+		r.span(w.track, stage, it.in.Name, t0)
 		if owned {
 			sc.put(img)
 		}
 		img, owned = dst, true
 	}
 	res.Image = img
-	if r.plan.Save != nil {
-		stage = r.plan.Save.Def.Name
-		res.Output = outputName(in, r.plan.Save.Ext)
-	}
-	var enc *Encoder
-	if r.plan.Save != nil {
-		enc = r.plan.Save.Encoder
-	}
-	t0 = time.Now()
-	err = r.sink.Write(r.ctx, res, enc)
-	if enc != nil {
-		r.span(w.track, stage, in.Name, t0)
-	}
-	if err != nil {
-		fail(stage, pathless(err))
-		res.Output = ""
-		return
-	}
+	r.store(it, w.track)
 	if res.Image == nil && owned {
 		sc.put(img) // the sink is done with it
+	}
+}
+
+// store hands res.Image, the final image, to the sink, which saves it when the chain has
+// a save stage, and sets the result's status. The sink may drop res.Image (ToFolder does)
+// or keep it.
+func (r *runner) store(it *item, track string) {
+	res := &it.res
+	var enc *Encoder
+	stage := "sink"
+	if r.plan.Save != nil {
+		enc = r.plan.Save.Encoder
+		stage = r.plan.Save.Def.Name
+		res.Output = outputName(it.in, r.plan.Save.Ext)
+	}
+	t0 := time.Now()
+	err := r.sink.Write(r.ctx, res, enc)
+	if enc != nil {
+		r.span(track, stage, it.in.Name, t0)
+	}
+	if err != nil {
+		failWith(res, stage, pathless(err))
+		res.Output = ""
+		return
 	}
 	res.Status = StatusOK
 }
@@ -388,33 +491,62 @@ func (r *runner) span(track, stage, input string, start time.Time) {
 // decode turns an input into pixels. owned tells whether the pixels belong to the run (and
 // may be recycled) rather than to the caller.
 func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, owned bool, err error) {
-	dec := r.plan.Decode
 	if in.Image != nil {
-		if err := in.Image.Check(); err != nil {
+		if err := r.checkImage(in.Image); err != nil {
 			return nil, false, err
 		}
-		if px := int64(in.Image.W) * int64(in.Image.H); px > dec.MaxPixels {
-			return nil, false, fmt.Errorf("image is %dx%d (%.1f MP), over the %.1f MP limit", in.Image.W, in.Image.H, float64(px)/1e6, float64(dec.MaxPixels)/1e6)
-		}
 		return in.Image, false, nil
+	}
+	img, err = r.decodeInto(in, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
+	return img, err == nil, err
+}
+
+// checkImage checks pixels given as an input against the decoder's pixel limit.
+func (r *runner) checkImage(m *stages.Image) error {
+	if err := m.Check(); err != nil {
+		return err
+	}
+	if px := int64(m.W) * int64(m.H); px > r.plan.Decode.MaxPixels {
+		return fmt.Errorf("image is %dx%d (%.1f MP), over the %.1f MP limit", m.W, m.H, float64(px)/1e6, float64(r.plan.Decode.MaxPixels)/1e6)
+	}
+	return nil
+}
+
+// decodeInto turns an input into pixels in memory from alloc, which is called once, after
+// the pixels were decoded (a failing file takes no memory from it). Pixels given as the
+// input are checked and copied.
+func (r *runner) decodeInto(in Input, alloc stages.Alloc) (*stages.Image, error) {
+	if in.Image != nil {
+		if err := r.checkImage(in.Image); err != nil {
+			return nil, err
+		}
+		dst, err := alloc(in.Image.W, in.Image.H, in.Image.C)
+		if err != nil {
+			return nil, err
+		}
+		for y := 0; y < dst.H; y++ {
+			copy(dst.Row(y), in.Image.Row(y))
+		}
+		return dst, nil
 	}
 	data := in.Data
 	if data == nil {
 		if in.Path == "" {
-			return nil, false, errors.New("input has no path, data or image")
+			return nil, errors.New("input has no path, data or image")
 		}
-		if data, err = readFile(in.Path, dec); err != nil {
-			return nil, false, err
+		var err error
+		if data, err = readFile(in.Path, r.plan.Decode); err != nil {
+			return nil, err
 		}
 	}
-	img, err = dec.Decode(data, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
+	img, err := r.plan.Decode.Decode(data, alloc)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if err := img.Check(); err != nil {
-		return nil, false, fmt.Errorf("decoder returned a bad image: %w", err)
+		return nil, fmt.Errorf("decoder returned a bad image: %w", err)
 	}
-	return img, true, nil
+	return img, nil
 }
 
 // readFile reads a whole input file. Anything but a regular file (a FIFO would block), a

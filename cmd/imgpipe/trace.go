@@ -3,35 +3,40 @@ package main
 import (
 	"fmt"
 	"os"
-	"time"
+	"path/filepath"
 
-	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
-// traceFile is the --trace output: a Chrome trace-event timeline of the run, with a track
-// per worker and a span per stage per image.
+// traceFile is the --trace output: a Chrome trace-event timeline of the run (Perfetto,
+// chrome://tracing). On the CPU it has a track per worker with a span per stage per image;
+// on a GPU a track per decode and save worker and one per stream with each batch's H2D,
+// kernels and D2H, timed by device events. It is sched.Trace, the one trace writer of the
+// project: spans are kept in memory (bounded; a cut trace says so) and the file is written
+// atomically at the end, so an interrupted run still leaves a whole trace.
 type traceFile struct {
-	f *os.File
-	w *pipeline.TraceWriter
+	path string
+	t    *sched.Trace
 }
 
-func openTrace(path string, start time.Time) (*traceFile, error) {
+// openTrace starts a trace for path, checking first that its folder exists, so that a
+// typo fails before the run rather than after it.
+func openTrace(path string) (*traceFile, error) {
 	if path == "" {
 		return nil, nil
 	}
-	f, err := os.Create(path)
+	fi, err := os.Stat(filepath.Dir(path))
 	if err != nil {
 		return nil, fatalError("--trace: %v", err)
 	}
-	return &traceFile{f: f, w: pipeline.NewTraceWriter(f, start)}, nil
+	if !fi.IsDir() {
+		return nil, fatalError("--trace: %s is not a folder", filepath.Dir(path))
+	}
+	return &traceFile{path: path, t: sched.NewTrace("imgpipe", 0)}, nil
 }
 
 func (t *traceFile) close() error {
-	err := t.w.Close()
-	if cerr := t.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := t.t.WriteFile(t.path); err != nil {
 		return fmt.Errorf("--trace: %w", err)
 	}
 	return nil

@@ -1,0 +1,569 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// fakeGPU is a CPU stand-in for a GPU: streams are goroutines, ops run with package stages.
+func fakeGPU(t testing.TB, cfg sched.FakeConfig) *sched.FakeDevice {
+	t.Helper()
+	d := sched.NewFake(cfg)
+	t.Cleanup(d.Close)
+	return d
+}
+
+// mixedInputs are images of many shapes (1×1 and lines included) as PNG, JPEG and pixels
+// (RGB and gray), plus inputs that fail: a corrupt file, one the source could not read.
+func mixedInputs(t testing.TB, rng *rand.Rand, n int) []Input {
+	t.Helper()
+	sizes := [][2]int{{1, 1}, {1, 7}, {9, 1}, {17, 9}, {33, 65}, {64, 48}, {5, 3}}
+	var in []Input
+	for i := 0; i < n; i++ {
+		s := sizes[i%len(sizes)]
+		if i >= len(sizes) {
+			s = [2]int{1 + rng.Intn(60), 1 + rng.Intn(40)}
+		}
+		name := fmt.Sprintf("d%d/img%03d", i%3, i)
+		switch i % 5 {
+		case 0, 1:
+			in = append(in, Input{Name: name + ".png", Data: encode(t, randImage(rng, s[0], s[1], 3), "png")})
+		case 2:
+			in = append(in, Input{Name: name + ".jpg", Data: encode(t, randImage(rng, s[0], s[1], 3), "jpeg")})
+		case 3:
+			in = append(in, Input{Name: name + ".rgb", Image: randImage(rng, s[0], s[1], 3)})
+		case 4:
+			in = append(in, Input{Name: name + ".gray", Image: randImage(rng, s[0], s[1], 1)})
+		}
+	}
+	in = append(in,
+		Input{Name: "corrupt.png", Data: encode(t, randImage(rng, 20, 20, 3), "png")[:60]},
+		Input{Name: "unreadable.png", Err: errors.New("open: permission denied")},
+	)
+	rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+	return in
+}
+
+// runBoth runs plan over inputs on the CPU and on gpu, and returns both collectors,
+// reports and summaries.
+func runBoth(t *testing.T, plan *Plan, inputs []Input, gpu *GPUOptions, workers int) (cpu, dev *Collector, cpuRep, devRep string, devSum Summary) {
+	t.Helper()
+	var rc, rd bytes.Buffer
+	cpu, dev = Collect(), Collect()
+	if _, err := Run(context.Background(), plan, Inputs(inputs...), cpu, Options{Workers: workers, Report: &rc}); err != nil {
+		t.Fatal(err)
+	}
+	devSum, err := Run(context.Background(), plan, Inputs(inputs...), dev, Options{Workers: workers, Report: &rd, GPU: gpu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cpu, dev, rc.String(), rd.String(), devSum
+}
+
+// A GPU run gives the CPU run's results, bit for bit and in input order, for several
+// chains over mixed sizes, formats and failures; an image too large for a slot runs on
+// the CPU path; a sink that keeps images gets Go memory, not the slots' (which are reused
+// many times over here, so aliasing would show).
+func TestGPURunMatchesCPU(t *testing.T) {
+	chains := []string{
+		"decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png",
+		"decode | boxblur radius=2 | save",
+		"decode | histogram | save",
+		"decode | transpose | grayscale",
+		"decode | blur sigma=0.7 | boxblur radius=0 | histogram | transpose | save format=jpeg",
+		"decode | histogram",
+	}
+	rng := rand.New(rand.NewSource(7))
+	inputs := mixedInputs(t, rng, 60)
+	big := randImage(rng, 120, 90, 3) // 32400 bytes: over the slots below
+	inputs = append(inputs[:10], append([]Input{{Name: "big.png", Data: encode(t, big, "png")}}, inputs[10:]...)...)
+	for _, spec := range chains {
+		t.Run(spec, func(t *testing.T) {
+			base := runtime.NumGoroutine()
+			plan, err := Compile(mustSteps(t, spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dev := fakeGPU(t, sched.FakeConfig{Name: "fake0", H2DRate: 2e9, D2HRate: 2e9})
+			gpu := &GPUOptions{Device: dev, Streams: 2, Batch: 4, SlotBytes: 16 << 10, Linger: time.Millisecond}
+			cpu, got, cpuRep, devRep, sum := runBoth(t, plan, inputs, gpu, 3)
+			if len(got.Results) != len(inputs) || len(cpu.Results) != len(inputs) {
+				t.Fatalf("%d GPU results, %d CPU results, %d inputs", len(got.Results), len(cpu.Results), len(inputs))
+			}
+			for i, r := range got.Results {
+				c := cpu.Results[i]
+				if r.Index != i || r.Input != inputs[i].Name {
+					t.Fatalf("result %d is input %d (%s)", i, r.Index, r.Input)
+				}
+				if r.Status != c.Status || fmt.Sprint(r.Err) != fmt.Sprint(c.Err) || r.Output != c.Output {
+					t.Errorf("%s: GPU %s %v %q, CPU %s %v %q", r.Input, r.Status, r.Err, r.Output, c.Status, c.Err, c.Output)
+					continue
+				}
+				if !bytes.Equal(r.Encoded, c.Encoded) {
+					t.Errorf("%s: encoded outputs differ", r.Input)
+				}
+				if (r.Image == nil) != (c.Image == nil) || (r.Image != nil && !same(r.Image, c.Image)) {
+					t.Errorf("%s: images differ", r.Input)
+				}
+				if (r.Histogram == nil) != (c.Histogram == nil) || (r.Histogram != nil && *r.Histogram != *c.Histogram) {
+					t.Errorf("%s: histograms differ", r.Input)
+				}
+			}
+			cl, dl := reportLines(t, cpuRep), reportLines(t, devRep)
+			if strings.Join(cl[:len(cl)-1], "\n") != strings.Join(dl[:len(dl)-1], "\n") {
+				t.Errorf("report lines differ:\nCPU:\n%s\nGPU:\n%s", cpuRep, devRep)
+			}
+			if sum.Device != "fake0" || sum.Streams != 2 || sum.Batch != 4 || sum.Batches < int64(len(inputs)/4) ||
+				sum.CPUFallback != 1 || sum.OK != len(inputs)-2 || sum.Failed != 2 || sum.Overlap <= 0 {
+				t.Errorf("summary %+v", sum)
+			}
+			if !strings.Contains(dl[len(dl)-1], `"overlap_efficiency":`) || !strings.Contains(dl[len(dl)-1], `"h2d_s":`) {
+				t.Errorf("summary line lacks the GPU figures: %s", dl[len(dl)-1])
+			}
+			checkNoLeaks(t, base)
+			if l := dev.Live(); l != (sched.FakeLive{}) {
+				t.Errorf("device memory left: %+v", l)
+			}
+		})
+	}
+}
+
+// flakyStages is the builtin registry with "flaky" as the source: it takes its pixels from
+// the allocator (a device slot) and then fails ("X..."), panics ("P...") or succeeds.
+// Failing after the allocation is what a decoder bug would do; it must drop only that image
+// from its batch.
+func flakyStages(t testing.TB) *Registry {
+	t.Helper()
+	flaky := &StageDef{Name: "flaky", Kind: SourceKind, Help: "decodes raw 8x8 RGB, sometimes fails late",
+		NewDecoder: func(Params) (*Decoder, error) {
+			return &Decoder{MaxPixels: 1 << 20, Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, error) {
+				m, err := alloc(8, 8, 3)
+				if err != nil {
+					return nil, err
+				}
+				copy(m.Pix, data[1:])
+				switch data[0] {
+				case 'X':
+					return nil, errors.New("late failure")
+				case 'P':
+					panic("decoder bug")
+				}
+				return m, nil
+			}}, nil
+		}}
+	r, err := NewRegistry(flaky, grayscaleDef, blurDef, transposeDef, histogramDef, saveDef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestGPURunDecodeErrorsDoNotPoisonTheBatch(t *testing.T) {
+	base := runtime.NumGoroutine()
+	plan := compileWith(t, flakyStages(t), "flaky | grayscale | histogram")
+	rng := rand.New(rand.NewSource(3))
+	var inputs []Input
+	want := map[int]*stages.Image{}
+	for i := 0; i < 24; i++ {
+		data := make([]byte, 1+8*8*3)
+		rng.Read(data[1:])
+		switch i % 6 {
+		case 2:
+			data[0] = 'X'
+		case 4:
+			data[0] = 'P'
+		default:
+			data[0] = 'o'
+			src := &stages.Image{W: 8, H: 8, C: 3, Stride: 24, Pix: data[1:]}
+			g := stages.NewImage(8, 8, 1)
+			stages.Grayscale(g, src)
+			want[i] = g
+		}
+		inputs = append(inputs, Input{Name: fmt.Sprintf("%02d", i), Data: data})
+	}
+	dev := fakeGPU(t, sched.FakeConfig{})
+	sink := Collect()
+	// One batch holds every image: the late failures are in it with the good ones.
+	sum, err := Run(context.Background(), plan, Inputs(inputs...), sink, Options{Workers: 4,
+		GPU: &GPUOptions{Device: dev, Streams: 1, Batch: 32, SlotBytes: 32 << 10, Linger: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.OK != 16 || sum.Failed != 8 {
+		t.Errorf("summary %+v", sum)
+	}
+	for i, r := range sink.Results {
+		switch i % 6 {
+		case 2:
+			if r.Status != StatusFailed || r.Err.Error() != "flaky: late failure" {
+				t.Errorf("%d: %s %v", i, r.Status, r.Err)
+			}
+		case 4:
+			if r.Status != StatusFailed || r.Err.Error() != "flaky: panic: decoder bug" {
+				t.Errorf("%d: %s %v", i, r.Status, r.Err)
+			}
+		default:
+			if r.Status != StatusOK || !same(r.Image, want[i]) {
+				t.Errorf("%d: %s %v, right pixels %v", i, r.Status, r.Err, r.Status == StatusOK && same(r.Image, want[i]))
+			}
+		}
+	}
+	checkNoLeaks(t, base)
+}
+
+// Many small inputs through few small slots: back-pressure, slot reuse and the reorder
+// buffer keep input order, and every image is right.
+func TestGPURunManyInputsInOrder(t *testing.T) {
+	plan, err := Compile(mustSteps(t, "decode | grayscale | transpose | histogram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(11))
+	const n = 400
+	var inputs []Input
+	for i := 0; i < n; i++ {
+		inputs = append(inputs, Input{Name: fmt.Sprint(i), Image: randImage(rng, 1+rng.Intn(30), 1+rng.Intn(30), 3)})
+	}
+	dev := fakeGPU(t, sched.FakeConfig{CopyLatency: 50 * time.Microsecond, KernelLatency: 50 * time.Microsecond})
+	var order []int
+	sink := Collect()
+	sum, err := Run(context.Background(), plan, Inputs(inputs...), sink, Options{Workers: 4, Window: 1,
+		Progress: func(r *Result) { order = append(order, r.Index) },
+		GPU:      &GPUOptions{Device: dev, Streams: 3, Batch: 5, Slots: 3, SlotBytes: 8 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.OK != n {
+		t.Fatalf("summary %+v", sum)
+	}
+	for i, r := range sink.Results {
+		m := inputs[i].Image
+		g := stages.NewImage(m.W, m.H, 1)
+		stages.Grayscale(g, m)
+		tr := stages.NewImage(m.H, m.W, 1)
+		stages.Transpose(tr, g)
+		var h [256]uint64
+		stages.Histogram(&h, tr)
+		if order[i] != i || r.Index != i || !same(r.Image, tr) || *r.Histogram != h || r.Width != m.W || r.Height != m.H {
+			t.Fatalf("result %d (index %d, progress %d) is wrong", i, r.Index, order[i])
+		}
+	}
+}
+
+// slowInputs are n 64×48 PNGs, enough work that a run can be stopped midway.
+func slowInputs(t testing.TB, n int) []Input {
+	rng := rand.New(rand.NewSource(5))
+	data := encode(t, randImage(rng, 64, 48, 3), "png")
+	in := make([]Input, n)
+	for i := range in {
+		in[i] = Input{Name: fmt.Sprintf("in/%03d.png", i), Data: data}
+	}
+	return in
+}
+
+// Cancelling a GPU run abandons the batches on the device, reports what was done, writes
+// no partial output, and ends every goroutine and device allocation.
+func TestGPURunCancel(t *testing.T) {
+	base := runtime.NumGoroutine()
+	plan, err := Compile(mustSteps(t, "decode | blur sigma=2 | save"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := fakeGPU(t, sched.FakeConfig{H2DRate: 20e6, D2HRate: 20e6, KernelLatency: time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := t.TempDir()
+	var report bytes.Buffer
+	n := 0
+	sum, err := Run(ctx, plan, Inputs(slowInputs(t, 300)...), ToFolder(out), Options{Workers: 3, Report: &report,
+		Progress: func(*Result) {
+			if n++; n == 10 {
+				cancel()
+			}
+		},
+		GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10}})
+	if !errors.Is(err, context.Canceled) || !sum.Interrupted || sum.OK < 10 || sum.OK >= 300 {
+		t.Fatalf("err %v, summary %+v", err, sum)
+	}
+	checkOutputsMatchReport(t, out, report.String(), sum.OK)
+	checkNoLeaks(t, base)
+	if l := dev.Live(); l != (sched.FakeLive{}) {
+		t.Errorf("device memory left: %+v", l)
+	}
+}
+
+// checkOutputsMatchReport checks that the folder holds exactly the outputs the report
+// lists as ok (so nothing unreported or partial), each a whole PNG.
+func checkOutputsMatchReport(t *testing.T, out, report string, ok int) {
+	t.Helper()
+	lines := reportLines(t, report)
+	listed := map[string]bool{}
+	for _, l := range lines[:len(lines)-1] {
+		var rl ReportLine
+		if err := json.Unmarshal([]byte(l), &rl); err != nil {
+			t.Fatal(err)
+		}
+		if rl.Status == StatusOK {
+			listed[rl.Output] = true
+		}
+	}
+	if len(listed) != ok {
+		t.Errorf("%d ok lines, summary says %d", len(listed), ok)
+	}
+	found := 0
+	filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(out, path)
+		found++
+		if !listed[filepath.ToSlash(rel)] {
+			t.Errorf("%s written but not reported ok", rel)
+		}
+		data, _ := os.ReadFile(path)
+		if _, err := stages.Decode(data, stages.DecodeOptions{}, nil); err != nil {
+			t.Errorf("%s is not a whole image: %v", rel, err)
+		}
+		return nil
+	})
+	if found != len(listed) {
+		t.Errorf("%d files, %d reported", found, len(listed))
+	}
+}
+
+// A device fault mid-run ends the run with the device's error, not as an interrupt; the
+// outputs written before are whole and reported, and everything is released.
+func TestGPURunDeviceFault(t *testing.T) {
+	base := runtime.NumGoroutine()
+	plan, err := Compile(mustSteps(t, "decode | grayscale | blur sigma=1 | save"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blurs atomic.Int32
+	dev := fakeGPU(t, sched.FakeConfig{KernelLatency: 200 * time.Microsecond, Fault: func(call string) error {
+		if call == "Run blur" && blurs.Add(1) == 6 {
+			return errors.New("illegal address (injected)")
+		}
+		return nil
+	}})
+	out := t.TempDir()
+	var report bytes.Buffer
+	sum, err := Run(context.Background(), plan, Inputs(slowInputs(t, 200)...), ToFolder(out), Options{Workers: 3, Report: &report,
+		GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10}})
+	if err == nil || !strings.Contains(err.Error(), "device error: fake: batch") || !strings.Contains(err.Error(), "illegal address (injected)") {
+		t.Fatalf("err %v", err)
+	}
+	if sum.Interrupted || sum.OK >= 200 || sum.Failed != 0 {
+		t.Errorf("summary %+v", sum)
+	}
+	checkOutputsMatchReport(t, out, report.String(), sum.OK)
+	checkNoLeaks(t, base)
+}
+
+// on_error: fail stops a GPU run at the first failure: inputs before it are reported,
+// nothing after it is saved.
+func TestGPURunStopOnError(t *testing.T) {
+	plan, err := Compile(mustSteps(t, "decode | grayscale | save"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := slowInputs(t, 80)
+	in[30].Data = in[30].Data[:50]
+	dev := fakeGPU(t, sched.FakeConfig{})
+	sink := Collect()
+	sum, err := Run(context.Background(), plan, Inputs(in...), sink, Options{Workers: 2, StopOnError: true,
+		GPU: &GPUOptions{Device: dev, Batch: 4, SlotBytes: 64 << 10}})
+	if !errors.Is(err, ErrStopped) || !sum.Stopped || sum.Failed != 1 {
+		t.Fatalf("err %v, summary %+v", err, sum)
+	}
+	for i, r := range sink.Results {
+		if r.Index > 30 || (r.Index < 30 && r.Status != StatusOK) || (r.Index == 30 && r.Status != StatusFailed) {
+			t.Errorf("result %d: index %d %s", i, r.Index, r.Status)
+		}
+	}
+	if len(sink.Results) != 31 {
+		t.Errorf("%d results, want the 31 up to the failure", len(sink.Results))
+	}
+}
+
+// A chain with a stage that has no kernel runs wholly on the CPU, saying so once.
+func TestGPURunFallsBackToCPU(t *testing.T) {
+	r := deviceTestRegistry(t)
+	rng := rand.New(rand.NewSource(2))
+	inputs := []Input{{Name: "a", Image: randImage(rng, 10, 7, 3)}, {Name: "b", Image: randImage(rng, 3, 9, 3)}}
+	for _, spec := range []string{"decode | grayscale | cpuonly | histogram", "decode | save"} {
+		plan := compileWith(t, r, spec)
+		var notices []string
+		dev := fakeGPU(t, sched.FakeConfig{Name: "fake9"})
+		sink := Collect()
+		sum, err := Run(context.Background(), plan, Inputs(inputs...), sink, Options{
+			Notice: func(m string) { notices = append(notices, m) },
+			GPU:    &GPUOptions{Device: dev}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Device != "cpu" || sum.Streams != 0 || sum.OK != 2 {
+			t.Errorf("%s: summary %+v", spec, sum)
+		}
+		if len(notices) != 1 || !strings.Contains(notices[0], "cannot run on fake9") || !strings.Contains(notices[0], "running it on the CPU") {
+			t.Errorf("%s: notices %q", spec, notices)
+		}
+		if calls := dev.Calls(); len(calls) != 0 {
+			t.Errorf("%s: the device was used: %v", spec, calls)
+		}
+	}
+}
+
+func TestGPUOptionsErrors(t *testing.T) {
+	plan, err := Compile(mustSteps(t, "decode | grayscale"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := fakeGPU(t, sched.FakeConfig{MaxDeviceBytes: 1 << 20})
+	tests := []struct {
+		name string
+		gpu  GPUOptions
+		want string
+	}{
+		{"no device", GPUOptions{}, "GPU options without a device"},
+		{"negative", GPUOptions{Device: dev, Streams: -1}, "negative GPU setting"},
+		{"too many streams", GPUOptions{Device: dev, Streams: 65}, "streams 65 (max 64)"},
+		{"budget too small", GPUOptions{Device: dev, PinnedBytes: 1000}, "budget of 0 MiB is too small for 4 slots of batch 16"},
+		{"device memory", GPUOptions{Device: dev, SlotBytes: 1 << 20}, "device fake: executor on fake: DevAlloc: out of memory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gpu := tt.gpu
+			var report bytes.Buffer
+			_, err := Run(context.Background(), plan, Inputs(Input{Name: "a", Image: stages.NewImage(2, 2, 3)}), Collect(),
+				Options{GPU: &gpu, Report: &report})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+			if tt.name == "device memory" {
+				if !strings.HasPrefix(report.String(), `{"summary":`) {
+					t.Errorf("report: %q", report.String())
+				}
+				if l := dev.Live(); l != (sched.FakeLive{}) {
+					t.Errorf("device memory left: %+v", l)
+				}
+			}
+		})
+	}
+}
+
+// --pinned-mb: the slots take what fits in the budget, and no more.
+func TestSlotBytesForBudget(t *testing.T) {
+	dev := fakeGPU(t, sched.FakeConfig{})
+	for _, spec := range []string{"grayscale | blur | transpose | histogram", "histogram", "blur sigma=3"} {
+		for _, budget := range []int64{1 << 20, 5 << 20, 17<<20 + 12345} {
+			steps, err := ParseSpec(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops, err := DeviceOps(steps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := sched.Config{Ops: ops, Streams: 2, Slots: 4, Batch: 16}
+			cfg.SlotBytes, err = slotBytesFor(dev, cfg, budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.MaxHostBytes = budget
+			e, err := sched.New(context.Background(), dev, cfg)
+			if err != nil {
+				t.Fatalf("%s, %d MiB: %v", spec, budget>>20, err)
+			}
+			host := e.Stats().HostBytes
+			e.Close()
+			if host > budget || host < budget-int64(cfg.Slots)*2*sched.Align {
+				t.Errorf("%s: %d bytes of slots for a budget of %d", spec, host, budget)
+			}
+		}
+	}
+}
+
+// A GPU run's trace has a track per stream with H2D, each kernel and D2H, and tracks for
+// the decode and save workers, on one time axis.
+func TestGPURunTrace(t *testing.T) {
+	plan, err := Compile(mustSteps(t, "decode | grayscale | blur sigma=1.5 | transpose | histogram | save"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := fakeGPU(t, sched.FakeConfig{Name: "fake"})
+	tr := sched.NewTrace("imgpipe", 0)
+	if _, err := Run(context.Background(), plan, Inputs(slowInputs(t, 40)...), Collect(),
+		Options{Workers: 2, Trace: tr, GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10}}); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := tr.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		TraceEvents []struct {
+			Name string
+			Ph   string
+			Tid  int
+			Args map[string]any
+		}
+	}
+	if err := json.Unmarshal(b.Bytes(), &file); err != nil {
+		t.Fatal(err)
+	}
+	tracks := map[int]string{}
+	spans := map[string]map[string]int{}
+	var mu sync.Mutex
+	for _, e := range file.TraceEvents {
+		mu.Lock()
+		if e.Ph == "M" && e.Name == "thread_name" {
+			tracks[e.Tid] = e.Args["name"].(string)
+		}
+		mu.Unlock()
+	}
+	for _, e := range file.TraceEvents {
+		if e.Ph != "X" {
+			continue
+		}
+		tr := tracks[e.Tid]
+		kind := strings.TrimRight(tr, "0123456789")
+		if spans[kind] == nil {
+			spans[kind] = map[string]int{}
+		}
+		spans[kind][e.Name]++
+	}
+	want := map[string][]string{
+		"fake stream ":   {"H2D", "grayscale", "blur sigma=1.5", "transpose", "histogram", "D2H"},
+		"decode worker ": {"decode"},
+		"save worker ":   {"save"},
+	}
+	for kind, names := range want {
+		for _, n := range names {
+			if spans[kind][n] == 0 {
+				t.Errorf("no %q span on a %q track; spans: %v", n, kind, spans)
+			}
+		}
+	}
+	if spans["decode worker "]["decode"] != 40 || spans["save worker "]["save"] != 40 {
+		t.Errorf("decode/save spans: %v", spans)
+	}
+	if spans["fake stream "]["H2D"] != spans["fake stream "]["D2H"] || spans["fake stream "]["H2D"] < 10 {
+		t.Errorf("stream spans: %v", spans["fake stream "])
+	}
+}
