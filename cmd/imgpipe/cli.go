@@ -91,7 +91,10 @@ stage with its parameters.`,
   imgpipe run job.yaml --workers 4
 
   # Check a job without running it:
-  imgpipe validate job.yaml`,
+  imgpipe validate job.yaml
+
+  # Which GPU would --device cuda use (or why none)?
+  imgpipe devices`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -101,6 +104,7 @@ stage with its parameters.`,
 		return usageError("%v (see 'imgpipe %s --help')", err, c.Name())
 	})
 	root.AddCommand(newRunCmd(stderr), newValidateCmd(stdout), newStagesCmd(stdout), newVersionCmd(stdout))
+	root.AddCommand(newDevicesCmd(stdout))
 	root.AddCommand(newBenchCmd(stdout, stderr))
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
