@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
 )
@@ -66,19 +65,9 @@ type benchSettings struct {
 	json            bool
 }
 
-// benchOpenDevice opens the GPU bench runs on, returning it and the function that closes
-// it. Tests replace it with a sched.FakeDevice.
-var benchOpenDevice = func() (sched.Device, func() error, error) {
-	g, err := cudastage.OpenGPU(0)
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := cudastage.NewDevice(g)
-	if err != nil {
-		return nil, nil, errors.Join(err, g.Close())
-	}
-	return d, func() error { return errors.Join(d.Close(), g.Close()) }, nil
-}
+// benchOpenDevice opens the GPU bench runs on (as 'imgpipe run' does), returning it and
+// the function that closes it. Tests replace it with a sched.FakeDevice.
+var benchOpenDevice = func() (sched.Device, func() error, error) { return openDevice() }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f benchFlags
@@ -305,10 +294,10 @@ func openBenchTarget(device string, stderr io.Writer) (*benchTarget, error) {
 	dev, closeFn, err := benchOpenDevice()
 	if err != nil {
 		if device == "cuda" {
-			return nil, fatalError("--device cuda: no usable GPU: %v", err)
+			return nil, fatalError("--device cuda: no usable GPU: %s", reason(err))
 		}
-		fmt.Fprintf(stderr, "imgpipe: no usable GPU (%v); running on the CPU\n", err)
-		return &benchTarget{why: err.Error()}, nil
+		fmt.Fprintf(stderr, "imgpipe: no usable GPU (%s); running on the CPU\n", reason(err))
+		return &benchTarget{why: reason(err)}, nil
 	}
 	return &benchTarget{dev: dev, close: closeFn}, nil
 }

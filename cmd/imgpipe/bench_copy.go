@@ -231,7 +231,7 @@ func runBenchCopy(ctx context.Context, s *benchSettings, stdout, stderr io.Write
 	}
 	dev, closeFn, err := benchOpenDevice()
 	if err != nil {
-		return fatalError("bench copy needs a GPU, and none is usable: %v", err)
+		return fatalError("bench copy needs a GPU, and none is usable: %s", reason(err))
 	}
 	defer closeFn()
 	out := newBenchOutput(stdout, stderr, s.json)

@@ -21,8 +21,9 @@ import (
 
 // filesFlags are `bench files`'s own options.
 type filesFlags struct {
-	out     string
-	workers int
+	out      string
+	workers  int
+	pinnedMB int
 }
 
 func newBenchFilesCmd(f *benchFlags, stdout, stderr io.Writer) *cobra.Command {
@@ -33,7 +34,12 @@ func newBenchFilesCmd(f *benchFlags, stdout, stderr io.Writer) *cobra.Command {
 		Long: `Time 'imgpipe run' over a folder: every image under DIR (recursively) is decoded, run
 through the chain and saved as PNG, with the JSON Lines report, by the same runner as
 
-  imgpipe run -i DIR -o OUT -p 'decode | CHAIN | save format=png'
+  imgpipe run -i DIR -o OUT -p 'decode | CHAIN | save format=png' --device D --streams S --batch B
+
+On a GPU, decode workers decode straight into the executor's page-locked slots, the chain
+runs as one device segment, and save workers encode from page-locked memory; every
+--streams × --batch combination is one result. On the CPU, --workers goroutines run the
+whole chain, one image each.
 
 Outputs go to a temporary folder, removed at the end, or to --out (each run rewrites
 the same files). Each run is timed from start to the report's last line; throughput is
@@ -55,7 +61,8 @@ on the decoded input and compared with the saved PNG and the report's histogram
 		},
 	}
 	cmd.Flags().StringVar(&ff.out, "out", "", "output folder (default: a temporary folder, removed at the end)")
-	cmd.Flags().IntVar(&ff.workers, "workers", 0, "CPU workers (default one per core)")
+	cmd.Flags().IntVar(&ff.workers, "workers", 0, "CPU workers; on a GPU, decode workers and as many save workers (default one per core)")
+	cmd.Flags().IntVar(&ff.pinnedMB, "pinned-mb", 0, "GPU: page-locked memory the slots share, which sets the largest image per batch (default: batch 1080p frames per slot)")
 	return cmd
 }
 
@@ -73,16 +80,16 @@ func (l *limitSource) Next(ctx context.Context) (pipeline.Input, error) {
 	return l.src.Next(ctx)
 }
 
-// folderRun is one run of the runner over the folder.
+// folderRun is the runner over the folder, on the CPU or (dev set) on a GPU.
 type folderRun struct {
-	plan             *pipeline.Plan
-	in, out, report  string
-	limit, workers   int
-	tgt              *benchTarget
-	streams, batch   int
-	trace            sched.Tracer
-	device           string
-	deviceOnCPUNoted bool
+	plan            *pipeline.Plan
+	in, out, report string
+	limit, workers  int
+	dev             sched.Device
+	streams, batch  int
+	pinnedBytes     int64
+	trace           sched.Tracer
+	notice          func(string)
 }
 
 // once runs the chain over the folder and writes the report; it returns the summary and
@@ -91,7 +98,10 @@ func (r *folderRun) once(ctx context.Context) (pipeline.Summary, time.Duration, 
 	var sum pipeline.Summary
 	var runErr error
 	src := &limitSource{src: pipeline.Folder(r.in, r.out), n: r.limit}
-	opt := pipeline.Options{Workers: r.workers, Device: r.device}
+	opt := pipeline.Options{Workers: r.workers, Notice: r.notice}
+	if r.dev != nil {
+		opt.GPU = &pipeline.GPUOptions{Device: r.dev, Streams: r.streams, Batch: r.batch, PinnedBytes: r.pinnedBytes}
+	}
 	if r.trace != nil {
 		opt.Trace = r.trace
 	}
@@ -190,6 +200,9 @@ func runBenchFiles(ctx context.Context, s *benchSettings, ff *filesFlags, dir st
 	if ff.workers < 0 || ff.workers > 4096 {
 		return usageError("--workers %d out of range [0, 4096]", ff.workers)
 	}
+	if ff.pinnedMB < 0 || ff.pinnedMB > benchMaxPoolMB {
+		return usageError("--pinned-mb %d out of range [0, %d]", ff.pinnedMB, benchMaxPoolMB)
+	}
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return usageError("input folder: %v", err)
@@ -236,7 +249,7 @@ func runBenchFiles(ctx context.Context, s *benchSettings, ff *filesFlags, dir st
 	if s.trace != "" {
 		tr = sched.NewTrace("imgpipe bench files", 0)
 	}
-	configs := [][2]int{{0, 0}}
+	configs := [][2]int{{0, 0}} // the CPU
 	if tgt.dev != nil {
 		configs = configs[:0]
 		for _, st := range s.streams {
@@ -244,13 +257,20 @@ func runBenchFiles(ctx context.Context, s *benchSettings, ff *filesFlags, dir st
 				configs = append(configs, [2]int{st, b})
 			}
 		}
-		// Until the folder runner drives a GPU, the GPU is only named: say so.
-		fmt.Fprintf(stderr, "imgpipe: bench files: the folder runner has no GPU path yet; running on the CPU\n")
-		configs = [][2]int{{0, 0}}
 	}
+	noticed := map[string]bool{}
 	for _, c := range configs {
 		run := &folderRun{plan: plan, in: dir, out: out, report: filepath.Join(out, defaultReportName),
-			limit: s.frames, workers: workers, tgt: tgt, streams: c[0], batch: c[1], device: "cpu"}
+			limit: s.frames, workers: workers, streams: c[0], batch: c[1],
+			notice: func(msg string) {
+				if !noticed[msg] { // once per bench, not once per repeat
+					noticed[msg] = true
+					fmt.Fprintf(stderr, "imgpipe: %s\n", msg)
+				}
+			}}
+		if c[0] > 0 {
+			run.dev, run.pinnedBytes = tgt.dev, int64(ff.pinnedMB)<<20
+		}
 		for range s.warmup {
 			if _, _, err := run.once(ctx); err != nil {
 				return benchRunError(ctx, err)
@@ -275,8 +295,11 @@ func runBenchFiles(ctx context.Context, s *benchSettings, ff *filesFlags, dir st
 		r := benchRecord{Mode: "files", Chain: s.chain.label, Frames: sum.OK, Failed: sum.Failed,
 			Megapixels: ptr(sum.Megapixels)}
 		r.System, r.Device, r.Threads = "imgpipe-cpu", cpuName(), workers
-		if c[0] > 0 {
-			r.System, r.Device, r.Streams, r.Batch = "imgpipe", tgt.dev.Name(), c[0], c[1]
+		if sum.Streams > 0 { // it ran on the GPU (a chain the GPU cannot run goes to the CPU)
+			r.System, r.Device, r.Streams, r.Batch = "imgpipe", sum.Device, sum.Streams, sum.Batch
+			r.Overlap = ptr(sum.Overlap)
+			r.H2DS, r.KernelsS, r.D2HS = ptr(sum.H2DSeconds), ptr(sum.KernelSeconds), ptr(sum.D2HSeconds)
+			r.DevWallS = ptr(sum.DeviceWallSeconds)
 		}
 		r.setTimes(runs, sum.OK, sum.Megapixels*1e6)
 		n, cerr := checkFolderOutputs(plan, s.chain, dir, out, run.report)
@@ -287,7 +310,13 @@ func runBenchFiles(ctx context.Context, s *benchSettings, ff *filesFlags, dir st
 			fmt.Fprintf(stderr, "imgpipe: bench files: %v\n", cerr)
 		}
 		if sum.Failed > 0 {
-			r.Note += fmt.Sprintf("; %d inputs failed (see %s)", sum.Failed, run.report)
+			r.Note += fmt.Sprintf("; %d inputs failed", sum.Failed)
+			if ff.out != "" {
+				r.Note += " (see " + run.report + ")"
+			}
+		}
+		if sum.CPUFallback > 0 {
+			r.Note += fmt.Sprintf("; %d images too large for a slot ran on the CPU path", sum.CPUFallback)
 		}
 		o.textf("%s on %s: %d images (%.1f MP), %s img/s, %s MP/s, %d failed, exact %v\n",
 			r.System, r.Device, sum.OK, sum.Megapixels, fmtRate(r.ImgPerS), fmtRate(r.MpixPerS), sum.Failed, r.Exact)

@@ -219,6 +219,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "files", filepath.Join(dir, "missing"), "--device", "cpu"}, "input folder"},
 		{[]string{"bench", "files", dir, "--out", dir, "--device", "cpu"}, "input folder"},
 		{[]string{"bench", "copy", "--device", "cpu"}, "--device cpu"},
+		{[]string{"bench", "files", dir, "--pinned-mb", "-1", "--device", "cpu"}, "--pinned-mb"},
 	}
 	for _, tt := range tests {
 		code, _, stderr := benchCLI(t, context.Background(), tt.args...)
@@ -712,5 +713,44 @@ func TestCheckFolderOutputsCatchesDifferences(t *testing.T) {
 	benchPhotoPNG(t, filepath.Join(out, "a.png"), 10, 20, 7)
 	if _, err := checkFolderOutputs(plan, c, in, out, report); err == nil || !strings.Contains(err.Error(), "differs") {
 		t.Errorf("a wrong output passed the check: %v", err)
+	}
+}
+
+func TestBenchFilesFakeGPU(t *testing.T) {
+	withDevice(t, fakeGPU(sched.FakeConfig{}), nil)
+	in := t.TempDir()
+	benchPhotoPNG(t, filepath.Join(in, "a.png"), 31, 17, 1)
+	benchPhotoPNG(t, filepath.Join(in, "b", "c.png"), 40, 8, 2)
+	benchPhotoPNG(t, filepath.Join(in, "b", "d.png"), 9, 9, 3)
+	trace := filepath.Join(t.TempDir(), "trace.json")
+	code, stdout, stderr := benchCLI(t, context.Background(), "bench", "files", in, "--device", "cuda", "--streams", "1,2",
+		"--batch", "2", "--repeats", "2", "--warmup", "0", "--json", "--pinned-mb", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	recs := records(t, stdout)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want one per stream count", len(recs))
+	}
+	for i, r := range recs {
+		checkSchema(t, r)
+		if r["system"] != "imgpipe" || r["device"] != "fake GPU" || r["streams"] != float64(i+1) || r["batch"] != 2.0 || r["frames"] != 3.0 {
+			t.Errorf("record %d: %v", i, r)
+		}
+		if r["exact"] != true {
+			t.Errorf("record %d not exact: %v", i, r["note"])
+		}
+		if ov, _ := r["overlap"].(float64); !(ov > 0) {
+			t.Errorf("record %d has no overlap efficiency: %v", i, r)
+		}
+	}
+	code, _, stderr = benchCLI(t, context.Background(), "bench", "files", in, "--device", "cuda", "--repeats", "1",
+		"--warmup", "0", "--trace", trace, "--pinned-mb", "1")
+	if code != 0 {
+		t.Fatalf("--trace: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil || !json.Valid(b) || !bytes.Contains(b, []byte(`"H2D"`)) {
+		t.Errorf("trace of a GPU folder run: %v, %d bytes, valid %v", err, len(b), json.Valid(b))
 	}
 }
