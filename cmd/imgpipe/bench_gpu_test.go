@@ -90,3 +90,26 @@ func TestBenchCopyGPU(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchFilesGPU(t *testing.T) {
+	cutest.Require(t)
+	in := t.TempDir()
+	for i, s := range [][2]int{{640, 480}, {1, 1}, {37, 201}, {1920, 1080}, {333, 17}} {
+		benchPhotoPNG(t, filepath.Join(in, "d"+string(rune('a'+i%2)), "p"+string(rune('0'+i))+".png"), s[0], s[1], uint64(i))
+	}
+	code, stdout, stderr := benchCLI(t, context.Background(), "bench", "files", in, "--device", "cuda", "--streams", "2",
+		"--batch", "2", "--repeats", "2", "--json")
+	t.Log(stderr)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	recs := records(t, stdout)
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	r := recs[0]
+	checkSchema(t, r)
+	if r["system"] != "imgpipe" || r["frames"] != 5.0 || r["exact"] != true || r["streams"] != 2.0 {
+		t.Errorf("record: %v", r)
+	}
+}
