@@ -125,7 +125,7 @@ cores); --device cuda fails when no GPU works; 'copy' needs a GPU.`,
 	pf.StringVar(&f.chain, "chain", "", "pixel stages to run (default \""+benchDefaultChain(benchDefaultSigma)+"\")")
 	pf.Float64Var(&f.sigma, "sigma", benchDefaultSigma, "blur sigma of the default chain")
 	pf.StringVar(&f.size, "size", "1920x1080", "raw frame size WxH")
-	pf.IntVar(&f.frames, "frames", 1024, "frames per timed run (raw); files: the first N files, 0 for all")
+	pf.IntVar(&f.frames, "frames", 1024, "frames per timed run (raw); files: only the first N files when given (0: all)")
 	pf.IntVar(&f.warmup, "warmup", 1, "untimed runs before timing")
 	pf.IntVar(&f.repeats, "repeats", 5, "timed runs; the median is reported")
 	pf.StringVar(&f.trace, "trace", "", "write a Chrome trace-event timeline of the last timed run (one configuration only)")

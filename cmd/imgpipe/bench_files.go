@@ -43,8 +43,8 @@ whole chain, one image each.
 
 Outputs go to a temporary folder, removed at the end, or to --out (each run rewrites
 the same files). Each run is timed from start to the report's last line; throughput is
-images (and decoded megapixels) per second. --frames N takes the first N files only
-(0: all of them).
+images (and decoded megapixels) per second. Every image file is taken, unless --frames N
+limits the run to the first N.
 
 After timing, the first and last image of the report are checked: the CPU chain is run
 on the decoded input and compared with the saved PNG and the report's histogram
@@ -56,6 +56,9 @@ on the decoded input and compared with the saved PNG and the report's histogram
 			s, err := f.settings(cmd, stderr)
 			if err != nil {
 				return err
+			}
+			if !cmd.Flags().Changed("frames") {
+				s.frames = 0 // every file, unless --frames says otherwise
 			}
 			return runBenchFiles(cmd.Context(), s, &ff, args[0], stdout, stderr)
 		},
