@@ -202,7 +202,7 @@ func files(t *testing.T, dir string) map[string]fs.FileInfo {
 func TestRunMixedFolder(t *testing.T) {
 	in, good, bad := mixedFolder(t)
 	out := filepath.Join(t.TempDir(), "out")
-	code, stdout, stderr := cli(t, "run", "-i", in, "-o", out, "-p", chain, "--workers", "3")
+	code, stdout, stderr := cli(t, "run", "-i", in, "-o", out, "-p", chain, "--workers", "3", "--device", "cpu")
 	if code != exitSomeFailed {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr)
 	}
@@ -534,7 +534,7 @@ func TestTrace(t *testing.T) {
 		write(t, in, fmt.Sprintf("%d.png", i), pngBytes(t, photo(rng, 20, 10)))
 	}
 	trace := filepath.Join(t.TempDir(), "trace.json")
-	code, _, stderr := cli(t, "run", "-i", in, "-o", t.TempDir(), "-p", "decode | blur | save", "--trace", trace, "--workers", "2")
+	code, _, stderr := cli(t, "run", "-i", in, "-o", t.TempDir(), "-p", "decode | blur | save", "--trace", trace, "--workers", "2", "--device", "cpu")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

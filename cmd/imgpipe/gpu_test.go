@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/imgpipe/imgpipe/cudastage"
+	"github.com/imgpipe/imgpipe/cudastage/cutest"
+	"github.com/imgpipe/imgpipe/pipeline"
+)
+
+// These tests run `imgpipe run --device cuda` on the real GPU: they skip without one, and
+// fail under IMGPIPE_REQUIRE_GPU=1 (set by gpu-bundle's run-tests.sh). They use GPU 0 (the
+// CLI's), so IMGPIPE_GPU must be unset or 0.
+
+// gpuChains are the chains compared with the CPU: every kernel, both channel counts
+// (grayscale first or last), a chain without an image-making op, JPEG output.
+var gpuChains = []string{
+	"decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png",
+	"decode | blur sigma=0.8 | boxblur radius=2 | transpose | save",
+	"decode | transpose | boxblur radius=15 | grayscale | histogram | save format=jpeg quality=90",
+	"decode | histogram | save",
+	"decode | blur sigma=6 | save",
+}
+
+func requireGPU0(t *testing.T) {
+	t.Helper()
+	if cutest.Require(t) != 0 {
+		t.Skip("the CLI runs on GPU 0; IMGPIPE_GPU picks another")
+	}
+}
+
+// Outputs and report histograms of --device cuda are byte-identical to --device cpu, on a
+// folder of mixed sizes (1×1 up to 4000×3000, odd ones) and formats, for several chains,
+// stream counts and batch sizes, and with a page-locked budget so small that the largest
+// image runs on the CPU path.
+func TestGPURunMatchesCPU(t *testing.T) {
+	requireGPU0(t)
+	in := deviceFolder(t, [2]int{1920, 1080}, [2]int{1080, 1920}, [2]int{1279, 719}, [2]int{4000, 3000}, [2]int{2, 5000})
+	for _, spec := range gpuChains {
+		t.Run(spec, func(t *testing.T) {
+			cpuSum, sum, stderr := compareDevices(t, in, spec, "cuda")
+			t.Logf("%s", strings.TrimSpace(stderr))
+			if !strings.HasPrefix(sum.Device, "GPU 0 (") || sum.Streams != pipeline.DefaultStreams || sum.Batch != pipeline.DefaultBatch ||
+				sum.Batches == 0 || sum.Overlap <= 0 || sum.H2DSeconds <= 0 || sum.KernelSeconds <= 0 ||
+				sum.OK != cpuSum.OK || sum.Failed != cpuSum.Failed || sum.CPUFallback != 0 {
+				t.Errorf("summary %+v", sum)
+			}
+			if !strings.Contains(stderr, "overlap efficiency") {
+				t.Errorf("stderr lacks the GPU figures:\n%s", stderr)
+			}
+		})
+	}
+	t.Run("streams 4 batch 3", func(t *testing.T) {
+		_, sum, _ := compareDevices(t, in, gpuChains[0], "cuda", "--streams", "4", "--batch", "3")
+		if sum.Streams != 4 || sum.Batch != 3 {
+			t.Errorf("summary %+v", sum)
+		}
+	})
+	t.Run("streams 1 batch 1", func(t *testing.T) {
+		compareDevices(t, in, gpuChains[1], "cuda", "--streams", "1", "--batch", "1")
+	})
+	t.Run("pinned-mb 64", func(t *testing.T) {
+		// 64 MiB over 4 slots of input and output: 8 MiB slots; 4000×3000 RGB is 36 MB.
+		_, sum, _ := compareDevices(t, in, gpuChains[0], "cuda", "--pinned-mb", "64")
+		if sum.CPUFallback != 1 {
+			t.Errorf("%d images on the CPU path, want 1 (4000x3000): %+v", sum.CPUFallback, sum)
+		}
+	})
+	t.Run("auto", func(t *testing.T) {
+		_, sum, stderr := compareDevices(t, in, gpuChains[2], "auto")
+		if !strings.HasPrefix(sum.Device, "GPU 0 (") || strings.Contains(stderr, "no usable GPU") {
+			t.Errorf("auto did not use the GPU: %+v\n%s", sum, stderr)
+		}
+	})
+}
+
+// --trace on the GPU: valid JSON with a track per stream holding H2D, each kernel and D2H
+// (timed by CUDA events), and tracks for the decode and save workers.
+func TestGPUTrace(t *testing.T) {
+	requireGPU0(t)
+	in := t.TempDir()
+	rng := rand.New(rand.NewSource(3))
+	for i := 0; i < 48; i++ {
+		write(t, in, fmt.Sprintf("%02d.jpg", i), jpegBytes(t, photo(rng, 640, 360)))
+	}
+	trace := filepath.Join(t.TempDir(), "trace.json")
+	code, _, stderr := cli(t, "run", "-i", in, "-o", filepath.Join(t.TempDir(), "out"), "-p", gpuChains[0],
+		"--device", "cuda", "--batch", "8", "--trace", trace)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	data, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTrace(t, data, "GPU 0 (", "H2D", "grayscale", "blur sigma=1.5", "transpose", "histogram", "D2H")
+	streams := map[string]bool{}
+	var file struct {
+		TraceEvents []struct {
+			Name, Ph string
+			Args     map[string]any
+		}
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range file.TraceEvents {
+		if name, _ := e.Args["name"].(string); e.Ph == "M" && strings.Contains(name, " stream ") {
+			streams[name] = true
+		}
+	}
+	if len(streams) != pipeline.DefaultStreams {
+		t.Errorf("stream tracks %v, want %d", streams, pipeline.DefaultStreams)
+	}
+}
+
+// An interrupt during a GPU run abandons the batches on the device: exit 130, the report
+// lists exactly the outputs written, nothing is partial, and the GPU is usable afterwards.
+func TestGPURunInterrupted(t *testing.T) {
+	requireGPU0(t)
+	in := t.TempDir()
+	rng := rand.New(rand.NewSource(4))
+	img := pngBytes(t, photo(rng, 1280, 720))
+	for i := 0; i < 300; i++ {
+		write(t, in, fmt.Sprintf("d%d/%03d.png", i%3, i), img)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if ents, _ := os.ReadDir(filepath.Join(out, "d0")); len(ents) >= 5 {
+				cancel()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"run", "-i", in, "-o", out, "-p", "decode | blur sigma=2 | save compression=9", "--device", "cuda"}, &stdout, &stderr)
+	if code != exitInterrupted {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	lines, sum := readReport(t, filepath.Join(out, defaultReportName))
+	written := files(t, out) // fails on temporary files left
+	delete(written, defaultReportName)
+	if !sum.Interrupted || len(written) != len(lines) || sum.OK >= 300 {
+		t.Errorf("summary %+v, %d outputs, %d lines", sum, len(written), len(lines))
+	}
+	for _, l := range lines {
+		if _, ok := written[l.Output]; !ok {
+			t.Errorf("%s reported but not written", l.Output)
+		}
+	}
+	// The GPU is fine: a new run works.
+	code, _, errOut := cli(t, "run", "-i", in, "-o", out, "-p", "decode | blur sigma=2 | save compression=9", "--device", "cuda", "--resume", "-q")
+	_, sum2 := readReport(t, filepath.Join(out, defaultReportName))
+	if code != exitOK || sum2.Skipped != sum.OK || sum2.OK != 300-sum.OK {
+		t.Errorf("resume: exit %d, %+v\n%s", code, sum2, errOut)
+	}
+}
+
+// `imgpipe devices` lists the GPU, as text and as JSON.
+func TestGPUDevices(t *testing.T) {
+	requireGPU0(t)
+	code, stdout, _ := cli(t, "devices")
+	t.Logf("%s", stdout)
+	if code != exitOK || !strings.HasPrefix(stdout, "GPU 0: ") || !strings.Contains(stdout, "compute capability") {
+		t.Errorf("exit %d:\n%s", code, stdout)
+	}
+	code, stdout, _ = cli(t, "devices", "--json")
+	var got struct {
+		Devices []cudastage.DeviceInfo `json:"devices"`
+		Error   string                 `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitOK || len(got.Devices) == 0 || got.Error != "" {
+		t.Fatalf("exit %d (%v):\n%s", code, err, stdout)
+	}
+	d := got.Devices[0]
+	if d.Name == "" || d.Major < 7 || d.SMs == 0 || d.TotalMemory == 0 || d.AsyncEngines == 0 || d.CUDAVersion == "" {
+		t.Errorf("device 0: %+v", d)
+	}
+}
