@@ -31,6 +31,22 @@
 // failure with Options.StopOnError. Cancelling the context stops taking inputs, finishes the
 // ones in progress (saves are atomic), and still writes the report's summary line.
 //
+// # On a GPU
+//
+// Each builtin pixel stage also has a GPU implementation (StageDef.GPU, a cudastage/sched
+// op). Plan.Split(OnGPU) cuts the pixel stages into device segments and host steps;
+// Plan.DeviceOps gives the ops of a plan whose pixel stages form one device segment, which
+// is every plan the builtin registry can produce. With Options.GPU, Run keeps the same
+// feeder, window, reorder buffer, report and sinks, but decode workers decode each input
+// straight into a page-locked slot of a sched.Executor, which runs batches on several
+// streams (one batch's upload, another's kernels and a third's download overlap), and save
+// workers encode the results and release the slots. Results are the CPU's bits. An image
+// too large for a slot runs on the CPU path; a plan that would need host pixel steps
+// between device segments runs wholly on the CPU (Options.Notice says so). A device error
+// ends the run with that error; cancelling abandons the batches on the device. The summary
+// then carries the per-phase device totals and the overlap efficiency, and Options.Trace
+// (sched.Trace) gets a track per stream besides the decode and save workers'.
+//
 // # Go API
 //
 // New starts a typed builder (New().Decode().Grayscale().Blur(1.5).Save("png")), Parse

@@ -44,7 +44,7 @@ var executionSettings = []ParamSpec{
 	{Name: "pinned_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: sched.MaxSlotBytes >> 20},
 		Help: "page-locked memory budget of the GPU slots in MiB (GPU only); 0 sizes slots for batch 1080p frames"},
 	{Name: "workers", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 4096},
-		Help: "images processed at once on the CPU; 0 means one per core (GOMAXPROCS)"},
+		Help: "images processed at once on the CPU (on a GPU: decode workers, and as many save workers); 0 means one per core (GOMAXPROCS)"},
 	{Name: "on_error", Kind: Enum, Default: "skip", Values: []string{"skip", "fail"},
 		Help: "skip: report a failed input and go on; fail: stop at the first failure"},
 	{Name: "resume", Kind: Bool, Default: false,

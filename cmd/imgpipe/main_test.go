@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -502,6 +503,9 @@ func TestStagesAndVersion(t *testing.T) {
 	for _, d := range pipeline.Builtin.Stages() {
 		if !strings.Contains(stdout, "\n"+d.Name+" ") || !strings.Contains(stdout, d.Help) {
 			t.Errorf("stages lacks %s", d.Name)
+		}
+		if gpu := regexp.MustCompile(`\n` + d.Name + ` +pixel stage \+GPU `).MatchString(stdout); gpu != (d.GPU != nil) {
+			t.Errorf("stages marks %s +GPU: %v", d.Name, gpu)
 		}
 		for _, p := range d.Params {
 			if !strings.Contains(stdout, "  "+p.Name+" ") || !strings.Contains(stdout, p.Help) {

@@ -90,7 +90,7 @@ done).`,
 	fl.IntVar(&f.streams, "streams", pipeline.DefaultStreams, "CUDA streams (GPU only), 1..64")
 	fl.IntVar(&f.batch, "batch", pipeline.DefaultBatch, "images per GPU batch (GPU only), 1..4096")
 	fl.IntVar(&f.pinnedMB, "pinned-mb", 0, "page-locked memory for the GPU's batch slots, in MiB (GPU only); 0 sizes each slot for batch 1080p frames")
-	fl.IntVar(&f.workers, "workers", 0, "images processed at once on the CPU; 0 means one per core")
+	fl.IntVar(&f.workers, "workers", 0, "images processed at once on the CPU (on a GPU: decode workers, and as many save workers); 0 means one per core")
 	fl.BoolVar(&f.resume, "resume", false, "skip inputs the previous report lists as ok whose output exists")
 	fl.StringVar(&f.onError, "on-error", "skip", "skip: report a failed input and go on (exit 1); fail: stop at the first failure")
 	fl.StringVar(&f.trace, "trace", "", "write a Chrome trace-event timeline (JSON) to this file")

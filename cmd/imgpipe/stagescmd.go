@@ -49,7 +49,11 @@ func writeStages(w io.Writer, defs []*pipeline.StageDef, long bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STAGE / PARAMETER\tTYPE\tDEFAULT\tDESCRIPTION")
 	for _, d := range defs {
-		fmt.Fprintf(tw, "%s\t%s stage\t\t%s\n", d.Name, d.Kind, d.Help)
+		kind := d.Kind.String() + " stage"
+		if d.GPU != nil {
+			kind += " +GPU"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\t%s\n", d.Name, kind, d.Help)
 		for _, ps := range d.Params {
 			fmt.Fprintf(tw, "  %s\t%s\t%v\t%s\n", ps.Name, paramType(ps), ps.Default, ps.Help)
 		}
@@ -57,6 +61,7 @@ func writeStages(w io.Writer, defs []*pipeline.StageDef, long bool) {
 	tw.Flush()
 	if !long {
 		fmt.Fprintln(w, "\nWrite parameters as key=value after the stage name: blur sigma=1.5")
+		fmt.Fprintln(w, "Stages marked +GPU also run on a GPU (--device cuda), giving the same bits.")
 		return
 	}
 	for _, d := range defs {
