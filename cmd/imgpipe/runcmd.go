@@ -75,7 +75,8 @@ done).`,
 		Example: `  imgpipe run -i photos -o out -p 'decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png'
   imgpipe run -i photos -o thumbs -p 'decode | boxblur radius=2 | save format=jpeg quality=90' --workers 2
   imgpipe run samples/job.yaml --resume        # skip what the previous report says is done
-  imgpipe run job.yaml -o other-out --on-error fail --quiet`,
+  imgpipe run job.yaml -o other-out --on-error fail --quiet
+  imgpipe run -i photos -o out -p 'decode | grayscale | blur sigma=1.5 | save' --device cuda --trace trace.json  # open in ui.perfetto.dev`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRun(cmd, args, &f, stderr)
