@@ -1,0 +1,361 @@
+package jpegturbo
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// LibraryName is the library Available and the decoders open.
+const LibraryName = "libturbojpeg.so.0"
+
+// ErrUnavailable is wrapped by every error that says the library cannot be
+// used at all (not found, or too old).
+var ErrUnavailable = errors.New("libjpeg-turbo unavailable")
+
+// Colorspace is the colour space of a JPEG file as libjpeg-turbo reads it
+// (TJCS_*).
+type Colorspace int
+
+// The colour spaces of TurboJPEG. RGB, YCbCr and Gray decode to RGB; CMYK and
+// YCCK cannot (libjpeg-turbo has no CMYK to RGB conversion).
+const (
+	RGB   Colorspace = 0
+	YCbCr Colorspace = 1
+	Gray  Colorspace = 2
+	CMYK  Colorspace = 3
+	YCCK  Colorspace = 4
+)
+
+// String names the colour space, e.g. "YCbCr".
+func (c Colorspace) String() string {
+	switch c {
+	case RGB:
+		return "RGB"
+	case YCbCr:
+		return "YCbCr"
+	case Gray:
+		return "Gray"
+	case CMYK:
+		return "CMYK"
+	case YCCK:
+		return "YCCK"
+	}
+	return fmt.Sprintf("Colorspace(%d)", int(c))
+}
+
+// DecodesToRGB reports whether Decode can decode this colour space.
+func (c Colorspace) DecodesToRGB() bool { return c == RGB || c == YCbCr || c == Gray }
+
+// Header is what the library reads from a file's header.
+type Header struct {
+	W, H       int
+	Colorspace Colorspace
+}
+
+// Error is a failure that libjpeg-turbo reported.
+type Error struct {
+	// Msg is libjpeg-turbo's message, e.g. "Corrupt JPEG data: bad Huffman
+	// code".
+	Msg string
+	// Warning is set when the library called the problem a warning (it
+	// went on decoding by guessing) and this package made it an error.
+	Warning bool
+}
+
+// Error returns the library's message.
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap returns io.ErrUnexpectedEOF for a truncated file, nil otherwise.
+func (e *Error) Unwrap() error {
+	if strings.HasPrefix(e.Msg, msgEOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+
+// msgEOF is libjpeg's JWRN_JPEG_EOF: the data ended before the image did.
+const msgEOF = "Premature end of JPEG file"
+
+// harmlessWarnings are parts of libjpeg's warning messages (jerror.h) about
+// metadata or stray bytes that the decoder skips without guessing at any
+// pixel. Every other warning means corrupt or missing image data.
+var harmlessWarnings = []string{
+	"extraneous bytes before marker", // JWRN_EXTRANEOUS_DATA
+	"unknown JFIF revision number",   // JWRN_JFIF_MAJOR
+	"Unknown Adobe color transform",  // JWRN_ADOBE_XFORM
+	"bad ICC marker",                 // JWRN_BOGUS_ICC
+}
+
+func harmless(msg string) bool {
+	for _, h := range harmlessWarnings {
+		if strings.Contains(msg, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// PixelFormat is the layout Decode writes (TJPF_*).
+type PixelFormat int
+
+// The pixel formats Decode offers.
+const (
+	// PixelRGB is 3 bytes a pixel: R, G, B.
+	PixelRGB PixelFormat = 0
+	// PixelRGBX is 4 bytes a pixel: R, G, B and 255, the layout of an
+	// opaque image.RGBA.
+	PixelRGBX PixelFormat = 2
+)
+
+// bytesPerPixel returns the pixel size of f, or 0 for an unknown format.
+func (f PixelFormat) bytesPerPixel() int {
+	switch f {
+	case PixelRGB:
+		return 3
+	case PixelRGBX:
+		return 4
+	}
+	return 0
+}
+
+// TurboJPEG constants (turbojpeg.h, stable since 2.1).
+const (
+	tjerrWarning    = 0     // TJERR_WARNING
+	tjflagLimitScan = 32768 // TJFLAG_LIMITSCANS: refuse progressive files with over 500 scans
+)
+
+// library holds the entry points of the opened libturbojpeg.
+type library struct {
+	initDecompress, decompressHeader3, decompress2 uintptr
+	getErrorStr2, getErrorCode, destroy            uintptr
+}
+
+func (l *library) symbols() []struct {
+	dst  *uintptr
+	name string
+} {
+	return []struct {
+		dst  *uintptr
+		name string
+	}{
+		{&l.initDecompress, "tjInitDecompress"},
+		{&l.decompressHeader3, "tjDecompressHeader3"},
+		{&l.decompress2, "tjDecompress2"},
+		{&l.getErrorStr2, "tjGetErrorStr2"}, // 2.0
+		{&l.getErrorCode, "tjGetErrorCode"}, // 2.0
+		{&l.destroy, "tjDestroy"},
+	}
+}
+
+var (
+	loadOnce sync.Once
+	loaded   *library
+	loadErr  error
+)
+
+func load() (*library, error) {
+	loadOnce.Do(func() { loaded, loadErr = open(LibraryName) })
+	return loaded, loadErr
+}
+
+// Available loads the library (once) and returns nil when JPEG files can be
+// decoded with it, or an error wrapping ErrUnavailable that says why not
+// (library not found, a symbol missing).
+func Available() error {
+	_, err := load()
+	return err
+}
+
+// decompressor is one TurboJPEG decompression handle. A handle serves one
+// call at a time; idle ones wait in handles.
+type decompressor struct {
+	lib     *library
+	h       uintptr
+	cleanup runtime.Cleanup // destroys h once the pool has dropped d
+}
+
+// handles keeps idle decompressors. The pool may drop one at any GC; its
+// cleanup then destroys the C handle.
+var handles sync.Pool
+
+// release returns d to the pool after a call that succeeded, and destroys
+// it after one that failed: TurboJPEG 2.x leaves a handle mid-stream after
+// some failures (e.g. its subsampling check in tjDecompressHeader3), and
+// every later call on it then fails with a stale error.
+func (d *decompressor) release(ok bool) {
+	if ok {
+		handles.Put(d)
+		return
+	}
+	d.cleanup.Stop()
+	d.lib.call(d.lib.destroy, d.h)
+	d.h = 0
+}
+
+// getDecompressor takes an idle handle or makes one. The caller has locked
+// its OS thread (for the error message of a failed tjInitDecompress).
+func getDecompressor() (*decompressor, error) {
+	l, err := load()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := handles.Get().(*decompressor); ok {
+		return d, nil
+	}
+	h := l.call(l.initDecompress)
+	if h == 0 {
+		return nil, fmt.Errorf("tjInitDecompress: %s", l.errorString(0))
+	}
+	d := &decompressor{lib: l, h: h}
+	d.cleanup = runtime.AddCleanup(d, func(h uintptr) { l.call(l.destroy, h) }, h)
+	return d, nil
+}
+
+// errorString copies the message of the last failure of handle h (0: of a
+// call that had no handle). The message lives in libjpeg-turbo's memory,
+// per OS thread or per handle, until the next call.
+func (l *library) errorString(h uintptr) string {
+	p := l.call(l.getErrorStr2, h)
+	if p == 0 {
+		return "unknown libjpeg-turbo error"
+	}
+	// The library's buffer is JMSG_LENGTH_MAX (200) bytes; 1024 bounds the
+	// walk should that ever change without a terminator. The uintptr is
+	// reinterpreted rather than converted (which vet rightly distrusts for
+	// Go memory): this is C memory, which does not move.
+	s := *(*unsafe.Pointer)(unsafe.Pointer(&p))
+	var b []byte
+	for i := 0; i < 1024; i++ {
+		c := *(*byte)(unsafe.Add(s, i))
+		if c == 0 {
+			break
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// failure turns a failed call on d into an error, or into nil when the
+// library only warned about something harmless. It must run on the OS
+// thread of the failed call.
+//
+// TurboJPEG 2.x's tjGetErrorCode says "warning" whenever the call warned,
+// even when a fatal error followed (a truncated header warns "Premature
+// end" and then fails "missing SOS marker"); the message is then the fatal
+// one, which no harmless pattern matches, so the result is still an error.
+func (d *decompressor) failure() error {
+	msg := d.lib.errorString(d.h)
+	warning := int32(uint32(d.lib.call(d.lib.getErrorCode, d.h))) == tjerrWarning
+	if warning && harmless(msg) {
+		return nil
+	}
+	return &Error{Msg: msg, Warning: warning}
+}
+
+// header reads data's header with d. ok says whether the call itself
+// succeeded: after a harmless warning err is nil but ok is false, and the
+// handle is released as failed.
+func (d *decompressor) header(data []byte) (hd Header, ok bool, err error) {
+	var w, h, subsamp, cs int32
+	l := d.lib
+	r := l.call(l.decompressHeader3, d.h,
+		uintptr(unsafe.Pointer(unsafe.SliceData(data))), uintptr(len(data)),
+		uintptr(unsafe.Pointer(&w)), uintptr(unsafe.Pointer(&h)),
+		uintptr(unsafe.Pointer(&subsamp)), uintptr(unsafe.Pointer(&cs)))
+	ok = int32(uint32(r)) == 0
+	if !ok {
+		if err := d.failure(); err != nil {
+			return Header{}, false, err
+		}
+	}
+	if w <= 0 || h <= 0 {
+		// TurboJPEG 2.x returns success without a size when the data ends
+		// (or has its EOI) before the first scan: a "tables-only" stream.
+		return Header{}, ok, fmt.Errorf("%w: no image before the end of the JPEG data", io.ErrUnexpectedEOF)
+	}
+	return Header{W: int(w), H: int(h), Colorspace: Colorspace(cs)}, ok, nil
+}
+
+// DecodeHeader reads the size and colour space of a JPEG file without
+// decoding it.
+func DecodeHeader(data []byte) (Header, error) {
+	if len(data) == 0 {
+		return Header{}, errors.New("empty JPEG data")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	d, err := getDecompressor()
+	if err != nil {
+		return Header{}, err
+	}
+	hd, ok, err := d.header(data)
+	d.release(ok)
+	return hd, err
+}
+
+// Decode decodes a JPEG file into pix in pixel format f: row y is the
+// w*bytes-per-pixel bytes from pix[y*stride]. Bytes between rows are left
+// alone. w and h must be the file's size (DecodeHeader gives it) and pix
+// must hold the last row; both are checked before anything is decoded, so a
+// wrong size is an error rather than a write out of bounds. pix may be any
+// memory, including page-locked memory from outside the Go heap.
+//
+// A file libjpeg-turbo decodes only with a fatal error, or a warning about
+// corrupt or missing data, is an error (see the package doc); pix may then
+// hold part of the image.
+func Decode(data, pix []byte, w, h, stride int, f PixelFormat) error {
+	bpp := f.bytesPerPixel()
+	switch {
+	case bpp == 0:
+		return fmt.Errorf("unknown pixel format %d", int(f))
+	case len(data) == 0:
+		return errors.New("empty JPEG data")
+	case w <= 0 || h <= 0 || w > math.MaxInt32/bpp || h > math.MaxInt32:
+		return fmt.Errorf("size %dx%d is out of range", w, h)
+	case stride < w*bpp || stride > math.MaxInt32:
+		return fmt.Errorf("stride %d for a row of %d bytes", stride, w*bpp)
+	case int64(len(pix)) < int64(h-1)*int64(stride)+int64(w*bpp):
+		return fmt.Errorf("buffer holds %d bytes, a %dx%d image of %d-byte pixels with stride %d needs %d",
+			len(pix), w, h, bpp, stride, int64(h-1)*int64(stride)+int64(w*bpp))
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	d, err := getDecompressor()
+	if err != nil {
+		return err
+	}
+	ok, err := d.decode(data, pix, w, h, stride, f)
+	d.release(ok)
+	return err
+}
+
+// decode is Decode on d, also saying whether every library call succeeded.
+func (d *decompressor) decode(data, pix []byte, w, h, stride int, f PixelFormat) (bool, error) {
+	hd, ok, err := d.header(data)
+	if err != nil {
+		return ok, err
+	}
+	// tjDecompress2 scales the image down to fit w×h; a size that is not
+	// the file's would quietly give a smaller picture.
+	if hd.W != w || hd.H != h {
+		return ok, fmt.Errorf("JPEG is %dx%d, not %dx%d", hd.W, hd.H, w, h)
+	}
+	if !hd.Colorspace.DecodesToRGB() {
+		return ok, fmt.Errorf("libjpeg-turbo cannot decode %v JPEG to RGB", hd.Colorspace)
+	}
+	l := d.lib
+	r := l.call(l.decompress2, d.h,
+		uintptr(unsafe.Pointer(unsafe.SliceData(data))), uintptr(len(data)),
+		uintptr(unsafe.Pointer(unsafe.SliceData(pix))),
+		uintptr(w), uintptr(stride), uintptr(h), uintptr(f), tjflagLimitScan)
+	if int32(uint32(r)) != 0 {
+		return false, d.failure()
+	}
+	return ok, nil
+}
