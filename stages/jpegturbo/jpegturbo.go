@@ -63,8 +63,9 @@ type Error struct {
 	// Msg is libjpeg-turbo's message, e.g. "Corrupt JPEG data: bad Huffman
 	// code".
 	Msg string
-	// Warning is set when the library called the problem a warning (it
-	// went on decoding by guessing) and this package made it an error.
+	// Warning is what tjGetErrorCode says: the library went on decoding
+	// by guessing, and this package made that an error. TurboJPEG 2.x also
+	// sets it when a fatal error followed a warning.
 	Warning bool
 }
 
