@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 func mustSteps(t *testing.T, spec string) []Step {
@@ -167,5 +169,20 @@ func TestPlanSplit(t *testing.T) {
 	empty, _ := Compile(mustSteps(t, "decode | save"))
 	if segs := empty.Split(nil); len(segs) != 0 {
 		t.Errorf("no pixel stages: %v", segs)
+	}
+}
+
+// TestDecodeBackend checks that decode's JPEG backend is chosen by parameter and that asking for
+// libjpeg-turbo where it cannot be loaded is a planning error that says why, not a per-file one.
+func TestDecodeBackend(t *testing.T) {
+	if _, err := Compile(mustSteps(t, "decode backend=go | save")); err != nil {
+		t.Fatalf("backend=go: %v", err)
+	}
+	_, err := Compile(mustSteps(t, "decode backend=turbo | save"))
+	switch why := stages.JPEGTurbo.Check(); {
+	case why == nil && err != nil:
+		t.Fatalf("libjpeg-turbo loads here, but backend=turbo failed: %v", err)
+	case why != nil && (err == nil || !strings.Contains(err.Error(), why.Error())):
+		t.Fatalf("libjpeg-turbo is unavailable (%v), but backend=turbo gave %v", why, err)
 	}
 }

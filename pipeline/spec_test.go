@@ -59,8 +59,8 @@ func TestParseSpecValues(t *testing.T) {
 	if got := steps[3].Params.Str("format"); got != "jpeg" {
 		t.Errorf("format = %q", got)
 	}
-	if got := steps[3].Params.Int("compression"); got != 1 {
-		t.Errorf("compression default = %d", got)
+	if got := steps[3].Params.Str("compression"); got != "fast" {
+		t.Errorf("compression default = %q", got)
 	}
 	if steps[1].Pos.Col != 39 {
 		t.Errorf("blur at col %d, want 39", steps[1].Pos.Col)
