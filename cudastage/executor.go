@@ -167,29 +167,10 @@ func (d *Device) DtoH(s sched.Stream, dst []byte, src sched.DevPtr, off int) err
 	return d.g.Check(cu.MemcpyDtoH(dst, p))
 }
 
-// kernelOp converts the scheduler's op to the kernels' (same kinds, same
-// parameters, validated on both sides).
-func kernelOp(op sched.Op) Op {
-	k := Op{Taps: op.Taps, Radius: op.Radius}
-	switch op.Kind {
-	case sched.OpGrayscale:
-		k.Kind = OpGrayscale
-	case sched.OpBlur:
-		k.Kind = OpBlur
-	case sched.OpBoxBlur:
-		k.Kind = OpBoxBlur
-	case sched.OpTranspose:
-		k.Kind = OpTranspose
-	case sched.OpHistogram:
-		k.Kind = OpHistogram
-	}
-	return k
-}
-
 // batchOf turns the executor's placements into a kernel Batch: images are
 // tightly packed (stride W·C); a histogram's destination is its counts.
 func batchOf(call *sched.OpCall) *Batch {
-	b := &Batch{Op: kernelOp(call.Op), Src: make([]BatchImage, len(call.Images)), Dst: make([]BatchImage, len(call.Images))}
+	b := &Batch{Op: call.Op, Src: make([]BatchImage, len(call.Images)), Dst: make([]BatchImage, len(call.Images))}
 	hist := call.Op.Kind == sched.OpHistogram
 	for i, im := range call.Images {
 		b.Src[i] = BatchImage{W: im.In.W, H: im.In.H, C: im.In.C, Off: uint64(im.SrcOff), Stride: im.In.W * im.In.C}
@@ -203,12 +184,12 @@ func batchOf(call *sched.OpCall) *Batch {
 }
 
 // TableBytes implements sched.Device.
-func (d *Device) TableBytes(op sched.Op, n int) int { return TableBytes(kernelOp(op), n) }
+func (d *Device) TableBytes(op sched.Op, n int) int { return TableBytes(op, n) }
 
 // ScratchBytes implements sched.Device: the separable filters keep a uint16
 // per sample.
 func (d *Device) ScratchBytes(op sched.Op, srcCap, n int) int {
-	return int(MaxScratchBytes(kernelOp(op), uint64(srcCap), n))
+	return int(MaxScratchBytes(op, uint64(srcCap), n))
 }
 
 // EncodeTable implements sched.Device.

@@ -499,25 +499,35 @@ func TestAdapterBatches(t *testing.T) {
 	}
 }
 
-func TestKernelOp(t *testing.T) {
+// TestBatchOf checks that the executor's ops reach the kernels unchanged
+// (same kind and parameters) and that every op the sched constructors build
+// passes the kernels' batch check.
+func TestBatchOf(t *testing.T) {
 	blur := exBlur(t, 2)
 	tests := []struct {
 		in   sched.Op
-		want Op
+		want sched.Op
 	}{
-		{sched.GrayscaleOp(), Op{Kind: OpGrayscale}},
-		{sched.TransposeOp(), Op{Kind: OpTranspose}},
-		{sched.HistogramOp(), Op{Kind: OpHistogram}},
-		{exBox(t, 7), Op{Kind: OpBoxBlur, Radius: 7}},
-		{blur, Op{Kind: OpBlur, Taps: blur.Taps}},
+		{sched.GrayscaleOp(), sched.Op{Kind: sched.OpGrayscale}},
+		{sched.TransposeOp(), sched.Op{Kind: sched.OpTranspose}},
+		{sched.HistogramOp(), sched.Op{Kind: sched.OpHistogram}},
+		{exBox(t, 7), sched.Op{Kind: sched.OpBoxBlur, Radius: 7}},
+		{blur, sched.Op{Kind: sched.OpBlur, Taps: blur.Taps}},
 	}
 	for _, tt := range tests {
-		got := kernelOp(tt.in)
+		in := sched.Shape{W: 9, H: 5, C: 3}
+		out := tt.in.OutShape(in)
+		call := &sched.OpCall{Op: tt.in, Images: []sched.OpImage{
+			{In: in, Out: out, SrcOff: 0, DstOff: 0, HistOff: 0},
+			{In: in, Out: out, SrcOff: 256, DstOff: 256, HistOff: HistBytes},
+		}}
+		b := batchOf(call)
+		got := b.Op
 		if got.Kind != tt.want.Kind || got.Radius != tt.want.Radius || !slices.Equal(got.Taps, tt.want.Taps) {
-			t.Errorf("kernelOp(%v) = %+v, want %+v", tt.in, got, tt.want)
+			t.Errorf("batchOf(%v).Op = %+v, want %+v", tt.in, got, tt.want)
 		}
-		if err := got.Check(); err != nil {
-			t.Errorf("kernelOp(%v) fails the kernels' check: %v", tt.in, err)
+		if err := b.Check(); err != nil {
+			t.Errorf("batchOf(%v) fails the kernels' check: %v", tt.in, err)
 		}
 	}
 }

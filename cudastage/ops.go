@@ -2,23 +2,23 @@ package cudastage
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/kernels"
 )
 
 // Batched kernel launches.
 //
-// One Batch is one op over a batch of images: a single kernel launch (two
-// for the separable blurs) covers every image, whatever their sizes, through
-// a launch table in device memory with one entry per image. The host code
-// here plans everything (output placements, scratch placements, launch
-// tables, grid sizes) in plain Go, so it is tested without a GPU; Kernels.Run
-// only queues the memset (histogram) and launches on the caller's stream,
+// One Batch is one sched.Op (validated by sched.Op.Check) over a batch of
+// images: a single kernel launch (two for the separable blurs) covers every
+// image, whatever their sizes, through a launch table in device memory with
+// one entry per image. The host code here plans everything (output
+// placements, scratch placements, launch tables, grid sizes) in plain Go, so
+// it is tested without a GPU; Kernels.Run only queues the memset (histogram) and launches on the caller's stream,
 // asynchronously and without any hidden synchronisation.
 //
 // Chaining ops within a device segment: the Dst placements of one op are the
@@ -39,9 +39,9 @@ const (
 	kHRows         = 4    // horizontal pass: rows per block
 	kVTileX        = 64   // vertical pass: samples per block row
 	kVTileY        = 64   // vertical pass: rows per block
-	kMaxBlurRadius = 96
-	kMaxBoxRadius  = 15
-	kImgBytes      = 48 // one launch-table entry
+	kMaxBlurRadius = 96   // sched.MaxBlurTaps = 2·96+1 (TestKernelConstants)
+	kMaxBoxRadius  = 15   // sched.MaxBoxRadius
+	kImgBytes      = 48   // one launch-table entry
 )
 
 // Limits of a Batch, enforced before anything is allocated or launched.
@@ -53,96 +53,11 @@ const (
 	// included.
 	MaxImageBytes = 1 << 30
 	// HistBytes is one image's histogram in device memory: 256
-	// little-endian uint64 counts.
-	HistBytes = 256 * 8
+	// little-endian uint64 counts, as the executor lays them out.
+	HistBytes = sched.HistBytes
 	// ScratchAlign is the alignment of each image in the scratch buffer.
 	ScratchAlign = 16
-	// MaxBlurTaps is the longest blur kernel (sigma 32: radius 96).
-	MaxBlurTaps = 2*kMaxBlurRadius + 1
-	// MaxBoxRadius is the largest boxblur radius.
-	MaxBoxRadius = kMaxBoxRadius
 )
-
-// OpKind selects a batched kernel.
-type OpKind uint8
-
-// The pixel operations, with the exact semantics of the same-named functions
-// of package stages.
-const (
-	OpGrayscale OpKind = iota + 1 // RGB to Y; C = 1 is copied
-	OpBlur                        // separable integer Gaussian with Op.Taps
-	OpBoxBlur                     // (2r+1)² mean with Op.Radius
-	OpTranspose                   // W and H swap
-	OpHistogram                   // 256 counts per image; writes no image
-)
-
-func (k OpKind) String() string {
-	switch k {
-	case OpGrayscale:
-		return "grayscale"
-	case OpBlur:
-		return "blur"
-	case OpBoxBlur:
-		return "boxblur"
-	case OpTranspose:
-		return "transpose"
-	case OpHistogram:
-		return "histogram"
-	}
-	return fmt.Sprintf("op(%d)", uint8(k))
-}
-
-// Op is one pixel operation with its parameters.
-type Op struct {
-	Kind   OpKind
-	Taps   []uint32 // OpBlur: the 2r+1 taps of stages.BlurTaps
-	Radius int      // OpBoxBlur: 0..MaxBoxRadius
-}
-
-// Check reports whether the op's parameters are valid: blur taps as
-// stages.BlurTaps makes them (odd count from 3 to MaxBlurTaps, symmetric,
-// summing to 16384, which keeps every intermediate in range), a boxblur
-// radius within 0..MaxBoxRadius.
-func (op Op) Check() error {
-	switch op.Kind {
-	case OpGrayscale, OpTranspose, OpHistogram:
-		return nil
-	case OpBlur:
-		n := len(op.Taps)
-		if n < 3 || n%2 == 0 || n > MaxBlurTaps {
-			return fmt.Errorf("blur: %d taps, want an odd count from 3 to %d", n, MaxBlurTaps)
-		}
-		var sum uint64
-		for i, w := range op.Taps {
-			if w != op.Taps[n-1-i] {
-				return errors.New("blur: taps are not symmetric")
-			}
-			sum += uint64(w)
-		}
-		if sum != 1<<14 {
-			return fmt.Errorf("blur: taps sum to %d, want 16384", sum)
-		}
-		return nil
-	case OpBoxBlur:
-		if op.Radius < 0 || op.Radius > MaxBoxRadius {
-			return fmt.Errorf("boxblur: radius %d is not in 0..%d", op.Radius, MaxBoxRadius)
-		}
-		return nil
-	}
-	return fmt.Errorf("unknown op kind %d", uint8(op.Kind))
-}
-
-// OutShape is the shape of the image op makes from a w×h×c image. For the
-// histogram it is the input's: the image passes through.
-func (op Op) OutShape(w, h, c int) (int, int, int) {
-	switch op.Kind {
-	case OpGrayscale:
-		return w, h, 1
-	case OpTranspose:
-		return h, w, c
-	}
-	return w, h, c
-}
 
 // BatchImage places one image in a device buffer: W×H pixels of C bytes,
 // row 0 at byte Off of the buffer, rows Stride bytes apart.
@@ -157,6 +72,9 @@ type BatchImage struct {
 func (im BatchImage) span() uint64 {
 	return uint64(im.H-1)*uint64(im.Stride) + uint64(im.W*im.C)
 }
+
+// shape is the image's geometry, as sched.Op.OutShape takes it.
+func (im BatchImage) shape() sched.Shape { return sched.Shape{W: im.W, H: im.H, C: im.C} }
 
 func (im BatchImage) checkShape() error {
 	switch {
@@ -216,8 +134,8 @@ func Pack(shapes []BatchImage, align int) ([]BatchImage, uint64, error) {
 // Outputs returns the Dst placements for op over src, packed as Pack does
 // (align bytes), and the destination buffer size. For the histogram they are
 // consecutive HistBytes count arrays (Off only; align is ignored).
-func (op Op) Outputs(src []BatchImage, align int) ([]BatchImage, uint64, error) {
-	if op.Kind == OpHistogram {
+func Outputs(op sched.Op, src []BatchImage, align int) ([]BatchImage, uint64, error) {
+	if op.Kind == sched.OpHistogram {
 		if len(src) > MaxBatchImages {
 			return nil, 0, fmt.Errorf("outputs: %d images, at most %d", len(src), MaxBatchImages)
 		}
@@ -229,19 +147,19 @@ func (op Op) Outputs(src []BatchImage, align int) ([]BatchImage, uint64, error) 
 	}
 	shapes := make([]BatchImage, len(src))
 	for i, s := range src {
-		w, h, c := op.OutShape(s.W, s.H, s.C)
-		shapes[i] = BatchImage{W: w, H: h, C: c}
+		out := op.OutShape(s.shape())
+		shapes[i] = BatchImage{W: out.W, H: out.H, C: out.C}
 	}
 	return Pack(shapes, align)
 }
 
 // Batch is one op over a batch of images in device memory.
 type Batch struct {
-	Op Op
+	Op sched.Op
 	// Src are the images the op reads, in the source buffer.
 	Src []BatchImage
 	// Dst are where the results go, in the destination buffer, with the
-	// shapes Op.OutShape gives. For OpHistogram only Off counts: the image's
+	// shapes Op.OutShape gives. For sched.OpHistogram only Off counts: the image's
 	// HistBytes of counts, 8-byte aligned; Run zeroes them first.
 	Dst []BatchImage
 }
@@ -333,7 +251,7 @@ func tiles(fn kernel, w, h, c int) (blocks, tilesX int64) {
 // aligned to ScratchAlign) and the scratch size: at most 2·Σ(W·H·C) +
 // ScratchAlign·n bytes. Other ops need no scratch (nil, 0).
 func (b *Batch) ScratchLayout() ([]BatchImage, uint64) {
-	if b.Op.Kind != OpBlur && b.Op.Kind != OpBoxBlur {
+	if b.Op.Kind != sched.OpBlur && b.Op.Kind != sched.OpBoxBlur {
 		return nil, 0
 	}
 	out := make([]BatchImage, len(b.Src))
@@ -355,8 +273,8 @@ func (b *Batch) ScratchBytes() uint64 {
 
 // MaxScratchBytes bounds ScratchBytes for op over n images whose pixels take
 // srcBytes in all, for callers that size one scratch buffer per stream.
-func MaxScratchBytes(op Op, srcBytes uint64, n int) uint64 {
-	if op.Kind != OpBlur && op.Kind != OpBoxBlur {
+func MaxScratchBytes(op sched.Op, srcBytes uint64, n int) uint64 {
+	if op.Kind != sched.OpBlur && op.Kind != sched.OpBoxBlur {
 		return 0
 	}
 	return 2*srcBytes + ScratchAlign*uint64(n)
@@ -364,8 +282,8 @@ func MaxScratchBytes(op Op, srcBytes uint64, n int) uint64 {
 
 // TableBytes is the size of the launch tables of op over n images, which
 // EncodeTable writes and Run reads from device memory.
-func TableBytes(op Op, n int) int {
-	if op.Kind == OpBlur || op.Kind == OpBoxBlur {
+func TableBytes(op sched.Op, n int) int {
+	if op.Kind == sched.OpBlur || op.Kind == sched.OpBoxBlur {
 		return 2 * n * kImgBytes
 	}
 	return n * kImgBytes
@@ -398,15 +316,15 @@ func (b *Batch) plan() ([]pass, error) {
 			return nil, fmt.Errorf("%s: source %d: %w", name, i, err)
 		}
 		d := b.Dst[i]
-		if b.Op.Kind == OpHistogram {
+		if b.Op.Kind == sched.OpHistogram {
 			if d.Off%8 != 0 || d.Off > math.MaxInt64-HistBytes {
 				return nil, fmt.Errorf("%s: counts %d at offset %d, want a multiple of 8", name, i, d.Off)
 			}
 			continue
 		}
-		w, h, c := b.Op.OutShape(s.W, s.H, s.C)
-		if d.W != w || d.H != h || d.C != c {
-			return nil, fmt.Errorf("%s: destination %d is %dx%dx%d, want %dx%dx%d", name, i, d.W, d.H, d.C, w, h, c)
+		out := b.Op.OutShape(s.shape())
+		if d.shape() != out {
+			return nil, fmt.Errorf("%s: destination %d is %dx%dx%d, want %dx%dx%d", name, i, d.W, d.H, d.C, out.W, out.H, out.C)
 		}
 		if err := d.check(); err != nil {
 			return nil, fmt.Errorf("%s: destination %d: %w", name, i, err)
@@ -418,15 +336,15 @@ func (b *Batch) plan() ([]pass, error) {
 
 	var passes []pass
 	switch b.Op.Kind {
-	case OpGrayscale:
+	case sched.OpGrayscale:
 		passes = []pass{b.direct(kGrayscale)}
-	case OpHistogram:
+	case sched.OpHistogram:
 		passes = []pass{b.direct(kHistogram)}
-	case OpTranspose:
+	case sched.OpTranspose:
 		passes = []pass{b.direct(kTranspose)}
-	case OpBlur, OpBoxBlur:
+	case sched.OpBlur, sched.OpBoxBlur:
 		h, v, r := kBlurH, kBlurV, len(b.Op.Taps)/2
-		if b.Op.Kind == OpBoxBlur {
+		if b.Op.Kind == sched.OpBoxBlur {
 			h, v, r = kBoxH, kBoxV, b.Op.Radius
 		}
 		tmp, _ := b.ScratchLayout()
@@ -473,7 +391,7 @@ type byteRange struct{ lo, hi uint64 }
 func (b *Batch) dstRanges() []byteRange {
 	r := make([]byteRange, len(b.Dst))
 	for i, d := range b.Dst {
-		if b.Op.Kind == OpHistogram {
+		if b.Op.Kind == sched.OpHistogram {
 			r[i] = byteRange{d.Off, d.Off + HistBytes}
 		} else {
 			r[i] = byteRange{d.Off, d.Off + d.span()}
@@ -628,7 +546,7 @@ func (k *Kernels) Unload() error { return k.mod.Unload() }
 // tapsParam mirrors struct Taps of imgpipe.cu: a by-value kernel parameter.
 type tapsParam struct {
 	R int32
-	W [MaxBlurTaps]uint32
+	W [2*kMaxBlurRadius + 1]uint32
 }
 
 // Run queues the batch's kernels on stream s: for the histogram first a
@@ -646,7 +564,7 @@ func (k *Kernels) Run(s cu.Stream, b *Batch, buf Buffers) error {
 	if err := buf.check(b, name); err != nil {
 		return err
 	}
-	if b.Op.Kind == OpHistogram {
+	if b.Op.Kind == sched.OpHistogram {
 		for _, r := range mergeRanges(b.dstRanges()) {
 			if err := cu.MemsetD8Async(buf.Dst+cu.DevicePtr(r.lo), 0, r.hi-r.lo, s); err != nil {
 				return fmt.Errorf("%s: zeroing the counts: %w", name, err)
@@ -655,7 +573,7 @@ func (k *Kernels) Run(s cu.Stream, b *Batch, buf Buffers) error {
 	}
 	var taps tapsParam
 	radius := int32(b.Op.Radius)
-	if b.Op.Kind == OpBlur {
+	if b.Op.Kind == sched.OpBlur {
 		taps.R = int32(len(b.Op.Taps) / 2)
 		copy(taps.W[:], b.Op.Taps)
 	}

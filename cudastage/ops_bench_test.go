@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -57,7 +58,7 @@ func medianMs(s cu.Stream, warm, reps int, f func() error) (float64, error) {
 // the horizontal pass and read by the vertical one).
 type benchCase struct {
 	name  string
-	op    Op
+	op    sched.Op
 	rgb   bool    // source is the RGB batch, else the gray one
 	bytes float64 // per run
 }
@@ -73,17 +74,17 @@ func BenchmarkGPUKernels(b *testing.B) {
 	g := requireGPU(b)
 	const P = float64(benchImages * benchW * benchH) // pixels per batch
 	cases := []benchCase{
-		{"grayscale-rgb", Op{Kind: OpGrayscale}, true, 4 * P},
-		{"histogram-gray", Op{Kind: OpHistogram}, false, P},
-		{"histogram-rgb", Op{Kind: OpHistogram}, true, 3 * P},
-		{"transpose-gray", Op{Kind: OpTranspose}, false, 2 * P},
-		{"transpose-rgb", Op{Kind: OpTranspose}, true, 6 * P},
-		{"blur1.5-gray", Op{Kind: OpBlur, Taps: stages.BlurTaps(1.5)}, false, 6 * P},
-		{"blur1.5-rgb", Op{Kind: OpBlur, Taps: stages.BlurTaps(1.5)}, true, 18 * P},
-		{"blur4-gray", Op{Kind: OpBlur, Taps: stages.BlurTaps(4)}, false, 6 * P},
-		{"blur32-gray", Op{Kind: OpBlur, Taps: stages.BlurTaps(32)}, false, 6 * P},
-		{"boxblur1-gray", Op{Kind: OpBoxBlur, Radius: 1}, false, 6 * P},
-		{"boxblur15-gray", Op{Kind: OpBoxBlur, Radius: 15}, false, 6 * P},
+		{"grayscale-rgb", sched.Op{Kind: sched.OpGrayscale}, true, 4 * P},
+		{"histogram-gray", sched.Op{Kind: sched.OpHistogram}, false, P},
+		{"histogram-rgb", sched.Op{Kind: sched.OpHistogram}, true, 3 * P},
+		{"transpose-gray", sched.Op{Kind: sched.OpTranspose}, false, 2 * P},
+		{"transpose-rgb", sched.Op{Kind: sched.OpTranspose}, true, 6 * P},
+		{"blur1.5-gray", sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(1.5)}, false, 6 * P},
+		{"blur1.5-rgb", sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(1.5)}, true, 18 * P},
+		{"blur4-gray", sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(4)}, false, 6 * P},
+		{"blur32-gray", sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(32)}, false, 6 * P},
+		{"boxblur1-gray", sched.Op{Kind: sched.OpBoxBlur, Radius: 1}, false, 6 * P},
+		{"boxblur15-gray", sched.Op{Kind: sched.OpBoxBlur, Radius: 15}, false, 6 * P},
 	}
 	var (
 		k          *Kernels
@@ -118,7 +119,7 @@ func BenchmarkGPUKernels(b *testing.B) {
 			}
 			bt := &Batch{Op: c.op, Src: src}
 			var n uint64
-			if bt.Dst, n, err = c.op.Outputs(src, 256); err != nil {
+			if bt.Dst, n, err = Outputs(c.op, src, 256); err != nil {
 				return err
 			}
 			maxDst, maxScratch = max(maxDst, n), max(maxScratch, bt.ScratchBytes())

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/kernels"
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -121,25 +122,25 @@ type cpuResult struct {
 }
 
 // reference runs op on every image with the stages functions, in parallel.
-func reference(op Op, src []*stages.Image) []cpuResult {
+func reference(op sched.Op, src []*stages.Image) []cpuResult {
 	out := make([]cpuResult, len(src))
 	var wg sync.WaitGroup
 	for i, s := range src {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w, h, c := op.OutShape(s.W, s.H, s.C)
-			dst := stages.NewImage(w, h, c)
+			sh := op.OutShape(sched.Shape{W: s.W, H: s.H, C: s.C})
+			dst := stages.NewImage(sh.W, sh.H, sh.C)
 			switch op.Kind {
-			case OpGrayscale:
+			case sched.OpGrayscale:
 				stages.Grayscale(dst, s)
-			case OpTranspose:
+			case sched.OpTranspose:
 				stages.Transpose(dst, s)
-			case OpBlur:
+			case sched.OpBlur:
 				stages.Blur(dst, s, op.Taps)
-			case OpBoxBlur:
+			case sched.OpBoxBlur:
 				stages.BoxBlur(dst, s, op.Radius)
-			case OpHistogram:
+			case sched.OpHistogram:
 				stages.Histogram(&out[i].hist, s)
 				return
 			}
@@ -207,7 +208,7 @@ func compare(t testing.TB, b *Batch, ref []cpuResult, got []byte, poison byte) {
 	written := make([]bool, len(got))
 	bad := 0
 	for i, d := range b.Dst {
-		if b.Op.Kind == OpHistogram {
+		if b.Op.Kind == sched.OpHistogram {
 			for bin := range 256 {
 				o := d.Off + uint64(bin)*8
 				for j := range 8 {
@@ -252,14 +253,14 @@ func compare(t testing.TB, b *Batch, ref []cpuResult, got []byte, poison byte) {
 
 // checkOnGPU runs op over the shapes (in the given layout) on the GPU and
 // compares with the CPU, once per poison value.
-func checkOnGPU(t *testing.T, g *GPU, k *Kernels, op Op, shapes []BatchImage, l layout, seed uint64) {
+func checkOnGPU(t *testing.T, g *GPU, k *Kernels, op sched.Op, shapes []BatchImage, l layout, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	srcP, srcSize := place(t, shapes, l, rng)
 	host := make([]byte, srcSize)
 	views := randomImages(host, srcP, rng)
 	b := &Batch{Op: op, Src: srcP}
 	var dstSize uint64
-	if op.Kind == OpHistogram {
+	if op.Kind == sched.OpHistogram {
 		b.Dst = make([]BatchImage, len(srcP))
 		for i := range b.Dst {
 			// Ragged: gaps between the count arrays, which must stay poisoned.
@@ -269,8 +270,8 @@ func checkOnGPU(t *testing.T, g *GPU, k *Kernels, op Op, shapes []BatchImage, l 
 	} else {
 		out := make([]BatchImage, len(srcP))
 		for i, s := range srcP {
-			w, h, c := op.OutShape(s.W, s.H, s.C)
-			out[i] = BatchImage{W: w, H: h, C: c}
+			sh := op.OutShape(s.shape())
+			out[i] = BatchImage{W: sh.W, H: sh.H, C: sh.C}
 		}
 		b.Dst, dstSize = place(t, out, l, rng)
 	}
@@ -286,22 +287,22 @@ func dropLarge(imgs []BatchImage) []BatchImage {
 	return slices.DeleteFunc(slices.Clone(imgs), func(im BatchImage) bool { return im.W*im.H > 4<<20 })
 }
 
-func testOps() []Op {
-	ops := []Op{{Kind: OpGrayscale}, {Kind: OpHistogram}, {Kind: OpTranspose}}
+func testOps() []sched.Op {
+	ops := []sched.Op{{Kind: sched.OpGrayscale}, {Kind: sched.OpHistogram}, {Kind: sched.OpTranspose}}
 	for _, s := range []float64{0.5, 1.5, 4, 32} {
-		ops = append(ops, Op{Kind: OpBlur, Taps: stages.BlurTaps(s)})
+		ops = append(ops, sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(s)})
 	}
 	for _, r := range []int{0, 1, 5, 15} {
-		ops = append(ops, Op{Kind: OpBoxBlur, Radius: r})
+		ops = append(ops, sched.Op{Kind: sched.OpBoxBlur, Radius: r})
 	}
 	return ops
 }
 
-func opName(op Op) string {
+func opName(op sched.Op) string {
 	switch op.Kind {
-	case OpBlur:
+	case sched.OpBlur:
 		return fmt.Sprintf("blur-r%d", len(op.Taps)/2)
-	case OpBoxBlur:
+	case sched.OpBoxBlur:
 		return fmt.Sprintf("boxblur-r%d", op.Radius)
 	}
 	return op.Kind.String()
@@ -327,7 +328,7 @@ func TestGPUKernelsMatchCPU(t *testing.T) {
 		// current again through g.Do.
 		t.Run(opName(op), func(t *testing.T) {
 			gray, mixed := gray, mixed
-			if op.Kind == OpBlur && len(op.Taps) > 2*12+1 {
+			if op.Kind == sched.OpBlur && len(op.Taps) > 2*12+1 {
 				// The CPU reference takes most of a minute per 12 MP
 				// image at sigma 32: the RGB batch has it already.
 				gray, mixed = dropLarge(gray), dropLarge(mixed)
@@ -369,7 +370,7 @@ func TestGPUKernelsChain(t *testing.T) {
 	g := requireGPU(t)
 	rng := rand.New(rand.NewPCG(42, 42))
 	shapes := []BatchImage{{W: 640, H: 360, C: 3}, {W: 17, H: 9, C: 3}, {W: 1, H: 1, C: 3}, {W: 333, H: 501, C: 3}}
-	ops := []Op{{Kind: OpGrayscale}, {Kind: OpBlur, Taps: stages.BlurTaps(1.5)}, {Kind: OpTranspose}, {Kind: OpHistogram}}
+	ops := []sched.Op{{Kind: sched.OpGrayscale}, {Kind: sched.OpBlur, Taps: stages.BlurTaps(1.5)}, {Kind: sched.OpTranspose}, {Kind: sched.OpHistogram}}
 	src, srcSize, err := Pack(shapes, 256)
 	if err != nil {
 		t.Fatal(err)
@@ -387,10 +388,10 @@ func TestGPUKernelsChain(t *testing.T) {
 	for _, op := range ops {
 		b := &Batch{Op: op, Src: cur}
 		var n uint64
-		if b.Dst, n, err = op.Outputs(cur, 256); err != nil {
+		if b.Dst, n, err = Outputs(op, cur, 256); err != nil {
 			t.Fatal(err)
 		}
-		if op.Kind != OpHistogram {
+		if op.Kind != sched.OpHistogram {
 			cur, bufSize = b.Dst, max(bufSize, n)
 		}
 		scratch = max(scratch, b.ScratchBytes())
@@ -438,13 +439,13 @@ func TestGPUKernelsChain(t *testing.T) {
 		in := 0
 		for i, b := range batches {
 			buf := Buffers{Src: bufs[in], Dst: bufs[1-in], Scratch: tmp, Table: tab + cu.DevicePtr(tableOff[i])}
-			if b.Op.Kind == OpHistogram {
+			if b.Op.Kind == sched.OpHistogram {
 				buf.Dst = hist
 			}
 			if err := k.Run(s, b, buf); err != nil {
 				return err
 			}
-			if b.Op.Kind != OpHistogram {
+			if b.Op.Kind != sched.OpHistogram {
 				in = 1 - in
 			}
 		}
@@ -526,8 +527,8 @@ func TestGPUKernelsErrors(t *testing.T) {
 		}{
 			{"no table", b, Buffers{Src: p, Dst: p + 1<<18}},
 			{"in place", b, Buffers{Src: p, Dst: p, Table: p + 1<<19}},
-			{"bad op", &Batch{Op: Op{Kind: OpBlur, Taps: []uint32{1, 2}}, Src: b.Src, Dst: b.Dst}, good},
-			{"mismatched shapes", &Batch{Op: Op{Kind: OpTranspose}, Src: b.Src, Dst: b.Src}, good},
+			{"bad op", &Batch{Op: sched.Op{Kind: sched.OpBlur, Taps: []uint32{1, 2}}, Src: b.Src, Dst: b.Dst}, good},
+			{"mismatched shapes", &Batch{Op: sched.Op{Kind: sched.OpTranspose}, Src: b.Src, Dst: b.Src}, good},
 		}
 		for _, c := range bad {
 			if err := k.Run(s, c.b, c.buf); err == nil {
@@ -546,7 +547,7 @@ func TestGPUKernelsErrors(t *testing.T) {
 	err = g.Do(func() error {
 		k := testKernels(t)
 		defer k.Unload()
-		checkOnGPU(t, g, k, Op{Kind: OpGrayscale}, []BatchImage{{W: 100, H: 20, C: 3}}, packed, 9)
+		checkOnGPU(t, g, k, sched.Op{Kind: sched.OpGrayscale}, []BatchImage{{W: 100, H: 20, C: 3}}, packed, 9)
 		return nil
 	})
 	if err != nil {
@@ -560,9 +561,9 @@ func testBatchGPU(t testing.TB) *Batch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, _, err := Op{Kind: OpGrayscale}.Outputs(src, 256)
+	dst, _, err := Outputs(sched.Op{Kind: sched.OpGrayscale}, src, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Batch{Op: Op{Kind: OpGrayscale}, Src: src, Dst: dst}
+	return &Batch{Op: sched.Op{Kind: sched.OpGrayscale}, Src: src, Dst: dst}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -57,46 +58,16 @@ func TestKernelConstants(t *testing.T) {
 			t.Errorf("imgpipe.cu defines no kernel %s", name)
 		}
 	}
-	if MaxBoxRadius != stages.MaxBoxRadius || MaxBlurTaps != len(stages.BlurTaps(stages.MaxBlurSigma)) {
+	// The kernels' limits must be the ones sched.Op.Check enforces (Run
+	// copies the taps into a fixed array) and those of package stages.
+	maxTaps := 2*kMaxBlurRadius + 1
+	if kMaxBoxRadius != stages.MaxBoxRadius || maxTaps != len(stages.BlurTaps(stages.MaxBlurSigma)) {
 		t.Errorf("limits differ from package stages: box radius %d vs %d, blur taps %d vs %d",
-			MaxBoxRadius, stages.MaxBoxRadius, MaxBlurTaps, len(stages.BlurTaps(stages.MaxBlurSigma)))
+			kMaxBoxRadius, stages.MaxBoxRadius, maxTaps, len(stages.BlurTaps(stages.MaxBlurSigma)))
 	}
-}
-
-func TestOpCheck(t *testing.T) {
-	taps := stages.BlurTaps(1.5)
-	asym := append([]uint32(nil), taps...)
-	asym[0]++
-	asym[len(asym)-2]-- // still sums to 16384
-	heavy := append([]uint32(nil), taps...)
-	heavy[len(heavy)/2]++
-	tests := []struct {
-		name string
-		op   Op
-		err  string
-	}{
-		{"grayscale", Op{Kind: OpGrayscale}, ""},
-		{"transpose", Op{Kind: OpTranspose}, ""},
-		{"histogram", Op{Kind: OpHistogram}, ""},
-		{"blur 0.5", Op{Kind: OpBlur, Taps: stages.BlurTaps(0.5)}, ""},
-		{"blur 32", Op{Kind: OpBlur, Taps: stages.BlurTaps(32)}, ""},
-		{"blur no taps", Op{Kind: OpBlur}, "0 taps"},
-		{"blur one tap", Op{Kind: OpBlur, Taps: []uint32{16384}}, "1 taps"},
-		{"blur even taps", Op{Kind: OpBlur, Taps: []uint32{8192, 8192}}, "2 taps"},
-		{"blur too long", Op{Kind: OpBlur, Taps: make([]uint32, MaxBlurTaps+2)}, "195 taps"},
-		{"blur asymmetric", Op{Kind: OpBlur, Taps: asym}, "not symmetric"},
-		{"blur bad sum", Op{Kind: OpBlur, Taps: heavy}, "sum to 16385"},
-		{"box 0", Op{Kind: OpBoxBlur}, ""},
-		{"box 15", Op{Kind: OpBoxBlur, Radius: 15}, ""},
-		{"box -1", Op{Kind: OpBoxBlur, Radius: -1}, "radius -1"},
-		{"box 16", Op{Kind: OpBoxBlur, Radius: 16}, "radius 16"},
-		{"unknown", Op{Kind: 99}, "unknown op kind 99"},
-		{"zero", Op{}, "unknown op kind 0"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			checkErr(t, tc.op.Check(), tc.err)
-		})
+	if kMaxBoxRadius != sched.MaxBoxRadius || maxTaps != sched.MaxBlurTaps {
+		t.Errorf("limits differ from sched.Op.Check: box radius %d vs %d, blur taps %d vs %d",
+			kMaxBoxRadius, sched.MaxBoxRadius, maxTaps, sched.MaxBlurTaps)
 	}
 }
 
@@ -110,29 +81,6 @@ func checkErr(t *testing.T, err error, want string) {
 		t.Fatalf("no error, want one containing %q", want)
 	case want != "" && !strings.Contains(err.Error(), want):
 		t.Fatalf("error %q does not contain %q", err, want)
-	}
-}
-
-func TestOutShape(t *testing.T) {
-	blur := Op{Kind: OpBlur, Taps: stages.BlurTaps(1)}
-	tests := []struct {
-		op      Op
-		w, h, c int
-		want    [3]int
-	}{
-		{Op{Kind: OpGrayscale}, 7, 5, 3, [3]int{7, 5, 1}},
-		{Op{Kind: OpGrayscale}, 7, 5, 1, [3]int{7, 5, 1}},
-		{Op{Kind: OpTranspose}, 7, 5, 3, [3]int{5, 7, 3}},
-		{Op{Kind: OpTranspose}, 1, 9, 1, [3]int{9, 1, 1}},
-		{blur, 7, 5, 3, [3]int{7, 5, 3}},
-		{Op{Kind: OpBoxBlur, Radius: 2}, 7, 5, 1, [3]int{7, 5, 1}},
-		{Op{Kind: OpHistogram}, 7, 5, 3, [3]int{7, 5, 3}},
-	}
-	for _, tc := range tests {
-		w, h, c := tc.op.OutShape(tc.w, tc.h, tc.c)
-		if got := [3]int{w, h, c}; got != tc.want {
-			t.Errorf("%v.OutShape(%d,%d,%d) = %v, want %v", tc.op.Kind, tc.w, tc.h, tc.c, got, tc.want)
-		}
 	}
 }
 
@@ -189,21 +137,21 @@ func TestOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gray, n, err := Op{Kind: OpGrayscale}.Outputs(src, 16)
+	gray, n, err := Outputs(sched.Op{Kind: sched.OpGrayscale}, src, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if gray[0] != (BatchImage{W: 20, H: 10, C: 1, Off: 0, Stride: 20}) || gray[1] != (BatchImage{W: 5, H: 7, C: 1, Off: 208, Stride: 5}) || n != 243 {
 		t.Errorf("grayscale outputs %+v, size %d", gray, n)
 	}
-	tr, _, err := Op{Kind: OpTranspose}.Outputs(src, 16)
+	tr, _, err := Outputs(sched.Op{Kind: sched.OpTranspose}, src, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tr[0] != (BatchImage{W: 10, H: 20, C: 3, Off: 0, Stride: 30}) || tr[1] != (BatchImage{W: 7, H: 5, C: 1, Off: 608, Stride: 7}) {
 		t.Errorf("transpose outputs %+v", tr)
 	}
-	hist, n, err := Op{Kind: OpHistogram}.Outputs(src, 16)
+	hist, n, err := Outputs(sched.Op{Kind: sched.OpHistogram}, src, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,8 +159,8 @@ func TestOutputs(t *testing.T) {
 		t.Errorf("histogram outputs %+v, size %d", hist, n)
 	}
 	// Chaining: the outputs of one op are a valid batch for the next.
-	b := Batch{Op: Op{Kind: OpTranspose}, Src: gray}
-	if b.Dst, _, err = b.Op.Outputs(b.Src, 16); err != nil {
+	b := Batch{Op: sched.Op{Kind: sched.OpTranspose}, Src: gray}
+	if b.Dst, _, err = Outputs(b.Op, b.Src, 16); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Check(); err != nil {
@@ -221,13 +169,13 @@ func TestOutputs(t *testing.T) {
 }
 
 // testBatch is a valid mixed batch for op, packed with alignment 16.
-func testBatch(t *testing.T, op Op) *Batch {
+func testBatch(t *testing.T, op sched.Op) *Batch {
 	t.Helper()
 	src, _, err := Pack([]BatchImage{{W: 17, H: 9, C: 3}, {W: 1, H: 1, C: 1}, {W: 300, H: 70, C: 1}, {W: 65, H: 33, C: 3}}, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, _, err := op.Outputs(src, 16)
+	dst, _, err := Outputs(op, src, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,37 +185,37 @@ func testBatch(t *testing.T, op Op) *Batch {
 func TestBatchCheck(t *testing.T) {
 	tests := []struct {
 		name string
-		op   Op
+		op   sched.Op
 		edit func(b *Batch)
 		err  string
 	}{
-		{"valid grayscale", Op{Kind: OpGrayscale}, func(*Batch) {}, ""},
-		{"valid blur", Op{Kind: OpBlur, Taps: stages.BlurTaps(4)}, func(*Batch) {}, ""},
-		{"valid histogram", Op{Kind: OpHistogram}, func(*Batch) {}, ""},
-		{"empty batch", Op{Kind: OpGrayscale}, func(b *Batch) { b.Src, b.Dst = nil, nil }, ""},
-		{"padded strides", Op{Kind: OpTranspose}, func(b *Batch) {
+		{"valid grayscale", sched.Op{Kind: sched.OpGrayscale}, func(*Batch) {}, ""},
+		{"valid blur", sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(4)}, func(*Batch) {}, ""},
+		{"valid histogram", sched.Op{Kind: sched.OpHistogram}, func(*Batch) {}, ""},
+		{"empty batch", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Src, b.Dst = nil, nil }, ""},
+		{"padded strides", sched.Op{Kind: sched.OpTranspose}, func(b *Batch) {
 			b.Src[3].Stride += 5
 			b.Src[3].Off += 3
 			b.Dst[3].Stride += 7
 			b.Dst[3].Off = 1 << 20
 		}, ""},
-		{"bad op", Op{Kind: OpBoxBlur, Radius: 20}, func(*Batch) {}, "radius 20"},
-		{"count mismatch", Op{Kind: OpGrayscale}, func(b *Batch) { b.Dst = b.Dst[:3] }, "4 sources but 3 destinations"},
-		{"source channels", Op{Kind: OpGrayscale}, func(b *Batch) { b.Src[1].C = 4 }, "source 1: 4 channels"},
-		{"source stride", Op{Kind: OpGrayscale}, func(b *Batch) { b.Src[0].Stride = 50 }, "source 0: stride 50 is less than width×channels 51"},
-		{"source huge stride", Op{Kind: OpGrayscale}, func(b *Batch) { b.Src[0].Stride = 1 << 31 }, "does not fit in 32 bits"},
-		{"source offset", Op{Kind: OpGrayscale}, func(b *Batch) { b.Src[2].Off = 1<<63 - 10 }, "source 2: offset"},
-		{"destination shape", Op{Kind: OpGrayscale}, func(b *Batch) { b.Dst[0].C = 3 }, "destination 0 is 17x9x3, want 17x9x1"},
-		{"transpose shape", Op{Kind: OpTranspose}, func(b *Batch) { b.Dst[3].W, b.Dst[3].H = 65, 33 }, "destination 3 is 65x33x3, want 33x65x3"},
-		{"destination stride", Op{Kind: OpBlur, Taps: stages.BlurTaps(1)}, func(b *Batch) { b.Dst[2].Stride = 299 }, "destination 2: stride 299"},
-		{"destinations overlap", Op{Kind: OpGrayscale}, func(b *Batch) { b.Dst[3].Off = b.Dst[2].Off + 100 }, "destinations 2 and 3 overlap"},
-		{"destination in padding", Op{Kind: OpGrayscale}, func(b *Batch) {
+		{"bad op", sched.Op{Kind: sched.OpBoxBlur, Radius: 20}, func(*Batch) {}, "radius 20"},
+		{"count mismatch", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Dst = b.Dst[:3] }, "4 sources but 3 destinations"},
+		{"source channels", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Src[1].C = 4 }, "source 1: 4 channels"},
+		{"source stride", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Src[0].Stride = 50 }, "source 0: stride 50 is less than width×channels 51"},
+		{"source huge stride", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Src[0].Stride = 1 << 31 }, "does not fit in 32 bits"},
+		{"source offset", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Src[2].Off = 1<<63 - 10 }, "source 2: offset"},
+		{"destination shape", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Dst[0].C = 3 }, "destination 0 is 17x9x3, want 17x9x1"},
+		{"transpose shape", sched.Op{Kind: sched.OpTranspose}, func(b *Batch) { b.Dst[3].W, b.Dst[3].H = 65, 33 }, "destination 3 is 65x33x3, want 33x65x3"},
+		{"destination stride", sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(1)}, func(b *Batch) { b.Dst[2].Stride = 299 }, "destination 2: stride 299"},
+		{"destinations overlap", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Dst[3].Off = b.Dst[2].Off + 100 }, "destinations 2 and 3 overlap"},
+		{"destination in padding", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) {
 			b.Dst[2].Stride = 400
 			b.Dst[1].Off = b.Dst[2].Off + 300
 		}, "destinations 1 and 2 overlap"},
-		{"histogram alignment", Op{Kind: OpHistogram}, func(b *Batch) { b.Dst[1].Off = 4 }, "counts 1 at offset 4"},
-		{"histograms overlap", Op{Kind: OpHistogram}, func(b *Batch) { b.Dst[2].Off = b.Dst[1].Off + 8 }, "destinations 1 and 2 overlap"},
-		{"too many", Op{Kind: OpHistogram}, func(b *Batch) {
+		{"histogram alignment", sched.Op{Kind: sched.OpHistogram}, func(b *Batch) { b.Dst[1].Off = 4 }, "counts 1 at offset 4"},
+		{"histograms overlap", sched.Op{Kind: sched.OpHistogram}, func(b *Batch) { b.Dst[2].Off = b.Dst[1].Off + 8 }, "destinations 1 and 2 overlap"},
+		{"too many", sched.Op{Kind: sched.OpHistogram}, func(b *Batch) {
 			b.Src = make([]BatchImage, MaxBatchImages+1)
 			b.Dst = make([]BatchImage, MaxBatchImages+1)
 		}, "65537 images"},
@@ -397,12 +345,12 @@ func TestLaunchTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := []Op{{Kind: OpGrayscale}, {Kind: OpHistogram}, {Kind: OpTranspose},
-		{Kind: OpBlur, Taps: stages.BlurTaps(1.5)}, {Kind: OpBoxBlur, Radius: 5}}
+	ops := []sched.Op{{Kind: sched.OpGrayscale}, {Kind: sched.OpHistogram}, {Kind: sched.OpTranspose},
+		{Kind: sched.OpBlur, Taps: stages.BlurTaps(1.5)}, {Kind: sched.OpBoxBlur, Radius: 5}}
 	for _, op := range ops {
 		t.Run(op.Kind.String(), func(t *testing.T) {
 			b := &Batch{Op: op, Src: src}
-			if b.Dst, _, err = op.Outputs(src, 256); err != nil {
+			if b.Dst, _, err = Outputs(op, src, 256); err != nil {
 				t.Fatal(err)
 			}
 			buf := make([]byte, TableBytes(op, len(src))+7)
@@ -456,15 +404,15 @@ func TestLaunchTables(t *testing.T) {
 			}
 		})
 	}
-	hist, _, _ := Op{Kind: OpHistogram}.Outputs(src, 256)
-	if err := (&Batch{Op: Op{Kind: OpHistogram}, Src: src, Dst: hist}).EncodeTable(make([]byte, 10)); err == nil ||
+	hist, _, _ := Outputs(sched.Op{Kind: sched.OpHistogram}, src, 256)
+	if err := (&Batch{Op: sched.Op{Kind: sched.OpHistogram}, Src: src, Dst: hist}).EncodeTable(make([]byte, 10)); err == nil ||
 		!strings.Contains(err.Error(), "table buffer is 10 bytes, need 432") {
 		t.Errorf("short table buffer: %v", err)
 	}
 }
 
 func TestScratchLayout(t *testing.T) {
-	b := testBatch(t, Op{Kind: OpBoxBlur, Radius: 3})
+	b := testBatch(t, sched.Op{Kind: sched.OpBoxBlur, Radius: 3})
 	tmp, size := b.ScratchLayout()
 	var pixels uint64
 	var end uint64
@@ -479,17 +427,17 @@ func TestScratchLayout(t *testing.T) {
 	if size != end || size > MaxScratchBytes(b.Op, pixels, len(b.Src)) {
 		t.Errorf("scratch size %d, end %d, bound %d", size, end, MaxScratchBytes(b.Op, pixels, len(b.Src)))
 	}
-	if n := testBatch(t, Op{Kind: OpTranspose}).ScratchBytes(); n != 0 {
+	if n := testBatch(t, sched.Op{Kind: sched.OpTranspose}).ScratchBytes(); n != 0 {
 		t.Errorf("transpose needs %d scratch bytes", n)
 	}
-	if MaxScratchBytes(Op{Kind: OpGrayscale}, 1000, 3) != 0 {
+	if MaxScratchBytes(sched.Op{Kind: sched.OpGrayscale}, 1000, 3) != 0 {
 		t.Error("grayscale scratch bound is not 0")
 	}
 }
 
 func TestBuffersCheck(t *testing.T) {
-	blur := testBatch(t, Op{Kind: OpBlur, Taps: stages.BlurTaps(2)})
-	gray := testBatch(t, Op{Kind: OpGrayscale})
+	blur := testBatch(t, sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(2)})
+	gray := testBatch(t, sched.Op{Kind: sched.OpGrayscale})
 	scratch := blur.ScratchBytes()
 	tests := []struct {
 		name string

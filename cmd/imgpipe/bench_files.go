@@ -327,11 +327,5 @@ func runBenchFiles(ctx context.Context, s *benchSettings, ff *filesFlags, dir st
 			return err
 		}
 	}
-	if tr != nil {
-		if err := tr.WriteFile(s.trace); err != nil {
-			return fatalError("--trace: %v", err)
-		}
-		o.textf("trace of the last timed run: %s (%d spans)\n", s.trace, tr.Len())
-	}
-	return nil
+	return o.writeTrace(tr, s.trace, "")
 }

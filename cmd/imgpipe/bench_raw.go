@@ -598,13 +598,7 @@ func runBenchRaw(ctx context.Context, s *benchSettings, rf *rawFlags, stdout, st
 			}
 		}
 	}
-	if tr != nil {
-		if err := tr.WriteFile(s.trace); err != nil {
-			return fatalError("--trace: %v", err)
-		}
-		out.textf("trace of the last timed run: %s (%d spans; open in ui.perfetto.dev)\n", s.trace, tr.Len())
-	}
-	return nil
+	return out.writeTrace(tr, s.trace, "; open in ui.perfetto.dev")
 }
 
 // benchRunError maps a failed measurement to its exit code: 130 when interrupted, 3
@@ -630,6 +624,19 @@ func newBenchOutput(stdout, stderr io.Writer, asJSON bool) *benchOutput {
 }
 
 func (o *benchOutput) textf(format string, args ...any) { fmt.Fprintf(o.text, format, args...) }
+
+// writeTrace writes the timeline of the last timed run to path (--trace) and
+// says so, with hint after the span count; a nil tr (no --trace) does nothing.
+func (o *benchOutput) writeTrace(tr *sched.Trace, path, hint string) error {
+	if tr == nil {
+		return nil
+	}
+	if err := tr.WriteFile(path); err != nil {
+		return fatalError("--trace: %v", err)
+	}
+	o.textf("trace of the last timed run: %s (%d spans%s)\n", path, tr.Len(), hint)
+	return nil
+}
 
 func (o *benchOutput) record(r *benchRecord) error {
 	if o.records == nil {

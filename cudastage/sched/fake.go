@@ -649,7 +649,7 @@ func (f *FakeDevice) Run(s Stream, call *OpCall) error {
 	c := *call // the caller may reuse call once Run returns
 	n := len(call.Images)
 	name := "Run " + c.Op.Kind.String()
-	if err := c.Op.validate(); err != nil {
+	if err := c.Op.Check(); err != nil {
 		return &FakeError{Call: name, Err: err}
 	}
 	f.mu.Lock()

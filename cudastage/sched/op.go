@@ -78,6 +78,9 @@ type Op struct {
 const (
 	MaxSigma     = stages.MaxBlurSigma
 	MaxBoxRadius = stages.MaxBoxRadius
+	// MaxBlurTaps is the longest blur kernel: stages.BlurTaps(MaxSigma)
+	// reaches 3σ either side of the centre.
+	MaxBlurTaps = 2*3*MaxSigma + 1
 )
 
 // GrayscaleOp converts RGB to luma; gray input passes through.
@@ -97,7 +100,7 @@ func BlurOp(sigma float64) (Op, error) {
 		return Op{}, fmt.Errorf("blur: sigma %v out of range (0, %d]", sigma, MaxSigma)
 	}
 	op := Op{Kind: OpBlur, Sigma: sigma, Taps: stages.BlurTaps(sigma)}
-	if err := op.validate(); err != nil {
+	if err := op.Check(); err != nil {
 		return Op{}, err
 	}
 	return op, nil
@@ -106,13 +109,18 @@ func BlurOp(sigma float64) (Op, error) {
 // BoxBlurOp is the (2r+1)² mean with 0 ≤ r ≤ MaxBoxRadius.
 func BoxBlurOp(radius int) (Op, error) {
 	op := Op{Kind: OpBoxBlur, Radius: radius}
-	if err := op.validate(); err != nil {
+	if err := op.Check(); err != nil {
 		return Op{}, err
 	}
 	return op, nil
 }
 
-func (o Op) validate() error {
+// Check reports whether the op's parameters are valid: blur taps as
+// stages.BlurTaps makes them (odd count from 3 to MaxBlurTaps, symmetric,
+// summing to 16384, which keeps every intermediate in range), a boxblur
+// radius within 0..MaxBoxRadius. The constructors only return ops that pass;
+// the device checks again because an Op is a plain struct anyone can fill.
+func (o Op) Check() error {
 	switch o.Kind {
 	case OpGrayscale, OpTranspose, OpHistogram:
 		return nil
@@ -120,8 +128,8 @@ func (o Op) validate() error {
 		// The taps must be odd in number and sum to 16384, or the integer
 		// arithmetic of DESIGN.md would not hold on the device either (and
 		// stages.Blur, the fake device's kernel, would panic).
-		if len(o.Taps) < 3 || len(o.Taps)%2 == 0 || len(o.Taps) > 2*3*MaxSigma+1 {
-			return fmt.Errorf("blur: %d taps, want an odd count from 3 to %d", len(o.Taps), 2*3*MaxSigma+1)
+		if len(o.Taps) < 3 || len(o.Taps)%2 == 0 || len(o.Taps) > MaxBlurTaps {
+			return fmt.Errorf("blur: %d taps, want an odd count from 3 to %d", len(o.Taps), MaxBlurTaps)
 		}
 		var sum uint64
 		for i, t := range o.Taps {
@@ -140,7 +148,7 @@ func (o Op) validate() error {
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown device op kind %d", o.Kind)
+	return fmt.Errorf("unknown op kind %d", o.Kind)
 }
 
 // OutShape is the shape of the image the op produces from an input of shape
@@ -177,7 +185,7 @@ func checkOps(ops []Op) error {
 	}
 	var errs []error
 	for i, op := range ops {
-		if err := op.validate(); err != nil {
+		if err := op.Check(); err != nil {
 			errs = append(errs, fmt.Errorf("op %d: %w", i+1, err))
 		}
 	}

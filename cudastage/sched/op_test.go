@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 func TestBlurOp(t *testing.T) {
@@ -73,9 +75,9 @@ func TestOpValidate(t *testing.T) {
 		{"zero", Op{}, "unknown"},
 	}
 	for _, tt := range tests {
-		err := tt.op.validate()
+		err := tt.op.Check()
 		if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
-			t.Errorf("%s: validate() = %v, want %q", tt.name, err, tt.wantErr)
+			t.Errorf("%s: Check() = %v, want %q", tt.name, err, tt.wantErr)
 		}
 	}
 	if err := checkOps(nil); err == nil {
@@ -136,6 +138,75 @@ func TestShapeCheck(t *testing.T) {
 	for _, tt := range tests {
 		if err := tt.s.check(); (err == nil) != tt.ok {
 			t.Errorf("%v.check() = %v, want ok=%v", tt.s, err, tt.ok)
+		}
+	}
+}
+
+// TestOpCheck is the kernels' view of Check: every limit they rely on.
+func TestOpCheck(t *testing.T) {
+	taps := stages.BlurTaps(1.5)
+	asym := append([]uint32(nil), taps...)
+	asym[0]++
+	asym[len(asym)-2]-- // still sums to 16384
+	heavy := append([]uint32(nil), taps...)
+	heavy[len(heavy)/2]++
+	tests := []struct {
+		name string
+		op   Op
+		err  string
+	}{
+		{"grayscale", Op{Kind: OpGrayscale}, ""},
+		{"transpose", Op{Kind: OpTranspose}, ""},
+		{"histogram", Op{Kind: OpHistogram}, ""},
+		{"blur 0.5", Op{Kind: OpBlur, Taps: stages.BlurTaps(0.5)}, ""},
+		{"blur 32", Op{Kind: OpBlur, Taps: stages.BlurTaps(32)}, ""},
+		{"blur no taps", Op{Kind: OpBlur}, "0 taps"},
+		{"blur one tap", Op{Kind: OpBlur, Taps: []uint32{16384}}, "1 taps"},
+		{"blur even taps", Op{Kind: OpBlur, Taps: []uint32{8192, 8192}}, "2 taps"},
+		{"blur too long", Op{Kind: OpBlur, Taps: make([]uint32, MaxBlurTaps+2)}, "195 taps"},
+		{"blur asymmetric", Op{Kind: OpBlur, Taps: asym}, "not symmetric"},
+		{"blur bad sum", Op{Kind: OpBlur, Taps: heavy}, "sum to 16385"},
+		{"box 0", Op{Kind: OpBoxBlur}, ""},
+		{"box 15", Op{Kind: OpBoxBlur, Radius: 15}, ""},
+		{"box -1", Op{Kind: OpBoxBlur, Radius: -1}, "radius -1"},
+		{"box 16", Op{Kind: OpBoxBlur, Radius: 16}, "radius 16"},
+		{"unknown", Op{Kind: 99}, "unknown op kind 99"},
+		{"zero", Op{}, "unknown op kind 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.op.Check()
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.err != "" && err == nil:
+				t.Fatalf("no error, want one containing %q", tc.err)
+			case tc.err != "" && !strings.Contains(err.Error(), tc.err):
+				t.Fatalf("error %q does not contain %q", err, tc.err)
+			}
+		})
+	}
+}
+
+func TestOutShapeTable(t *testing.T) {
+	blur := Op{Kind: OpBlur, Taps: stages.BlurTaps(1)}
+	tests := []struct {
+		op      Op
+		w, h, c int
+		want    [3]int
+	}{
+		{Op{Kind: OpGrayscale}, 7, 5, 3, [3]int{7, 5, 1}},
+		{Op{Kind: OpGrayscale}, 7, 5, 1, [3]int{7, 5, 1}},
+		{Op{Kind: OpTranspose}, 7, 5, 3, [3]int{5, 7, 3}},
+		{Op{Kind: OpTranspose}, 1, 9, 1, [3]int{9, 1, 1}},
+		{blur, 7, 5, 3, [3]int{7, 5, 3}},
+		{Op{Kind: OpBoxBlur, Radius: 2}, 7, 5, 1, [3]int{7, 5, 1}},
+		{Op{Kind: OpHistogram}, 7, 5, 3, [3]int{7, 5, 3}},
+	}
+	for _, tc := range tests {
+		out := tc.op.OutShape(Shape{W: tc.w, H: tc.h, C: tc.c})
+		if got := [3]int{out.W, out.H, out.C}; got != tc.want {
+			t.Errorf("%v.OutShape(%d,%d,%d) = %v, want %v", tc.op.Kind, tc.w, tc.h, tc.c, got, tc.want)
 		}
 	}
 }
