@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -21,6 +22,12 @@ import (
 
 // ErrClosed is returned by Do after Close.
 var ErrClosed = errors.New("cudastage: GPU closed")
+
+// ErrNoSuchGPU is wrapped by OpenGPU's error when the ordinal names no device
+// the driver sees, as opposed to no GPU being usable at all (cu.ErrNoDriver,
+// cu.ErrNoDevice, cu.ErrDriverTooOld): a caller may fall back to the CPU on
+// the latter but should report the former, which is a mistake in the request.
+var ErrNoSuchGPU = errors.New("no GPU")
 
 // GPU is one device with its primary context retained. Driver calls that
 // need the context go through Do (or a goroutine bound with Bind), which
@@ -43,8 +50,13 @@ type GPU struct {
 
 // OpenGPU loads the driver if needed and retains the primary context of the
 // device with the given ordinal. The error says why no GPU can be used (no
-// libcuda, no device, driver too old, bad ordinal).
+// libcuda, no device, driver too old), or wraps ErrNoSuchGPU and says how many
+// GPUs there are when the ordinal is not one of them.
 func OpenGPU(ordinal int) (*GPU, error) {
+	if ordinal < 0 {
+		// Refused before loading the driver: it is wrong on every machine.
+		return nil, fmt.Errorf("cudastage: %w %d: GPU ordinals count from 0", ErrNoSuchGPU, ordinal)
+	}
 	if err := cu.Load(); err != nil {
 		return nil, err
 	}
@@ -52,8 +64,8 @@ func OpenGPU(ordinal int) (*GPU, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ordinal < 0 || ordinal >= n {
-		return nil, fmt.Errorf("cudastage: no GPU %d (%d present)", ordinal, n)
+	if ordinal >= n {
+		return nil, ordinalError(ordinal, n, os.Getenv("CUDA_VISIBLE_DEVICES"))
 	}
 	dev, err := cu.DeviceGet(ordinal)
 	if err != nil {
@@ -64,6 +76,26 @@ func OpenGPU(ordinal int) (*GPU, error) {
 		return nil, err
 	}
 	return &GPU{ordinal: ordinal, dev: dev, ctx: ctx}, nil
+}
+
+// ordinalError says that GPU ordinal does not exist among the n the driver
+// sees. CUDA_VISIBLE_DEVICES (visible, when set) hides and renumbers GPUs, so
+// an ordinal that nvidia-smi lists can still be out of range; the message
+// names it so that the user looks there.
+func ordinalError(ordinal, n int, visible string) error {
+	var sees string
+	switch n {
+	case 0:
+		sees = "the driver sees no GPU"
+	case 1:
+		sees = "the driver sees 1 GPU, numbered 0"
+	default:
+		sees = fmt.Sprintf("the driver sees %d GPUs, numbered 0 to %d", n, n-1)
+	}
+	if visible != "" {
+		sees += fmt.Sprintf(" (CUDA_VISIBLE_DEVICES=%s selects and renumbers them)", visible)
+	}
+	return fmt.Errorf("cudastage: %w %d: %s", ErrNoSuchGPU, ordinal, sees)
 }
 
 // Ordinal returns the device's index.

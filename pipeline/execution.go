@@ -13,6 +13,9 @@ import (
 type Execution struct {
 	// Device is "auto", "cpu" or "cuda".
 	Device string
+	// GPU is the ordinal of the GPU that auto and cuda open (as CUDA numbers them, after
+	// CUDA_VISIBLE_DEVICES). Whether it exists is known only when the driver is asked.
+	GPU int
 	// Streams is the number of CUDA streams (GPU only).
 	Streams int
 	// Batch is the number of images per GPU batch (GPU only).
@@ -31,12 +34,19 @@ type Execution struct {
 	Trace string
 }
 
+// MaxGPUOrdinal bounds the gpu setting. It is far above the GPUs any one host has; the
+// bound only keeps nonsense out early, and the real check is against the driver's count
+// when the GPU is opened.
+const MaxGPUOrdinal = 1023
+
 // executionSettings defines every Execution field once: its name, type, default, range and
 // help. The defaults for streams and batch are DefaultStreams and DefaultBatch, chosen by
 // measurement (see there).
 var executionSettings = []ParamSpec{
 	{Name: "device", Kind: Enum, Default: "auto", Values: []string{"auto", "cpu", "cuda"},
 		Help: "where pixel stages run: auto uses a working GPU, else the CPU"},
+	{Name: "gpu", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: MaxGPUOrdinal},
+		Help: "which GPU auto and cuda use, counting from 0 (see 'imgpipe devices')"},
 	{Name: "streams", Kind: Int, Default: int64(DefaultStreams), Range: &Range{Min: 1, Max: sched.MaxStreams},
 		Help: "CUDA streams (GPU only)"},
 	{Name: "batch", Kind: Int, Default: int64(DefaultBatch), Range: &Range{Min: 1, Max: sched.MaxBatch},
@@ -120,6 +130,8 @@ func (e *Execution) assign(name string, v any) error {
 	switch name {
 	case "device":
 		e.Device = v.(string)
+	case "gpu":
+		e.GPU = int(v.(int64))
 	case "streams":
 		e.Streams = int(v.(int64))
 	case "batch":

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
 )
@@ -43,6 +44,7 @@ var benchCopyLimitBytes = 128 << 20
 // benchFlags are the options every bench mode shares (persistent flags of `imgpipe bench`).
 type benchFlags struct {
 	device          string
+	gpu             int
 	streams, batch  string // lists: "2" or "1,2,4,8"
 	chain           string
 	sigma           float64
@@ -56,6 +58,7 @@ type benchFlags struct {
 // benchSettings are benchFlags checked and parsed.
 type benchSettings struct {
 	device          string // auto, cpu or cuda
+	gpu             int    // the GPU's ordinal
 	streams, batch  []int
 	chain           *benchChain
 	w, h            int
@@ -65,9 +68,9 @@ type benchSettings struct {
 	json            bool
 }
 
-// benchOpenDevice opens the GPU bench runs on (as 'imgpipe run' does), returning it and
-// the function that closes it. Tests replace it with a sched.FakeDevice.
-var benchOpenDevice = func() (sched.Device, func() error, error) { return openDevice() }
+// benchOpenDevice opens GPU ordinal (--gpu) for bench runs (as 'imgpipe run' does),
+// returning it and the function that closes it. Tests replace it with a sched.FakeDevice.
+var benchOpenDevice = func(ordinal int) (sched.Device, func() error, error) { return openDevice(ordinal) }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f benchFlags
@@ -97,7 +100,9 @@ bench/peers/common.py (system "imgpipe"; "imgpipe-pageable" for --pageable runs 
 "imgpipe-cpu" for CPU runs), which bench/plot/plot.py reads.
 
 --device auto uses the GPU when one works and otherwise says so and runs on the CPU (all
-cores); --device cuda fails when no GPU works; 'copy' needs a GPU.`,
+cores); --device cuda fails when no GPU works; 'copy' needs a GPU. --gpu N picks the GPU
+(default 0, numbered as 'imgpipe devices' lists them); one the driver does not see is an
+error in every mode.`,
 		Example: `  # The headline: 1080p frames, 2 streams, batch 16, with a timeline:
   imgpipe bench raw --device cuda --streams 2 --batch 16 --trace trace.json
 
@@ -120,6 +125,7 @@ cores); --device cuda fails when no GPU works; 'copy' needs a GPU.`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.device, "device", "auto", "auto, cpu or cuda")
+	pf.IntVar(&f.gpu, "gpu", 0, "which GPU to use, counting from 0 (see 'imgpipe devices')")
 	pf.StringVar(&f.streams, "streams", "2", "CUDA streams, or a list to sweep: 1,2,4,8")
 	pf.StringVar(&f.batch, "batch", "16", "images per GPU batch, or a list to sweep: 4,8,16,32")
 	pf.StringVar(&f.chain, "chain", "", "pixel stages to run (default \""+benchDefaultChain(benchDefaultSigma)+"\")")
@@ -136,12 +142,16 @@ cores); --device cuda fails when no GPU works; 'copy' needs a GPU.`,
 
 // settings checks the shared flags. Every error is a usage error naming the flag.
 func (f *benchFlags) settings(cmd *cobra.Command, stderr io.Writer) (*benchSettings, error) {
-	s := &benchSettings{device: f.device, frames: f.frames, warmup: f.warmup, repeats: f.repeats, trace: f.trace, json: f.json}
+	s := &benchSettings{device: f.device, gpu: f.gpu, frames: f.frames, warmup: f.warmup, repeats: f.repeats, trace: f.trace, json: f.json}
 	var errs []error
 	switch f.device {
 	case "auto", "cpu", "cuda":
 	default:
 		errs = append(errs, fmt.Errorf("--device %q: want auto, cpu or cuda", f.device))
+	}
+	// The same check as run's --gpu and a job's execution.gpu.
+	if err := new(pipeline.Execution).Set("gpu", f.gpu); err != nil {
+		errs = append(errs, fmt.Errorf("--gpu: %w", err))
 	}
 	var err error
 	if s.streams, err = parseIntList(f.streams, 1, sched.MaxStreams); err != nil {
@@ -285,13 +295,17 @@ type benchTarget struct {
 	why   string // why the CPU is used under --device auto
 }
 
-// openBenchTarget resolves --device: cuda must open a GPU (exit 3 saying why otherwise),
-// auto falls back to the CPU saying so once on stderr, cpu never touches the driver.
-func openBenchTarget(device string, stderr io.Writer) (*benchTarget, error) {
+// openBenchTarget resolves --device: cuda must open GPU ordinal (exit 3 saying why
+// otherwise), auto falls back to the CPU saying so once on stderr, cpu never touches the
+// driver. As in 'imgpipe run', an ordinal the driver does not have fails under auto too.
+func openBenchTarget(device string, ordinal int, stderr io.Writer) (*benchTarget, error) {
 	if device == "cpu" {
 		return &benchTarget{}, nil
 	}
-	dev, closeFn, err := benchOpenDevice()
+	dev, closeFn, err := benchOpenDevice(ordinal)
+	if errors.Is(err, cudastage.ErrNoSuchGPU) {
+		return nil, noSuchGPU(err)
+	}
 	if err != nil {
 		if device == "cuda" {
 			return nil, fatalError("--device cuda: no usable GPU: %s", reason(err))

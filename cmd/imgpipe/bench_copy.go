@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
@@ -229,7 +230,10 @@ func runBenchCopy(ctx context.Context, s *benchSettings, stdout, stderr io.Write
 	if s.trace != "" {
 		return usageError("--trace: bench copy records no timeline; use bench raw --trace")
 	}
-	dev, closeFn, err := benchOpenDevice()
+	dev, closeFn, err := benchOpenDevice(s.gpu)
+	if errors.Is(err, cudastage.ErrNoSuchGPU) {
+		return noSuchGPU(err)
+	}
 	if err != nil {
 		return fatalError("bench copy needs a GPU, and none is usable: %s", reason(err))
 	}

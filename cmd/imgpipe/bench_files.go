@@ -236,7 +236,7 @@ func runBenchFiles(ctx context.Context, s *benchSettings, ff *filesFlags, dir st
 			return usageError("--out is the input folder; choose another")
 		}
 	}
-	tgt, err := openBenchTarget(s.device, stderr)
+	tgt, err := openBenchTarget(s.device, s.gpu, stderr)
 	if err != nil {
 		return err
 	}

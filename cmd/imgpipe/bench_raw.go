@@ -481,7 +481,7 @@ func runBenchRaw(ctx context.Context, s *benchSettings, rf *rawFlags, stdout, st
 		pool, source = randomPool(s.w, s.h, n, rf.seed), fmt.Sprintf("%d random frames, seed %d", n, rf.seed)
 	}
 
-	tgt, err := openBenchTarget(s.device, stderr)
+	tgt, err := openBenchTarget(s.device, s.gpu, stderr)
 	if err != nil {
 		return err
 	}

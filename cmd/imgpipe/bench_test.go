@@ -33,7 +33,7 @@ func benchCLI(t *testing.T, ctx context.Context, args ...string) (int, string, s
 func withDevice(t *testing.T, dev sched.Device, err error) {
 	t.Helper()
 	old, oldBytes := benchOpenDevice, benchCopyLimitBytes
-	benchOpenDevice = func() (sched.Device, func() error, error) {
+	benchOpenDevice = func(int) (sched.Device, func() error, error) {
 		if err != nil {
 			return nil, nil, err
 		}

@@ -31,7 +31,7 @@ func noGPU(t *testing.T) *atomic.Int32 {
 	t.Helper()
 	var opened atomic.Int32
 	err := fmt.Errorf("%w (is the NVIDIA driver installed?): ", cu.ErrNoDriver)
-	setOpenDevice(t, func() (sched.Device, func() error, error) {
+	setOpenDevice(t, func(int) (sched.Device, func() error, error) {
 		opened.Add(1)
 		return nil, nil, err
 	})
@@ -41,7 +41,7 @@ func noGPU(t *testing.T) *atomic.Int32 {
 	return &opened
 }
 
-func setOpenDevice(t *testing.T, open func() (sched.Device, func() error, error)) {
+func setOpenDevice(t *testing.T, open func(int) (sched.Device, func() error, error)) {
 	t.Helper()
 	old := openDevice
 	openDevice = open
@@ -52,7 +52,7 @@ func setOpenDevice(t *testing.T, open func() (sched.Device, func() error, error)
 func fakeDevice(t *testing.T, cfg sched.FakeConfig) (closes *atomic.Int32) {
 	t.Helper()
 	closes = new(atomic.Int32)
-	setOpenDevice(t, func() (sched.Device, func() error, error) {
+	setOpenDevice(t, func(int) (sched.Device, func() error, error) {
 		d := sched.NewFake(cfg)
 		return d, func() error { closes.Add(1); d.Close(); return nil }, nil
 	})

@@ -22,6 +22,7 @@ type runFlags struct {
 	input, output, spec, report       string
 	device, onError, trace            string
 	streams, batch, workers, pinnedMB int
+	gpu                               int
 	resume, quiet                     bool
 }
 
@@ -55,21 +56,24 @@ to the working directory, like those of flags:
     - blur: {sigma: 1.5}
     - save: {format: png}
   output: {dir: out, report: out/imgpipe-report.jsonl}
-  execution: {device: auto, streams: 2, batch: 16, workers: 0, on_error: skip}
+  execution: {device: auto, gpu: 0, streams: 2, batch: 16, workers: 0, on_error: skip}
 
 Devices: --device cpu runs every stage on the CPU. --device cuda runs the pixel
-stages on GPU 0 as one device segment: decode workers decode straight into
-page-locked batches of --batch images, which go through --streams CUDA streams
-(one batch's upload, another's kernels and a third's download overlap), and save
-workers encode the results; outputs and histograms are bit-identical to the CPU's.
-An image too large for a batch slot runs on the CPU path. Without a working GPU,
---device cuda fails (exit 3) saying why. --device auto (the default) uses the GPU
-when one works, and otherwise says so in one line on stderr and runs on the CPU.
-The defaults (2 streams, batch 16) were the fastest on an H200.
+stages on GPU --gpu N (default 0, numbered as 'imgpipe devices' lists them) as
+one device segment: decode workers decode straight into page-locked batches of
+--batch images, which go through --streams CUDA streams (one batch's upload,
+another's kernels and a third's download overlap), and save workers encode the
+results; outputs and histograms are bit-identical to the CPU's. An image too
+large for a batch slot runs on the CPU path. Without a working GPU, --device
+cuda fails (exit 3) saying why. --device auto (the default) uses the GPU when
+one works, and otherwise says so in one line on stderr and runs on the CPU. A
+--gpu that names no GPU the driver sees is an error under both (exit 3) that
+says how many there are, rather than a quiet run elsewhere. The defaults
+(2 streams, batch 16) were the fastest on an H200.
 
 Exit status: 0 all inputs ok; 1 some failed (the rest were done); 2 usage, spec
 or job error (nothing processed); 3 fatal runtime error (a device fault, no GPU
-for --device cuda; outputs already written are complete); 130 interrupted
+for --device cuda, no GPU --gpu N; outputs already written are complete); 130 interrupted
 (outputs in progress are finished or removed, and the report covers what was
 done).`,
 		Example: `  imgpipe run -i photos -o out -p 'decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png'
@@ -88,6 +92,7 @@ done).`,
 	fl.StringVarP(&f.spec, "pipeline", "p", "", "the chain, e.g. 'decode | grayscale | save' (see 'imgpipe stages')")
 	fl.StringVar(&f.report, "report", "", "JSON Lines report file (default OUT/"+defaultReportName+")")
 	fl.StringVar(&f.device, "device", "auto", "auto, cpu or cuda: where pixel stages run")
+	fl.IntVar(&f.gpu, "gpu", 0, "which GPU --device auto and cuda use, counting from 0 (see 'imgpipe devices')")
 	fl.IntVar(&f.streams, "streams", pipeline.DefaultStreams, "CUDA streams (GPU only), 1..64")
 	fl.IntVar(&f.batch, "batch", pipeline.DefaultBatch, "images per GPU batch (GPU only), 1..4096")
 	fl.IntVar(&f.pinnedMB, "pinned-mb", 0, "page-locked memory for the GPU's batch slots, in MiB (GPU only); 0 sizes each slot for batch 1080p frames")
@@ -143,6 +148,7 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 		}
 	}
 	set("device", "device", f.device)
+	set("gpu", "gpu", f.gpu)
 	set("streams", "streams", f.streams)
 	set("batch", "batch", f.batch)
 	set("pinned-mb", "pinned_mb", f.pinnedMB)
@@ -190,10 +196,10 @@ func checkFolders(job *pipeline.Job) error {
 	return nil
 }
 
-// openDevice opens the GPU that --device cuda and auto run on, returning it and the
+// openDevice opens GPU ordinal (--gpu) for --device cuda and auto, returning it and the
 // function that closes it. Tests replace it (with a sched.FakeDevice, or a failure).
-var openDevice = func() (sched.Device, func() error, error) {
-	g, err := cudastage.OpenGPU(0)
+var openDevice = func(ordinal int) (sched.Device, func() error, error) {
+	g, err := cudastage.OpenGPU(ordinal)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -205,11 +211,13 @@ var openDevice = func() (sched.Device, func() error, error) {
 }
 
 // resolveDevice turns --device into the device pixel stages run on: nil for the CPU. cpu
-// never touches CUDA. cuda opens GPU 0 or fails saying why (exit 3: a runtime problem, not
-// a usage one). auto opens GPU 0 when the chain has pixel stages, and otherwise, or when no
-// GPU works, runs on the CPU; a failed probe is said once on stderr (even with --quiet,
-// since it changes where the run happens).
-func resolveDevice(requested string, plan *pipeline.Plan, stderr io.Writer) (sched.Device, func() error, error) {
+// never touches CUDA. cuda opens GPU ordinal or fails saying why (exit 3: a runtime
+// problem, not a usage one). auto opens GPU ordinal when the chain has pixel stages, and
+// otherwise, or when no GPU works, runs on the CPU; a failed probe is said once on stderr
+// (even with --quiet, since it changes where the run happens). An ordinal the driver does
+// not have fails under auto too: the user named a GPU, and running elsewhere would hide
+// the mistake.
+func resolveDevice(requested string, ordinal int, plan *pipeline.Plan, stderr io.Writer) (sched.Device, func() error, error) {
 	switch requested {
 	case "cpu":
 		return nil, nil, nil
@@ -217,20 +225,32 @@ func resolveDevice(requested string, plan *pipeline.Plan, stderr io.Writer) (sch
 		if len(plan.Pixels) == 0 {
 			return nil, nil, nil // nothing for a GPU to do: do not even load the driver
 		}
-		dev, closeDev, err := openDevice()
+		dev, closeDev, err := openDevice(ordinal)
+		if errors.Is(err, cudastage.ErrNoSuchGPU) {
+			return nil, nil, noSuchGPU(err)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "imgpipe: no usable GPU (%s); running on the CPU\n", reason(err))
 			return nil, nil, nil
 		}
 		return dev, closeDev, nil
 	case "cuda":
-		dev, closeDev, err := openDevice()
+		dev, closeDev, err := openDevice(ordinal)
+		if errors.Is(err, cudastage.ErrNoSuchGPU) {
+			return nil, nil, noSuchGPU(err)
+		}
 		if err != nil {
 			return nil, nil, fatalError("--device cuda: no usable GPU: %s", reason(err))
 		}
 		return dev, closeDev, nil
 	}
 	return nil, nil, usageError("unknown device %q", requested)
+}
+
+// noSuchGPU is the fatal error for a --gpu (or execution.gpu) that names no GPU the
+// driver sees; err (cudastage's) already says how many there are.
+func noSuchGPU(err error) error {
+	return fatalError("%s; 'imgpipe devices' lists them", reason(err))
 }
 
 // reason formats why a GPU cannot be used, without the empty detail some loader errors end
@@ -247,7 +267,7 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	job, plan := cfg.job, cfg.plan
 	// The device is opened before anything is created, so that --device cuda without a
 	// GPU leaves no output folder behind.
-	dev, closeDev, err := resolveDevice(job.Exec.Device, plan, stderr)
+	dev, closeDev, err := resolveDevice(job.Exec.Device, job.Exec.GPU, plan, stderr)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,79 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestExecutionGPU(t *testing.T) {
+	if e := DefaultExecution(); e.GPU != 0 {
+		t.Errorf("default gpu = %d, want 0", e.GPU)
+	}
+	tests := []struct {
+		name string
+		v    any
+		want int    // the ordinal stored when err is ""
+		err  string // a fragment of the error
+	}{
+		{"zero", 0, 0, ""},
+		{"second GPU", 1, 1, ""},
+		{"int64", int64(7), 7, ""},
+		{"whole float", 3.0, 3, ""},
+		{"highest", MaxGPUOrdinal, MaxGPUOrdinal, ""},
+		{"negative", -1, 0, "gpu=-1 is out of range [0, 1023]"},
+		{"too high", MaxGPUOrdinal + 1, 0, "gpu=1024 is out of range [0, 1023]"},
+		{"fraction", 1.5, 0, "gpu=1.5: want an integer"},
+		{"text", "1", 0, "gpu"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := DefaultExecution()
+			e.GPU = -99 // a failed Set must leave the field alone
+			err := e.Set("gpu", tt.v)
+			switch {
+			case tt.err == "" && (err != nil || e.GPU != tt.want):
+				t.Errorf("Set(gpu, %v) = %v, GPU %d; want GPU %d", tt.v, err, e.GPU, tt.want)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Errorf("Set(gpu, %v) = %v, want an error containing %q", tt.v, err, tt.err)
+			case tt.err != "" && e.GPU != -99:
+				t.Errorf("Set(gpu, %v) failed but changed GPU to %d", tt.v, e.GPU)
+			}
+		})
+	}
+}
+
+func TestJobExecutionGPU(t *testing.T) {
+	j, err := ParseJob("job.yaml", []byte("execution: {device: cuda, gpu: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Exec.GPU != 2 || j.Exec.Device != "cuda" {
+		t.Errorf("exec = %+v, want device cuda, gpu 2", j.Exec)
+	}
+	if p := j.PosOf("execution.gpu"); p.String() != "job.yaml:1:32" {
+		t.Errorf("PosOf(execution.gpu) = %v", p)
+	}
+	j, err = ParseJob("job.yaml", []byte("execution: {device: cuda}\n"))
+	if err != nil || j.Exec.GPU != 0 {
+		t.Errorf("no gpu key: %v, gpu %d; want the default 0", err, j.Exec.GPU)
+	}
+
+	bad := []struct {
+		name, src, want string
+	}{
+		{"negative", "execution: {gpu: -1}\n", "job.yaml:1:18: execution.gpu: gpu=-1 is out of range [0, 1023]"},
+		{"not a number", "execution: {gpu: first}\n", "job.yaml:1:18: execution.gpu: gpu=first: want an integer"},
+		{"fraction", "execution: {gpu: 0.5}\n", "job.yaml:1:18: execution.gpu: gpu=0.5: want an integer"},
+		{"too high", "execution:\n  gpu: 4096\n", "job.yaml:2:8: execution.gpu: gpu=4096 is out of range [0, 1023]"},
+		{"list", "execution: {gpu: [0, 1]}\n", "job.yaml:1:18: execution.gpu"},
+		{"misspelt", "execution: {gpus: 1}\n", `job.yaml:1:13: execution: unknown key "gpus" (did you mean "gpu"?)`},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseJob("job.yaml", []byte(tt.src))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ParseJob(%q) = %v, want %q", tt.src, err, tt.want)
+			}
+		})
+	}
+}
