@@ -34,9 +34,10 @@ func IsImageName(name string) bool {
 // with the extension replaced by the save format's, except when several image files in one
 // folder share a stem (a.jpg, a.png, a.JPG, compared without case): then EACH of them keeps
 // its extension before the new one (a.jpg.png, a.png.png, a.JPG.png). The result is
-// deterministic and independent of the walk's progress. If a name still collides (a.png
-// next to a.png.jpg would both give a.png.png), the later input fails with an error saying so
-// and nothing is overwritten.
+// deterministic and independent of the walk's progress. If a name still collides (with
+// a.jpg, a.png and a.png.jpg saved as png, a.png becomes a.png.png because it shares its stem
+// with a.jpg, and a.png.jpg, whose stem a.png is unique, becomes a.png.png too), the later
+// input fails with an error saying so and nothing is overwritten.
 //
 // Memory holds one folder listing per level of the current path, not the whole tree.
 func Folder(dir string, exclude ...string) Source {

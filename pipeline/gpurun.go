@@ -62,6 +62,23 @@ type gpuRun struct {
 	cfg sched.Config
 }
 
+// CheckGPU reports whether opt.GPU's settings are usable for plan on opt.GPU.Device, with
+// the error Run would return, without starting anything: the CLI calls it before it
+// creates the output folder or touches the report, so that a bad setting (a batch whose
+// slots do not fit in PinnedBytes, say) is a usage error that leaves no trace. A nil
+// opt.GPU is valid.
+func CheckGPU(plan *Plan, opt Options) error {
+	if opt.GPU == nil {
+		return nil
+	}
+	if plan == nil {
+		return errors.New("run: nil plan")
+	}
+	opt.Notice = nil // Run gives the notice about a chain that stays on the CPU
+	_, err := newGPURun(plan, opt)
+	return err
+}
+
 // newGPURun checks opt.GPU against plan and sizes the executor. It returns nil, after
 // giving a notice, when the plan's pixel stages cannot run as one device segment: then the
 // whole chain runs on the CPU. (Every builtin pixel stage has a GPU implementation, so
@@ -78,9 +95,11 @@ func newGPURun(plan *Plan, opt Options) (*gpuRun, error) {
 		}
 		return nil, nil
 	}
-	if o.Streams < 0 || o.Batch < 0 || o.Slots < 0 || o.SlotBytes < 0 || o.PinnedBytes < 0 {
-		return nil, fmt.Errorf("run: negative GPU setting (streams %d, batch %d, slots %d, slot bytes %d, pinned bytes %d)",
-			o.Streams, o.Batch, o.Slots, o.SlotBytes, o.PinnedBytes)
+	// A negative Linger would make the executor's batch timer fire never or at once
+	// in a loop; it is refused with the other negative settings.
+	if o.Streams < 0 || o.Batch < 0 || o.Slots < 0 || o.SlotBytes < 0 || o.PinnedBytes < 0 || o.Linger < 0 {
+		return nil, fmt.Errorf("run: negative GPU setting (streams %d, batch %d, slots %d, slot bytes %d, pinned bytes %d, linger %v)",
+			o.Streams, o.Batch, o.Slots, o.SlotBytes, o.PinnedBytes, o.Linger)
 	}
 	cfg := sched.Config{Ops: ops, Streams: o.Streams, Batch: o.Batch, Slots: o.Slots, SlotBytes: o.SlotBytes, Linger: o.Linger}
 	if cfg.Streams == 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -442,6 +443,8 @@ func TestGPUOptionsErrors(t *testing.T) {
 	}{
 		{"no device", GPUOptions{}, "GPU options without a device"},
 		{"negative", GPUOptions{Device: dev, Streams: -1}, "negative GPU setting"},
+		{"negative linger", GPUOptions{Device: dev, Linger: -time.Millisecond}, "negative GPU setting"},
+		{"batch too big for the budget", GPUOptions{Device: dev, Batch: 4096, PinnedBytes: 1 << 14}, "too small for 4 slots of batch 4096"},
 		{"too many streams", GPUOptions{Device: dev, Streams: 65}, "streams 65 (max 64)"},
 		{"budget too small", GPUOptions{Device: dev, PinnedBytes: 1000}, "budget of 0 MiB is too small for 4 slots of batch 16"},
 		{"device memory", GPUOptions{Device: dev, SlotBytes: 1 << 20}, "device fake: executor on fake: DevAlloc: out of memory"},
@@ -449,6 +452,17 @@ func TestGPUOptionsErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gpu := tt.gpu
+			// CheckGPU finds the settings errors, the ones Run finds before starting the
+			// device, without touching it.
+			if tt.name != "device memory" {
+				calls := dev.Calls()
+				if err := CheckGPU(plan, Options{GPU: &gpu}); err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("CheckGPU: got %v, want %q", err, tt.want)
+				}
+				if after := dev.Calls(); !maps.Equal(after, calls) {
+					t.Errorf("CheckGPU used the device: %v, then %v", calls, after)
+				}
+			}
 			var report bytes.Buffer
 			_, err := Run(context.Background(), plan, Inputs(Input{Name: "a", Image: stages.NewImage(2, 2, 3)}), Collect(),
 				Options{GPU: &gpu, Report: &report})
@@ -464,6 +478,19 @@ func TestGPUOptionsErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestCheckGPUAcceptsGoodSettings(t *testing.T) {
+	plan, err := Compile(mustSteps(t, "decode | grayscale"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := fakeGPU(t, sched.FakeConfig{MaxDeviceBytes: 1 << 30})
+	for _, gpu := range []*GPUOptions{nil, {Device: dev}, {Device: dev, Streams: 4, Batch: 8, PinnedBytes: 256 << 20, Linger: time.Millisecond}} {
+		if err := CheckGPU(plan, Options{GPU: gpu}); err != nil {
+			t.Errorf("%+v: %v", gpu, err)
+		}
 	}
 }
 

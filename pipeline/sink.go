@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/imgpipe/imgpipe/stages"
@@ -69,7 +68,9 @@ func (s folderSink) Write(ctx context.Context, r *Result, enc *Encoder) error {
 		r.Image = nil
 		return nil
 	}
-	if r.Output == "" || filepath.IsAbs(r.Output) || strings.HasPrefix(filepath.Clean(filepath.FromSlash(r.Output)), "..") {
+	// IsLocal refuses "", absolute paths and ".." components, but not names that merely
+	// start with two dots ("..a.png"), which are ordinary files inside the folder.
+	if !filepath.IsLocal(filepath.FromSlash(r.Output)) {
 		return fmt.Errorf("output name %q is not a relative path inside the output folder", r.Output)
 	}
 	err := stages.WriteFileAtomic(filepath.Join(s.dir, filepath.FromSlash(r.Output)), func(w io.Writer) error {
