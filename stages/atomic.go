@@ -4,15 +4,71 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
 // TempMarker is part of every temporary file name WriteFileAtomic uses
-// ("." + base name + TempMarker + random digits), so that a cleanup pass
-// after a crash can recognise leftovers.
+// ("." + base name + TempMarker + random digits), so that RemoveTemps can
+// recognise the leftovers of a process killed mid-write (SIGKILL, a second
+// Ctrl-C, a crash), which its own cleanup never got to remove.
 const TempMarker = ".tmp"
+
+// IsTempName reports whether a file name (no folder) has exactly the form of
+// WriteFileAtomic's temporary files: ".", a base name of 1 to 200 bytes,
+// TempMarker, then the decimal digits os.CreateTemp puts for its "*" (a
+// uint32: 1 to 10 digits). Being strict keeps user files such as ".a.tmp" or
+// ".notes.tmp.bak" out of any cleanup.
+func IsTempName(name string) bool {
+	if len(name) < 2 || name[0] != '.' {
+		return false
+	}
+	i := strings.LastIndex(name, TempMarker)
+	if i < 2 || i-1 > maxTempBase { // base = name[1:i], 1..maxTempBase bytes
+		return false
+	}
+	digits := name[i+len(TempMarker):]
+	if len(digits) < 1 || len(digits) > 10 {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	return err == nil && n <= math.MaxUint32
+}
+
+// RemoveTemps removes, under dir and its subfolders, the regular files whose
+// names match IsTempName, and returns how many it removed. Links are not
+// followed. A missing dir is not an error (nothing to clean). It must not run
+// while another process writes into dir, whose temporary files it would take.
+func RemoveTemps(dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if !d.Type().IsRegular() || !IsTempName(d.Name()) {
+			return nil
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
 
 // maxTempBase bounds the part of the base name copied into the temporary
 // name, keeping it under the usual 255-byte name limit.
