@@ -39,6 +39,12 @@ Outputs go to the output folder at the same relative path with the extension of
 the save format. When several images in one folder share a name (a.jpg, a.png),
 each is saved as a.jpg.png, a.png.png so that nothing is overwritten.
 
+The output folder may lie inside the input folder (the walk skips it) only when
+it is new, empty, or holds an imgpipe report (a folder imgpipe made): images
+already in it would neither be processed nor safe from outputs of the same
+name. The input folder may not lie inside the output folder. Temporary files
+a killed run left in the output folder (.NAME.tmpDIGITS) are removed first.
+
 The report (default OUT/imgpipe-report.jsonl) has one JSON line per input, in
 input order, and a last {"summary":{...}} line:
 
@@ -172,8 +178,22 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 	return &config{job: job, plan: plan}, nil
 }
 
-// checkFolders checks the input folder and that the output folder is not the input folder
-// (outputs would land among the inputs, and the walk skips the output folder).
+// reportPath is where the run's report goes: the job's, or the default in the output folder.
+func reportPath(job *pipeline.Job) string {
+	if job.Report != "" {
+		return job.Report
+	}
+	return filepath.Join(job.OutputDir, defaultReportName)
+}
+
+// checkFolders checks the input folder, the output folder against it, and the report path,
+// so that each mistake is a usage error before anything is written:
+//   - the output folder is the input folder, or the input folder lies inside the output
+//     folder: outputs would land among the inputs and could overwrite them;
+//   - the output folder lies inside the input folder and holds files imgpipe did not make
+//     (it is not empty and has no imgpipe report): the walk skips it, so those images would
+//     be silently left out, and outputs of same-named inputs could overwrite them;
+//   - the report path is a folder (found otherwise only when the finished report is renamed).
 func checkFolders(job *pipeline.Job) error {
 	at := func(field string) string {
 		if job.File == "" {
@@ -189,11 +209,126 @@ func checkFolders(job *pipeline.Job) error {
 		return usageError("%sinput folder %s is not a folder", at("input.dir"), job.InputDir)
 	}
 	if job.OutputDir != "" {
-		if fo, err := os.Stat(job.OutputDir); err == nil && os.SameFile(fi, fo) {
+		fo, err := os.Stat(job.OutputDir)
+		if err != nil {
+			fo = nil // not there yet: MkdirAll makes it, or says why it cannot
+		}
+		switch {
+		case fo != nil && os.SameFile(fi, fo):
 			return usageError("%sthe output folder is the input folder; choose another (it may lie inside the input folder)", at("output.dir"))
+		case fo != nil && !fo.IsDir():
+			return usageError("%soutput folder %s is not a folder", at("output.dir"), job.OutputDir)
+		case within(job.InputDir, job.OutputDir, fo):
+			return usageError("%sthe input folder %s lies inside the output folder %s, where outputs could overwrite inputs; choose an output folder outside the input folder",
+				at("output.dir"), job.InputDir, job.OutputDir)
+		case fo != nil && within(job.OutputDir, job.InputDir, fi):
+			if err := checkNestedOutput(job.OutputDir); err != nil {
+				return usageError("%s%v", at("output.dir"), err)
+			}
+		}
+	}
+	if rp := reportPath(job); rp != "" {
+		if fr, err := os.Stat(rp); err == nil && fr.IsDir() {
+			return usageError("%sreport %s is a folder; name a file", at("output.report"), rp)
 		}
 	}
 	return nil
+}
+
+// checkNestedOutput accepts an existing output folder that lies inside the input folder
+// only when imgpipe made it: it is empty or holds an imgpipe report.
+func checkNestedOutput(out string) error {
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		return fmt.Errorf("output folder: %v", err)
+	}
+	if len(ents) == 0 {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(out, defaultReportName)); err == nil {
+		return nil
+	}
+	return fmt.Errorf("the output folder %s lies inside the input folder and already holds files but no %s, so imgpipe did not make it: "+
+		"images in it would not be processed (the walk skips the output folder) and outputs of the same names could overwrite them; "+
+		"choose a new or empty output folder, or one outside the input folder", out, defaultReportName)
+}
+
+// within reports whether dir is root or lies inside it. With root's FileInfo (root exists)
+// it walks up dir's real path (symbolic links resolved) comparing each folder with root by
+// identity, so links and different spellings of one folder cannot hide it; otherwise it
+// compares the cleaned absolute paths.
+func within(dir, root string, rootInfo os.FileInfo) bool {
+	if rootInfo != nil {
+		p, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			p, err = filepath.Abs(p)
+		}
+		if err == nil {
+			for {
+				if fi, err := os.Stat(p); err == nil && os.SameFile(fi, rootInfo) {
+					return true
+				}
+				parent := filepath.Dir(p)
+				if parent == p {
+					return false
+				}
+				p = parent
+			}
+		}
+	}
+	d, err1 := filepath.Abs(dir)
+	r, err2 := filepath.Abs(root)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(r, d)
+	return err == nil && filepath.IsLocal(rel) || rel == "."
+}
+
+// errNothingDone makes the report's atomic write discard the new report: the run failed
+// before it reported any input, and an empty report must not replace the previous one
+// (which --resume may still need).
+var errNothingDone = errors.New("run failed before any input was done")
+
+// removeTemps removes the temporary files a killed run left (see stages.IsTempName): under
+// the output folder, and beside the report for the report's own name. It returns how many
+// it removed. Only exact temporary names of WriteFileAtomic are taken, so no user file can
+// go.
+func removeTemps(outDir, report string) (int, error) {
+	n := 0
+	if outDir != "" {
+		var err error
+		if n, err = stages.RemoveTemps(outDir); err != nil {
+			return n, err
+		}
+	}
+	dir, base := filepath.Split(report)
+	if base == "" {
+		return n, nil
+	}
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return n, nil
+		}
+		return n, err
+	}
+	prefix := "." + base
+	if len(prefix) > 1+200 {
+		prefix = prefix[:1+200] // WriteFileAtomic's temporary names keep 200 bytes of the base
+	}
+	for _, e := range ents {
+		if e.Type().IsRegular() && stages.IsTempName(e.Name()) && strings.HasPrefix(e.Name(), prefix+stages.TempMarker) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
 }
 
 // openDevice opens GPU ordinal (--gpu) for --device cuda and auto, returning it and the
@@ -280,14 +415,30 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 			}
 		}()
 	}
+	var gpuOpt *pipeline.GPUOptions
+	if dev != nil {
+		gpuOpt = &pipeline.GPUOptions{
+			Device:      dev,
+			Streams:     job.Exec.Streams,
+			Batch:       job.Exec.Batch,
+			PinnedBytes: int64(job.Exec.PinnedMB) << 20,
+		}
+		// Settings that cannot work together (a batch whose slots do not fit in
+		// --pinned-mb) are usage errors, found before anything is written.
+		if err := pipeline.CheckGPU(plan, pipeline.Options{GPU: gpuOpt}); err != nil {
+			return usageError("%v", err)
+		}
+	}
 	if job.OutputDir != "" {
 		if err := os.MkdirAll(job.OutputDir, 0o755); err != nil {
 			return fatalError("output folder: %v", err)
 		}
 	}
-	reportPath := job.Report
-	if reportPath == "" {
-		reportPath = filepath.Join(job.OutputDir, defaultReportName)
+	reportPath := reportPath(job)
+	if n, err := removeTemps(job.OutputDir, reportPath); err != nil {
+		fmt.Fprintf(stderr, "imgpipe: removing temporary files a previous run left: %v\n", err)
+	} else if n > 0 && !f.quiet {
+		fmt.Fprintf(stderr, "imgpipe: removed %d temporary files a previous run left (it was killed mid-write)\n", n)
 	}
 	tr, err := openTrace(job.Exec.Trace)
 	if err != nil {
@@ -323,14 +474,7 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 		Progress:    ui.update,
 		Notice:      func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) },
 	}
-	if dev != nil {
-		opt.GPU = &pipeline.GPUOptions{
-			Device:      dev,
-			Streams:     job.Exec.Streams,
-			Batch:       job.Exec.Batch,
-			PinnedBytes: int64(job.Exec.PinnedMB) << 20,
-		}
-	}
+	opt.GPU = gpuOpt
 	if tr != nil {
 		opt.Trace = tr.t
 	}
@@ -340,8 +484,15 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	werr := stages.WriteFileAtomic(reportPath, func(w io.Writer) error {
 		opt.Report = w
 		sum, runErr = pipeline.Run(cmd.Context(), plan, src, sink, opt)
+		if runErr != nil && sum.Total() == 0 {
+			return errNothingDone
+		}
 		return nil
 	})
+	kept := errors.Is(werr, errNothingDone)
+	if kept {
+		werr = nil
+	}
 	ui.finish()
 	if tr != nil {
 		if err := tr.close(); err != nil {
@@ -356,6 +507,9 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 		fmt.Fprintln(stderr, summaryLine(sum))
 	}
 	switch {
+	case sum.Interrupted && kept:
+		fmt.Fprintf(stderr, "imgpipe: interrupted before any input was done; the report at %s was left as it was\n", reportPath)
+		return reported{code: exitInterrupted}
 	case sum.Interrupted:
 		fmt.Fprintf(stderr, "imgpipe: interrupted; the report covers the %d inputs done\n", sum.Total())
 		return reported{code: exitInterrupted}
