@@ -53,6 +53,10 @@ upsampling); the default, go, gives the same pixels on every machine.`,
 			Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, error) {
 				return stages.Decode(data, opt, alloc)
 			},
+			Pixels: func(data []byte) (int64, error) {
+				h, err := stages.DecodeHeader(data, opt)
+				return int64(h.W) * int64(h.H), err
+			},
 			Head: func(head []byte) error {
 				if len(head) == 0 {
 					return nil // Decode says "empty file"

@@ -23,6 +23,8 @@ type Execution struct {
 	// PinnedMB is the page-locked host memory budget of the GPU slots in MiB (GPU only);
 	// 0 sizes each slot for Batch 1080p RGB frames.
 	PinnedMB int
+	// MaxMemoryMB is Options.MemoryBudget in MiB; 0 means DefaultMemoryBudget.
+	MaxMemoryMB int
 	// Workers is the number of images processed at once; 0 means GOMAXPROCS.
 	Workers int
 	// OnError is "skip" (go on after a failed input, exit 1 at the end) or "fail" (stop at
@@ -53,6 +55,8 @@ var executionSettings = []ParamSpec{
 		Help: "images per GPU batch (GPU only)"},
 	{Name: "pinned_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: sched.MaxSlotBytes >> 20},
 		Help: "page-locked memory budget of the GPU slots in MiB (GPU only); 0 sizes slots for batch 1080p frames"},
+	{Name: "max_memory_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 1 << 24},
+		Help: "memory the images being decoded and processed at once may take together, in MiB (16 bytes per pixel each); 0 means 4096"},
 	{Name: "workers", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 4096},
 		Help: "images processed at once on the CPU (on a GPU: decode workers, and as many save workers); 0 means one per core (GOMAXPROCS)"},
 	{Name: "on_error", Kind: Enum, Default: "skip", Values: []string{"skip", "fail"},
@@ -138,6 +142,8 @@ func (e *Execution) assign(name string, v any) error {
 		e.Batch = int(v.(int64))
 	case "pinned_mb":
 		e.PinnedMB = int(v.(int64))
+	case "max_memory_mb":
+		e.MaxMemoryMB = int(v.(int64))
 	case "workers":
 		e.Workers = int(v.(int64))
 	case "on_error":

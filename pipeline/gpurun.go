@@ -271,8 +271,13 @@ func (r *runner) toDevice(e *sched.Executor, it *item, w *worker) (committed boo
 		return w.bufs.get(width, height, c), nil
 	}
 	t0 := time.Now()
-	img, err := r.decodeInto(it.in, alloc)
+	img, release, err := r.decodeInto(it.in, alloc)
 	r.span(w.track, stage, it.in.Name, t0)
+	if err == nil && !onCPU {
+		release() // the pixels are in the batch slot, which the executor's own budget bounds
+	} else if err == nil {
+		defer release() // held through the CPU chain below
+	}
 	switch {
 	case refused != nil:
 		it.dropped = true

@@ -70,6 +70,9 @@ type Decoder struct {
 	// image, or a header over MaxPixels), so a big hostile file is refused without reading
 	// it into memory. A nil error only means "read on".
 	Head func(head []byte) error
+	// Pixels, if set, returns the width × height a file's header announces, read without
+	// decoding; the run charges the memory budget with it before decoding. nil: unknown.
+	Pixels func(data []byte) (int64, error)
 }
 
 // HeadBytes is how much of a file Decoder.Head sees: enough for the headers of the

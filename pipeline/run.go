@@ -47,6 +47,11 @@ type Options struct {
 	// Notice, if set, receives the run's one-line notices, such as why a GPU run went to
 	// the CPU. The CLI prints them on stderr.
 	Notice func(msg string)
+	// MemoryBudget bounds, in bytes, the memory of the inputs being decoded and processed at
+	// once: each input reserves BytesPerPixel × its header's width × height before it is
+	// decoded, and gives it back when it is done (on a GPU, once its pixels are in a batch
+	// slot). 0 means DefaultMemoryBudget; a negative value turns the budget off.
+	MemoryBudget int64
 	// Trace, if set, receives timed spans: on the CPU one per stage per input, on one track
 	// per worker; on a GPU the decode and save workers' spans and, from the executor, each
 	// batch's H2D, kernels and D2H on one track per stream. sched.NewTrace makes one that
@@ -123,6 +128,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		done:   make(chan *item, opt.Window),
 		stop:   make(chan struct{}),
 	}
+	r.mem = newMemBudget(opt.MemoryBudget)
 	r.sum = Summary{Device: opt.Device, Workers: opt.Workers, Pipeline: plan.String()}
 	start := time.Now()
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
@@ -211,6 +217,7 @@ type item struct {
 }
 
 type runner struct {
+	mem    *memBudget // nil when off
 	plan   *Plan
 	src    Source
 	sink   Sink
@@ -409,12 +416,17 @@ func (r *runner) process(it *item, w *worker) {
 		}
 	}()
 	t0 := time.Now()
-	img, owned, err := r.decode(it.in, &w.bufs)
+	img, owned, release, err := r.decode(it.in, &w.bufs)
 	r.span(w.track, stage, it.in.Name, t0)
 	if err != nil {
+		if r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()) {
+			it.dropped = true // interrupted while waiting for memory: never started
+			return
+		}
 		failWith(&it.res, stage, err)
 		return
 	}
+	defer release()
 	r.cpuChain(it, w, img, owned)
 }
 
@@ -490,15 +502,16 @@ func (r *runner) span(track, stage, input string, start time.Time) {
 
 // decode turns an input into pixels. owned tells whether the pixels belong to the run (and
 // may be recycled) rather than to the caller.
-func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, owned bool, err error) {
+// release gives back the input's share of the memory budget once the caller is done with it.
+func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, owned bool, release func(), err error) {
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
-		return in.Image, false, nil
+		return in.Image, false, func() {}, nil
 	}
-	img, err = r.decodeInto(in, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
-	return img, err == nil, err
+	img, release, err = r.decodeInto(in, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
+	return img, err == nil, release, err
 }
 
 // checkImage checks pixels given as an input against the decoder's pixel limit.
@@ -514,39 +527,51 @@ func (r *runner) checkImage(m *stages.Image) error {
 
 // decodeInto turns an input into pixels in memory from alloc, which is called once, after
 // the pixels were decoded (a failing file takes no memory from it). Pixels given as the
-// input are checked and copied.
-func (r *runner) decodeInto(in Input, alloc stages.Alloc) (*stages.Image, error) {
+// input are checked and copied. Before decoding it reserves the image's share of the memory
+// budget (from the header's size); release gives it back, and is nil when err is not.
+func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, release func(), err error) {
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		dst, err := alloc(in.Image.W, in.Image.H, in.Image.C)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for y := 0; y < dst.H; y++ {
 			copy(dst.Row(y), in.Image.Row(y))
 		}
-		return dst, nil
+		return dst, func() {}, nil
 	}
 	data := in.Data
 	if data == nil {
 		if in.Path == "" {
-			return nil, errors.New("input has no path, data or image")
+			return nil, nil, errors.New("input has no path, data or image")
 		}
-		var err error
 		if data, err = readFile(in.Path, r.plan.Decode); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	img, err := r.plan.Decode.Decode(data, alloc)
+	var pixels int64
+	if r.plan.Decode.Pixels != nil {
+		if pixels, err = r.plan.Decode.Pixels(data); err != nil {
+			return nil, nil, err
+		}
+	}
+	if release, err = r.mem.acquire(r.ctx, pixels); err != nil {
+		return nil, nil, err
+	}
+	img, err = r.plan.Decode.Decode(data, alloc)
+	if err == nil {
+		if cerr := img.Check(); cerr != nil {
+			err = fmt.Errorf("decoder returned a bad image: %w", cerr)
+		}
+	}
 	if err != nil {
-		return nil, err
+		release()
+		return nil, nil, err
 	}
-	if err := img.Check(); err != nil {
-		return nil, fmt.Errorf("decoder returned a bad image: %w", err)
-	}
-	return img, nil
+	return img, release, nil
 }
 
 // readFile reads a whole input file. Anything but a regular file (a FIFO would block), a

@@ -19,11 +19,11 @@ import (
 // runFlags are `imgpipe run`'s flags; the execution ones share names (with '-' for '_')
 // and validation with the YAML job's execution mapping.
 type runFlags struct {
-	input, output, spec, report       string
-	device, onError, trace            string
-	streams, batch, workers, pinnedMB int
-	gpu                               int
-	resume, quiet                     bool
+	input, output, spec, report                 string
+	device, onError, trace                      string
+	streams, batch, workers, pinnedMB, memoryMB int
+	gpu                                         int
+	resume, quiet                               bool
 }
 
 const defaultReportName = "imgpipe-report.jsonl"
@@ -102,6 +102,7 @@ done).`,
 	fl.IntVar(&f.streams, "streams", pipeline.DefaultStreams, "CUDA streams (GPU only), 1..64")
 	fl.IntVar(&f.batch, "batch", pipeline.DefaultBatch, "images per GPU batch (GPU only), 1..4096")
 	fl.IntVar(&f.pinnedMB, "pinned-mb", 0, "page-locked memory for the GPU's batch slots, in MiB (GPU only); 0 sizes each slot for batch 1080p frames")
+	fl.IntVar(&f.memoryMB, "max-memory-mb", 0, "memory the images being decoded and processed at once may take together, in MiB (16 bytes per pixel each, from its header); 0 means 4096")
 	fl.IntVar(&f.workers, "workers", 0, "images processed at once on the CPU (on a GPU: decode workers, and as many save workers); 0 means one per core")
 	fl.BoolVar(&f.resume, "resume", false, "skip inputs the previous report lists as ok whose output exists")
 	fl.StringVar(&f.onError, "on-error", "skip", "skip: report a failed input and go on (exit 1); fail: stop at the first failure")
@@ -158,6 +159,7 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 	set("streams", "streams", f.streams)
 	set("batch", "batch", f.batch)
 	set("pinned-mb", "pinned_mb", f.pinnedMB)
+	set("max-memory-mb", "max_memory_mb", f.memoryMB)
 	set("workers", "workers", f.workers)
 	set("on-error", "on_error", f.onError)
 	set("resume", "resume", f.resume)
@@ -468,11 +470,12 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 
 	ui := newProgress(stderr, f.quiet, job.InputDir, job.OutputDir)
 	opt := pipeline.Options{
-		Workers:     job.Exec.Workers,
-		StopOnError: job.Exec.OnError == "fail",
-		Device:      "cpu",
-		Progress:    ui.update,
-		Notice:      func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) },
+		Workers:      job.Exec.Workers,
+		MemoryBudget: int64(job.Exec.MaxMemoryMB) << 20,
+		StopOnError:  job.Exec.OnError == "fail",
+		Device:       "cpu",
+		Progress:     ui.update,
+		Notice:       func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) },
 	}
 	opt.GPU = gpuOpt
 	if tr != nil {
