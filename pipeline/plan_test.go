@@ -137,21 +137,7 @@ func TestPlanSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	describe := func(segs []Segment) string {
-		var parts []string
-		for _, s := range segs {
-			var names []string
-			for _, ps := range s.Steps {
-				names = append(names, ps.Def.Name)
-			}
-			where := "host"
-			if s.OnDevice {
-				where = "device"
-			}
-			parts = append(parts, where+"["+strings.Join(names, " ")+"]")
-		}
-		return strings.Join(parts, " ")
-	}
+	describe := describeSegments
 	tests := []struct {
 		onDevice func(PixelStep) bool
 		want     string
