@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -579,7 +580,14 @@ func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, re
 // are refused before the file is read whole.
 func readFile(path string, dec *Decoder) ([]byte, error) {
 	limit := dec.MaxFileBytes()
-	fi, err := os.Stat(path)
+	// O_NONBLOCK so that a FIFO (or a file swapped for one since the folder was walked) is
+	// opened without waiting for a writer; the checks below then look at what was opened.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, pathless(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, pathless(err)
 	}
@@ -589,11 +597,6 @@ func readFile(path string, dec *Decoder) ([]byte, error) {
 	if fi.Size() > limit {
 		return nil, fmt.Errorf("file is %d bytes, over the %d-byte limit that max_pixels implies", fi.Size(), limit)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, pathless(err)
-	}
-	defer f.Close()
 	var buf bytes.Buffer
 	if dec.Head != nil {
 		buf.Grow(int(min(fi.Size(), HeadBytes)) + bytes.MinRead)

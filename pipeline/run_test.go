@@ -308,7 +308,7 @@ func TestRunInputFailures(t *testing.T) {
 		{"over max_pixels", "decode max_pixels=10000", Input{Data: big}, "decode: image is 200x100 (20000 pixels), over the 10000-pixel limit"},
 		{"pixels over max_pixels", "decode max_pixels=10", Input{Image: randImage(rng, 4, 4, 3)}, "decode: image is 4x4 (0.0 MP), over the 0.0 MP limit"},
 		{"bad pixels", "decode", Input{Image: &stages.Image{W: 3, H: 3, C: 2, Stride: 6, Pix: make([]byte, 18)}}, "decode: image has 2 channels"},
-		{"missing file", "decode", Input{Path: dir + "/nope.png"}, "decode: stat: no such file or directory"},
+		{"missing file", "decode", Input{Path: dir + "/nope.png"}, "decode: open: no such file or directory"},
 		{"fifo", "decode", Input{Path: fifo}, "decode: not a regular file"},
 		{"file over the size limit", "decode max_pixels=1000", Input{Path: huge}, "decode: file is 2097152 bytes, over the 1056576-byte limit"},
 		{"no source", "decode", Input{}, "decode: input has no path, data or image"},

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
+	"unicode"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -63,7 +65,7 @@ func (p *progress) update(r *pipeline.Result) {
 	if r.Status == pipeline.StatusFailed {
 		p.failed++
 		if len(p.failures) < maxListedFailures {
-			p.failures = append(p.failures, fmt.Sprintf("imgpipe: %s: %v", r.Input, r.Err))
+			p.failures = append(p.failures, fmt.Sprintf("imgpipe: %s: %v", printable(r.Input), r.Err))
 		}
 	}
 	if p.bar != nil {
@@ -85,4 +87,15 @@ func (p *progress) printFailures() {
 	if more := p.failed - len(p.failures); more > 0 {
 		fmt.Fprintf(p.w, "imgpipe: ... and %d more failures (see the report)\n", more)
 	}
+}
+
+// printable returns name as it is, or quoted with escapes when it holds characters a
+// terminal would act on (a file name may carry escape sequences or newlines).
+func printable(name string) string {
+	for _, c := range name {
+		if !unicode.IsPrint(c) {
+			return strconv.Quote(name)
+		}
+	}
+	return name
 }
