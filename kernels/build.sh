@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # build.sh: compile kernels/*.cu into kernels/imgpipe.fatbin and record the source hash.
 #
+# Each stage's kernels live in their own file (kernels/<stage>.cu, sharing common.cuh and, for
+# the separable filters, separable.cuh). They are compiled as one translation unit that includes
+# every *.cu, so adding a stage's kernel file needs no edit here and the result is one module.
+#
 # Runs where nvcc is (the GPU machine: CUDA 13, /usr/local/cuda/bin/nvcc), from any folder:
 #   bash kernels/build.sh          # or: bash kernels/build.sh --hash (print the source hash only)
 # It writes kernels/imgpipe.fatbin (SASS for sm_75, sm_80, sm_86, sm_89 and sm_90, plus PTX for
@@ -36,8 +40,11 @@ gencode=(
 "$NVCC" --version | tail -n 2
 # -Xptxas -v prints registers, shared memory, stack frame and spills per kernel and target: a kernel
 # that spills or indexes a register array at run time shows a non-zero stack frame there.
-"$NVCC" -O3 --fatbin -std=c++17 "${gencode[@]}" -Xptxas -v \
-  -o imgpipe.fatbin imgpipe.cu 2> build.log || { cat build.log >&2; exit 1; }
+unit=$(mktemp --suffix=.cu)
+trap 'rm -f "$unit"' EXIT
+for f in *.cu; do printf '#include "%s/%s"\n' "$PWD" "$f"; done > "$unit"
+"$NVCC" -O3 --fatbin -std=c++17 "${gencode[@]}" -Xptxas -v -I "$PWD" \
+  -o imgpipe.fatbin "$unit" 2> build.log || { cat build.log >&2; exit 1; }
 grep -E 'error|warning' build.log >&2 || true
 srchash > imgpipe.fatbin.sha256
 echo "built imgpipe.fatbin ($(wc -c < imgpipe.fatbin) bytes), source hash $(cat imgpipe.fatbin.sha256)"

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 
-	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -80,11 +79,11 @@ var grayscaleDef = &StageDef{
 	Help: "RGB to gray: Y = (9798·R + 19235·G + 3735·B + 16384) >> 15",
 	Doc: `Converts RGB to one channel with integer weights that sum to 32768; bit-exact with
 OpenCV's cvtColor(RGB2GRAY) on 8-bit images. On a gray image it is the identity.`,
-	Shape: func(in Shape, _ Params) (Shape, bool) {
+	Shape: func(in stages.Shape, _ Params) (stages.Shape, bool) {
 		if in.C == 1 {
 			return in, true
 		}
-		return Shape{W: in.W, H: in.H, C: 1}, false
+		return stages.Shape{W: in.W, H: in.H, C: 1}, false
 	},
 	CPU: func(Params) (CPUFunc, error) {
 		return func(dst, src *stages.Image, _ *[256]uint64) {
@@ -93,7 +92,7 @@ OpenCV's cvtColor(RGB2GRAY) on 8-bit images. On a gray image it is the identity.
 			}
 		}, nil
 	},
-	GPU: func(Params) (sched.Op, error) { return sched.GrayscaleOp(), nil },
+	GPU: NoLaunchArgs,
 }
 
 var blurDef = &StageDef{
@@ -114,7 +113,7 @@ CPU and GPU give the same bits.`,
 			stages.Blur(dst, src, taps)
 		}, nil
 	},
-	GPU: func(p Params) (sched.Op, error) { return sched.BlurOp(p.Float("sigma")) },
+	GPU: func(p Params) (any, error) { return stages.BlurTaps(p.Float("sigma")), nil },
 }
 
 var boxBlurDef = &StageDef{
@@ -134,7 +133,7 @@ fewer pixels. radius=1 is the 3×3 mean.`,
 			stages.BoxBlur(dst, src, r)
 		}, nil
 	},
-	GPU: func(p Params) (sched.Op, error) { return sched.BoxBlurOp(int(p.Int("radius"))) },
+	GPU: func(p Params) (any, error) { return int(p.Int("radius")), nil },
 }
 
 var transposeDef = &StageDef{
@@ -142,15 +141,15 @@ var transposeDef = &StageDef{
 	Kind: PixelKind,
 	Help: "swap rows and columns: out(x, y) = in(y, x)",
 	Doc:  `Width and height swap; channels are kept.`,
-	Shape: func(in Shape, _ Params) (Shape, bool) {
-		return Shape{W: in.H, H: in.W, C: in.C}, false
+	Shape: func(in stages.Shape, _ Params) (stages.Shape, bool) {
+		return stages.Shape{W: in.H, H: in.W, C: in.C}, false
 	},
 	CPU: func(Params) (CPUFunc, error) {
 		return func(dst, src *stages.Image, _ *[256]uint64) {
 			stages.Transpose(dst, src)
 		}, nil
 	},
-	GPU: func(Params) (sched.Op, error) { return sched.TransposeOp(), nil },
+	GPU: NoLaunchArgs,
 }
 
 var histogramDef = &StageDef{
@@ -160,13 +159,13 @@ var histogramDef = &StageDef{
 	Help:      "count the 256 gray levels (luma of RGB) into the report",
 	Doc: `Counts values of a gray image, or the grayscale formula's Y of an RGB image, into 256
 bins. The image passes through unchanged; the counts go to the report.`,
-	Shape: func(in Shape, _ Params) (Shape, bool) { return in, true },
+	Shape: func(in stages.Shape, _ Params) (stages.Shape, bool) { return in, true },
 	CPU: func(Params) (CPUFunc, error) {
 		return func(_, src *stages.Image, hist *[256]uint64) {
 			stages.Histogram(hist, src)
 		}, nil
 	},
-	GPU: func(Params) (sched.Op, error) { return sched.HistogramOp(), nil },
+	GPU: NoLaunchArgs,
 }
 
 // pngCompressions are save's compression settings. The default, fast, is the closest that Go's
@@ -214,7 +213,7 @@ so an output is never partial. When several inputs in one folder share a stem
 	},
 }
 
-func sameShape(in Shape, _ Params) (Shape, bool) { return in, false }
+func sameShape(in stages.Shape, _ Params) (stages.Shape, bool) { return in, false }
 
 // Builtin is the registry of the builtin stages.
 var Builtin = mustRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, saveDef)

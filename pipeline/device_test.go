@@ -9,33 +9,55 @@ import (
 	"github.com/imgpipe/imgpipe/stages"
 )
 
-// Every builtin pixel stage has a GPU op, and the op carries the stage's parameters.
+// Every builtin pixel stage has a GPU op, and the op is bound from the stage's definition:
+// its name, canonical text with every parameter, histogram flag, launch arguments, output
+// shape and CPU function.
 func TestBuiltinGPUOps(t *testing.T) {
-	blur15, err := sched.BlurOp(1.5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	box3, err := sched.BoxBlurOp(3)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
-		spec string
-		want sched.Op
+		spec     string
+		wantSpec string
+		hist     bool
+		args     any
+		out      stages.Shape // for a 7x5x3 input
 	}{
-		{"grayscale", sched.GrayscaleOp()},
-		{"blur sigma=1.5", blur15},
-		{"boxblur radius=3", box3},
-		{"transpose", sched.TransposeOp()},
-		{"histogram", sched.HistogramOp()},
+		{"grayscale", "grayscale", false, nil, stages.Shape{W: 7, H: 5, C: 1}},
+		{"blur sigma=1.5", "blur sigma=1.5", false, stages.BlurTaps(1.5), stages.Shape{W: 7, H: 5, C: 3}},
+		{"blur", "blur sigma=1", false, stages.BlurTaps(1), stages.Shape{W: 7, H: 5, C: 3}},
+		{"boxblur radius=3", "boxblur radius=3", false, 3, stages.Shape{W: 7, H: 5, C: 3}},
+		{"transpose", "transpose", false, nil, stages.Shape{W: 5, H: 7, C: 3}},
+		{"histogram", "histogram", true, nil, stages.Shape{W: 7, H: 5, C: 3}},
+	}
+	src := stages.NewImage(7, 5, 3)
+	for i := range src.Pix {
+		src.Pix[i] = byte(i * 37)
 	}
 	for _, tt := range tests {
 		plan, err := Compile(mustSteps(t, "decode | "+tt.spec))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g := plan.Pixels[0].GPU; g == nil || !reflect.DeepEqual(*g, tt.want) {
-			t.Errorf("%s: GPU op %+v, want %+v", tt.spec, g, tt.want)
+		ps := plan.Pixels[0]
+		g := ps.GPU
+		if g == nil {
+			t.Errorf("%s: no GPU op", tt.spec)
+			continue
+		}
+		if g.Name != ps.Def.Name || g.Spec != tt.wantSpec || g.Hist != tt.hist || !reflect.DeepEqual(g.Args, tt.args) {
+			t.Errorf("%s: op %q %q hist=%v args=%v, want %q hist=%v args=%v", tt.spec, g.Name, g.Spec, g.Hist, g.Args, tt.wantSpec, tt.hist, tt.args)
+		}
+		if got := g.OutShape(src.Shape()); got != tt.out {
+			t.Errorf("%s: OutShape = %v, want %v", tt.spec, got, tt.out)
+		}
+		// The op's CPU function is the step's.
+		var want, got *stages.Image
+		var wh, gh [256]uint64
+		if !tt.hist {
+			want, got = stages.NewImage(tt.out.W, tt.out.H, tt.out.C), stages.NewImage(tt.out.W, tt.out.H, tt.out.C)
+		}
+		ps.Run(want, src, &wh)
+		g.CPU(got, src, &gh)
+		if !reflect.DeepEqual(want, got) || wh != gh {
+			t.Errorf("%s: the op's CPU function differs from the step's", tt.spec)
 		}
 	}
 	for _, d := range Builtin.Stages() {

@@ -132,7 +132,7 @@ func newGPURun(plan *Plan, opt Options) (*gpuRun, error) {
 func slotBytesFor(dev sched.Device, cfg sched.Config, budget int64) (int, error) {
 	regions, fixed := int64(1), int64(0)
 	for _, op := range cfg.Ops {
-		if op.Kind == sched.OpHistogram {
+		if op.Hist {
 			fixed = int64(cfg.Batch) * sched.HistBytes
 		} else {
 			regions = 2

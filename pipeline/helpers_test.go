@@ -34,14 +34,14 @@ func encode(t testing.TB, m *stages.Image, format string) []byte {
 func testStages(t testing.TB) *Registry {
 	t.Helper()
 	jitter := &StageDef{Name: "jitter", Kind: PixelKind, Help: "sleeps a little",
-		Shape: func(in Shape, _ Params) (Shape, bool) { return in, true },
+		Shape: func(in stages.Shape, _ Params) (stages.Shape, bool) { return in, true },
 		CPU: func(Params) (CPUFunc, error) {
 			return func(_, src *stages.Image, _ *[256]uint64) {
 				time.Sleep(time.Duration(src.Pix[0]%4) * 300 * time.Microsecond)
 			}, nil
 		}}
 	boom := &StageDef{Name: "boom", Kind: PixelKind, Help: "panics on 0xEE",
-		Shape: func(in Shape, _ Params) (Shape, bool) { return in, true },
+		Shape: func(in stages.Shape, _ Params) (stages.Shape, bool) { return in, true },
 		CPU: func(Params) (CPUFunc, error) {
 			return func(_, src *stages.Image, _ *[256]uint64) {
 				if src.Pix[0] == 0xEE {

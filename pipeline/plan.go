@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 // Plan is a checked chain, bound to its implementations and ready to run:
@@ -111,7 +112,7 @@ func (r *Registry) Compile(steps []Step) (*Plan, error) {
 			}
 			ps := PixelStep{Step: s, Run: run}
 			if s.Def.GPU != nil {
-				op, err := s.Def.GPU(s.Params)
+				op, err := bindOp(s, run)
 				if err != nil {
 					fail(s, "%s: %v", s.Def.Name, err)
 					continue
@@ -189,8 +190,35 @@ func (p *Plan) HasHistogram() bool {
 	return false
 }
 
+// bindOp binds a pixel step with a GPU kernel into the scheduler's op: its name, canonical
+// text, output shape, histogram flag, bound CPU function and launch arguments. Everything
+// the device layers know of a stage comes from here.
+func bindOp(s Step, run CPUFunc) (sched.Op, error) {
+	args, err := s.Def.GPU(s.Params)
+	if err != nil {
+		return sched.Op{}, err
+	}
+	def, params := s.Def, s.Params
+	spec := def.Name
+	for i := range def.Params {
+		ps := &def.Params[i]
+		spec += " " + ps.Name + "=" + ps.format(params.get(ps.Name))
+	}
+	return sched.Op{
+		Name: def.Name,
+		Spec: spec,
+		Out: func(in stages.Shape) stages.Shape {
+			out, _ := def.Shape(in, params)
+			return out
+		},
+		Hist: def.Histogram,
+		CPU:  run,
+		Args: args,
+	}, nil
+}
+
 // OutShape is the shape of the final image for a decoded image of shape in.
-func (p *Plan) OutShape(in Shape) Shape {
+func (p *Plan) OutShape(in stages.Shape) stages.Shape {
 	for _, ps := range p.Pixels {
 		in, _ = ps.Def.Shape(in, ps.Params)
 	}
@@ -292,12 +320,16 @@ func DeviceOps(steps []Step) ([]sched.Op, error) {
 			errs = append(errs, errorAt(s.Pos, "%v", err))
 			continue
 		}
-		op, err := s.Def.GPU(s.Params)
+		run, err := s.Def.CPU(s.Params)
+		if err == nil {
+			var op sched.Op
+			if op, err = bindOp(s, run); err == nil {
+				ops = append(ops, op)
+			}
+		}
 		if err != nil {
 			errs = append(errs, errorAt(s.Pos, "%s: %v", s.Def.Name, err))
-			continue
 		}
-		ops = append(ops, op)
 	}
 	if err := joinErrors(errs); err != nil {
 		return nil, err

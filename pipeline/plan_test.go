@@ -117,7 +117,7 @@ func TestPlanShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := plan.OutShape(Shape{W: 1920, H: 1080, C: 3}); got != (Shape{W: 1080, H: 1920, C: 1}) {
+	if got := plan.OutShape(stages.Shape{W: 1920, H: 1080, C: 3}); got != (stages.Shape{W: 1080, H: 1920, C: 1}) {
 		t.Errorf("OutShape = %v", got)
 	}
 	if !plan.HasHistogram() {

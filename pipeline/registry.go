@@ -37,27 +37,18 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
-// Shape is the geometry of an image: width, height and channels (1 or 3).
-type Shape struct {
-	W, H, C int
-}
-
-// String formats the shape as WxHxC.
-func (s Shape) String() string { return fmt.Sprintf("%dx%dx%d", s.W, s.H, s.C) }
-
-// ShapeOf returns m's shape.
-func ShapeOf(m *stages.Image) Shape { return Shape{W: m.W, H: m.H, C: m.C} }
-
 // ShapeFunc declares a pixel stage's output shape for an input shape, so that buffers can be
-// sized before any pixel is computed (a device planner sizes its slots with it). When same is
-// true the stage leaves the image as it is (it only observes it, or is the identity for that
-// input) and needs no output buffer.
-type ShapeFunc func(in Shape, p Params) (out Shape, same bool)
+// sized before any pixel is computed (a device planner sizes its slots with it).
+// passThrough reports that, for this input, the stage leaves the image as it is: it only
+// observes it (histogram) or is the identity (grayscale on a gray image). The CPU runner then
+// gives the stage no destination and passes the input on.
+type ShapeFunc func(in stages.Shape, p Params) (out stages.Shape, passThrough bool)
 
 // CPUFunc runs a bound pixel stage on the CPU. dst has the shape the stage's ShapeFunc
-// declared for src, or is nil when it declared same. hist is non-nil only for stages that
-// attach a histogram. It runs on one goroutine: the engine parallelises across images.
-type CPUFunc func(dst, src *stages.Image, hist *[256]uint64)
+// declared for src, or is nil when it declared a pass-through. hist is non-nil only for
+// stages that attach a histogram. It runs on one goroutine: the engine parallelises across
+// images. A device without the stage's kernel (the fake device of tests) runs it too.
+type CPUFunc = sched.CPUFunc
 
 // Decoder is a bound source stage: it turns a file's bytes into an RGB image.
 type Decoder struct {
@@ -119,14 +110,19 @@ type StageDef struct {
 	// CPU binds a PixelKind stage's parameters into its CPU implementation. Binding happens
 	// once per run, so per-run work (blur taps, ...) is not repeated per image.
 	CPU func(p Params) (CPUFunc, error)
-	// GPU, when set, binds a PixelKind stage's parameters into the device op that gives
-	// the CPU implementation's exact bits. A maximal run of stages that have it becomes one
-	// device segment; stages without it run on the CPU.
-	GPU func(p Params) (sched.Op, error)
+	// GPU, when set, says the stage has a GPU kernel that gives the CPU implementation's
+	// exact bits, and binds the stage's parameters into the kernel's launch arguments (nil
+	// for a kernel that takes none: use NoLaunchArgs). The launcher registered under the
+	// stage's name in package cudastage reads them. A chain whose pixel stages all have it
+	// runs as one device segment on a GPU.
+	GPU func(p Params) (args any, err error)
 
 	// NewEncoder binds a SinkKind stage's parameters.
 	NewEncoder func(p Params) (*Encoder, error)
 }
+
+// NoLaunchArgs is StageDef.GPU for a stage whose kernel takes no launch arguments.
+func NoLaunchArgs(Params) (any, error) { return nil, nil }
 
 // Param returns the spec of the parameter called name, or nil.
 func (d *StageDef) Param(name string) *ParamSpec {

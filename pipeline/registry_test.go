@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -36,7 +35,7 @@ func TestRegisterRefusesBadDefinitions(t *testing.T) {
 		}, "only pixel stages"},
 		{"GPU on a sink", func(d *StageDef) {
 			d.Kind = SinkKind
-			d.GPU = func(Params) (sched.Op, error) { return sched.GrayscaleOp(), nil }
+			d.GPU = NoLaunchArgs
 			d.NewEncoder = func(Params) (*Encoder, error) { return nil, nil }
 		}, "only pixel stages have a GPU"},
 		{"duplicate param", func(d *StageDef) {
@@ -106,22 +105,22 @@ func TestBuiltinRegistry(t *testing.T) {
 // The declared shapes must be the shapes the CPU implementations produce and accept.
 func TestBuiltinShapes(t *testing.T) {
 	tests := []struct {
-		stage    string
-		in, want Shape
-		same     bool
+		stage       string
+		in, want    stages.Shape
+		passThrough bool
 	}{
-		{"grayscale", Shape{5, 3, 3}, Shape{5, 3, 1}, false},
-		{"grayscale", Shape{5, 3, 1}, Shape{5, 3, 1}, true},
-		{"blur", Shape{5, 3, 3}, Shape{5, 3, 3}, false},
-		{"boxblur", Shape{5, 3, 1}, Shape{5, 3, 1}, false},
-		{"transpose", Shape{5, 3, 3}, Shape{3, 5, 3}, false},
-		{"histogram", Shape{5, 3, 3}, Shape{5, 3, 3}, true},
+		{"grayscale", stages.Shape{W: 5, H: 3, C: 3}, stages.Shape{W: 5, H: 3, C: 1}, false},
+		{"grayscale", stages.Shape{W: 5, H: 3, C: 1}, stages.Shape{W: 5, H: 3, C: 1}, true},
+		{"blur", stages.Shape{W: 5, H: 3, C: 3}, stages.Shape{W: 5, H: 3, C: 3}, false},
+		{"boxblur", stages.Shape{W: 5, H: 3, C: 1}, stages.Shape{W: 5, H: 3, C: 1}, false},
+		{"transpose", stages.Shape{W: 5, H: 3, C: 3}, stages.Shape{W: 3, H: 5, C: 3}, false},
+		{"histogram", stages.Shape{W: 5, H: 3, C: 3}, stages.Shape{W: 5, H: 3, C: 3}, true},
 	}
 	for _, tt := range tests {
 		d, _ := Builtin.Lookup(tt.stage)
-		got, same := d.Shape(tt.in, defaults(d))
-		if got != tt.want || same != tt.same {
-			t.Errorf("%s %v: got %v same=%v, want %v same=%v", tt.stage, tt.in, got, same, tt.want, tt.same)
+		got, passThrough := d.Shape(tt.in, defaults(d))
+		if got != tt.want || passThrough != tt.passThrough {
+			t.Errorf("%s %v: got %v passThrough=%v, want %v passThrough=%v", tt.stage, tt.in, got, passThrough, tt.want, tt.passThrough)
 		}
 	}
 }

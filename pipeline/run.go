@@ -449,8 +449,8 @@ func (r *runner) cpuChain(it *item, w *worker, img *stages.Image, owned bool) {
 	for _, ps := range r.plan.Pixels {
 		stage = ps.Def.Name
 		t0 := time.Now()
-		out, same := ps.Def.Shape(ShapeOf(img), ps.Params)
-		if same {
+		out, passThrough := ps.Def.Shape(img.Shape(), ps.Params)
+		if passThrough {
 			ps.Run(nil, img, res.Histogram)
 			r.span(w.track, stage, it.in.Name, t0)
 			continue

@@ -42,3 +42,18 @@ func (m *Image) Check() error {
 	}
 	return nil
 }
+
+// Shape is the geometry of an image: width and height in pixels and channels (1 or 3). It is
+// the one geometry type of every layer: stages, the planner, the scheduler and the kernels.
+type Shape struct {
+	W, H, C int
+}
+
+// Bytes is W·H·C, the size of the image packed without row padding.
+func (s Shape) Bytes() int { return s.W * s.H * s.C }
+
+// String formats the shape as WxHxC.
+func (s Shape) String() string { return fmt.Sprintf("%dx%dx%d", s.W, s.H, s.C) }
+
+// Shape returns m's geometry.
+func (m *Image) Shape() Shape { return Shape{W: m.W, H: m.H, C: m.C} }

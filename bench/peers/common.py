@@ -20,7 +20,7 @@ try:
 except ImportError:  # every peer needs it; say how to get it instead of a traceback
     sys.exit(f"error: numpy is missing for {sys.executable} (Debian: apt-get install -y python3-numpy, then use /usr/bin/python3)")
 
-CHAIN = "gray|blur{sigma:g}|transpose|hist"
+CHAIN = "grayscale|blur{sigma:g}|transpose|histogram"
 
 # Limits that are checked before anything is allocated.
 MAX_PIXELS = 100_000_000  # same default as the decode stage's max_pixels

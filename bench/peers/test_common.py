@@ -162,7 +162,7 @@ class InputsTest(unittest.TestCase):
         self.assertEqual(r["median_s"], 2.0)
         self.assertEqual(r["img_per_s"], 5.0)
         self.assertEqual(r["mpix_per_s"], 40 / 1e6)
-        self.assertEqual((r["width"], r["height"], r["chain"], r["extra"]), (4, 2, "gray|blur1.5|transpose|hist", 1))
+        self.assertEqual((r["width"], r["height"], r["chain"], r["extra"]), (4, 2, "grayscale|blur1.5|transpose|histogram", 1))
 
     def test_dump_frames_matches_pool(self):
         import tempfile

@@ -269,20 +269,16 @@ func parseBenchChain(spec string) (*benchChain, error) {
 		return nil, err
 	}
 	c := &benchChain{spec: pipeline.FormatSpec(steps), ops: ops, plan: plan, steps: steps}
+	// The label is the chain in the peers' compact form (bench/peers/common.py CHAIN): each
+	// stage's name followed by its parameter values, "grayscale|blur1.5|transpose|histogram".
 	var parts []string
 	for _, op := range ops {
-		switch op.Kind {
-		case sched.OpGrayscale:
-			parts = append(parts, "gray")
-		case sched.OpBlur:
-			parts = append(parts, "blur"+strconv.FormatFloat(op.Sigma, 'g', -1, 64))
-		case sched.OpBoxBlur:
-			parts = append(parts, "boxblur"+strconv.Itoa(op.Radius))
-		case sched.OpHistogram:
-			parts = append(parts, "hist")
-		default:
-			parts = append(parts, op.Kind.String())
+		f := strings.Fields(op.String())
+		for _, kv := range f[1:] {
+			_, v, _ := strings.Cut(kv, "=")
+			f[0] += v
 		}
+		parts = append(parts, f[0])
 	}
 	c.label = strings.Join(parts, "|")
 	return c, nil

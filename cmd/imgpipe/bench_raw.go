@@ -180,8 +180,8 @@ func (w *cpuChain) run(src *stages.Image) (*stages.Image, *[256]uint64) {
 	}
 	img := src
 	for i, ps := range w.steps {
-		out, same := ps.Def.Shape(pipeline.ShapeOf(img), ps.Params)
-		if same {
+		out, passThrough := ps.Def.Shape(img.Shape(), ps.Params)
+		if passThrough {
 			ps.Run(nil, img, hist)
 			continue
 		}

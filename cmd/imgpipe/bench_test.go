@@ -88,7 +88,7 @@ func checkSchema(t *testing.T, r map[string]any) {
 	if len(runs) == 0 {
 		t.Errorf("runs_s = %v, want the repeats' times", r["runs_s"])
 	}
-	if r["chain"] != "gray|blur1.5|transpose|hist" && r["chain"] != "gray|boxblur1" {
+	if r["chain"] != "grayscale|blur1.5|transpose|histogram" && r["chain"] != "grayscale|boxblur1" {
 		t.Errorf("chain = %v", r["chain"])
 	}
 }
@@ -175,13 +175,13 @@ func TestParseBenchChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.label != "gray|blur1.5|transpose|hist" || len(c.ops) != 4 {
+	if c.label != "grayscale|blur1.5|transpose|histogram" || len(c.ops) != 4 {
 		t.Errorf("default chain: label %q, %d ops", c.label, len(c.ops))
 	}
-	if c, err := parseBenchChain("boxblur radius=2 | grayscale"); err != nil || c.label != "boxblur2|gray" {
+	if c, err := parseBenchChain("boxblur radius=2 | grayscale"); err != nil || c.label != "boxblur2|grayscale" {
 		t.Errorf("boxblur chain: %v, %v", c, err)
 	}
-	if c, err := parseBenchChain(benchDefaultChain(2)); err != nil || c.label != "gray|blur2|transpose|hist" {
+	if c, err := parseBenchChain(benchDefaultChain(2)); err != nil || c.label != "grayscale|blur2|transpose|histogram" {
 		t.Errorf("sigma 2 label: %v, %v", c, err)
 	}
 	for _, bad := range []string{"", "decode | grayscale", "grayscale | save", "blur sigma=99", "grayscale | nosuch", "histogram | histogram"} {

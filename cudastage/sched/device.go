@@ -70,6 +70,10 @@ type Device interface {
 	// HtoD's rules about dst's memory.
 	DtoH(s Stream, dst []byte, src DevPtr, off int) error
 
+	// CheckOp reports whether the device can run op with its arguments (the
+	// CUDA device has a launcher for the op's stage and accepts its Args).
+	// The executor asks before it allocates anything.
+	CheckOp(op Op) error
 	// TableBytes is the size of the launch table that EncodeTable writes for
 	// op over n images (0 when the device needs none). The executor keeps a
 	// page-locked copy and a device copy of every op's table per slot, and

@@ -75,8 +75,8 @@ type Config struct {
 	Trace Tracer
 }
 
-func (c Config) withDefaults() (Config, error) {
-	if err := checkOps(c.Ops); err != nil {
+func (c Config) withDefaults(dev Device) (Config, error) {
+	if err := checkOps(dev, c.Ops); err != nil {
 		return c, err
 	}
 	if c.Streams == 0 {
@@ -271,7 +271,7 @@ type Result struct {
 // New allocates the slots and streams on dev and starts the executor. The
 // executor stops when ctx is cancelled. The caller must call Close.
 func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.withDefaults(dev)
 	if err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
@@ -527,7 +527,7 @@ func (e *Executor) Results() <-chan *Result { return e.results }
 // release, or the executor's slots may all wait on it.
 func (e *Executor) Reserve(ctx context.Context, w, h, c int, tag any) (*Reservation, error) {
 	in := Shape{W: w, H: h, C: c}
-	if err := in.check(); err != nil {
+	if err := checkShape(in); err != nil {
 		return nil, fmt.Errorf("reserve: %w", err)
 	}
 	if in.Bytes() > e.cfg.SlotBytes {

@@ -79,7 +79,7 @@ func checkResults(t *testing.T, e *Executor, ops []Op, imgs []*stages.Image) {
 		}
 		seen[i] = true
 		want, wantHist := cpuRef(ops, imgs[i])
-		if r.In != (Shape{imgs[i].W, imgs[i].H, imgs[i].C}) {
+		if r.In != (Shape{W: imgs[i].W, H: imgs[i].H, C: imgs[i].C}) {
 			t.Errorf("image %d: In = %v", i, r.In)
 		}
 		if d := sameImage(r.Image, want); d != "" {
@@ -595,7 +595,7 @@ func TestConfigErrors(t *testing.T) {
 		want string
 	}{
 		{Config{}, "no ops"},
-		{Config{Ops: []Op{{Kind: OpBoxBlur, Radius: 99}}}, "radius"},
+		{Config{Ops: []Op{{Name: "boxblur"}}}, "no CPU function"},
 		{Config{Ops: ops, Streams: -1}, "streams"},
 		{Config{Ops: ops, Streams: MaxStreams + 1}, "streams"},
 		{Config{Ops: ops, Slots: -3}, "slots"},
@@ -623,7 +623,7 @@ func TestReserveErrors(t *testing.T) {
 	dev := NewFake(FakeConfig{})
 	e := startExec(t, context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Batch: 2, SlotBytes: 4096, Linger: -1})
 	ctx := context.Background()
-	for _, s := range []Shape{{0, 5, 3}, {5, 0, 3}, {5, 5, 2}, {5, 5, 4}, {MaxSide + 1, 1, 1}} {
+	for _, s := range []Shape{{W: 0, H: 5, C: 3}, {W: 5, H: 0, C: 3}, {W: 5, H: 5, C: 2}, {W: 5, H: 5, C: 4}, {W: MaxSide + 1, H: 1, C: 1}} {
 		if _, err := e.Reserve(ctx, s.W, s.H, s.C, nil); err == nil || errors.Is(err, ErrTooLarge) {
 			t.Errorf("Reserve(%v) = %v, want a shape error", s, err)
 		}

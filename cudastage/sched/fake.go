@@ -613,11 +613,15 @@ const fakeTableEntry = 32
 // TableBytes implements Device.
 func (f *FakeDevice) TableBytes(op Op, n int) int { return fakeTableEntry * n }
 
-// ScratchBytes implements Device: blur asks for a uint16 per sample, as the
-// CUDA blur's horizontal pass does, so the executor's scratch plumbing is
-// exercised.
+// CheckOp implements Device: the fake runs any complete op, with its CPU
+// function.
+func (f *FakeDevice) CheckOp(op Op) error { return nil }
+
+// ScratchBytes implements Device: every op that makes an image asks for a
+// uint16 per sample, as the CUDA separable filters do, so that the
+// executor's scratch plumbing is exercised.
 func (f *FakeDevice) ScratchBytes(op Op, srcCap, n int) int {
-	if op.Kind == OpBlur {
+	if op.makesImage() {
 		return 2 * srcCap
 	}
 	return 0
@@ -631,7 +635,7 @@ func (f *FakeDevice) EncodeTable(call *OpCall, dst []byte) error {
 	for i, im := range call.Images {
 		b := dst[i*fakeTableEntry:]
 		out := uint64(im.DstOff)
-		if call.Op.Kind == OpHistogram {
+		if call.Op.Hist {
 			out = uint64(im.HistOff)
 		}
 		binary.LittleEndian.PutUint64(b[0:], uint64(im.SrcOff))
@@ -648,8 +652,8 @@ func (f *FakeDevice) EncodeTable(call *OpCall, dst []byte) error {
 func (f *FakeDevice) Run(s Stream, call *OpCall) error {
 	c := *call // the caller may reuse call once Run returns
 	n := len(call.Images)
-	name := "Run " + c.Op.Kind.String()
-	if err := c.Op.Check(); err != nil {
+	name := "Run " + c.Op.Name
+	if err := c.Op.check(); err != nil {
 		return &FakeError{Call: name, Err: err}
 	}
 	f.mu.Lock()
@@ -682,9 +686,9 @@ func (f *FakeDevice) Run(s Stream, call *OpCall) error {
 func (f *FakeDevice) resolve(c *OpCall, n int) ([]func(), error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c.Op.Kind == OpBlur {
+	if c.Op.makesImage() {
 		if _, err := f.devRange(c.Scratch, 0, 1); err != nil {
-			return nil, fmt.Errorf("blur scratch: %w", err)
+			return nil, fmt.Errorf("%s scratch: %w", c.Op, err)
 		}
 	}
 	tab, err := f.devRange(c.Table, c.TableOff, fakeTableEntry*n)
@@ -698,7 +702,7 @@ func (f *FakeDevice) resolve(c *OpCall, n int) ([]func(), error) {
 		outOff := int(binary.LittleEndian.Uint64(b[8:]))
 		wh := binary.LittleEndian.Uint64(b[16:])
 		in := Shape{W: int(wh >> 32), H: int(uint32(wh)), C: int(binary.LittleEndian.Uint64(b[24:]))}
-		if err := in.check(); err != nil {
+		if err := checkShape(in); err != nil {
 			return nil, fmt.Errorf("image %d: %w", i, err)
 		}
 		j, err := f.imageJob(c, in, srcOff, outOff)
@@ -710,27 +714,28 @@ func (f *FakeDevice) resolve(c *OpCall, n int) ([]func(), error) {
 	return jobs, nil
 }
 
-// imageJob returns the op on one image with the stages reference. f.mu held.
+// imageJob returns the op on one image with its CPU function. f.mu held.
 func (f *FakeDevice) imageJob(c *OpCall, in Shape, srcOff, outOff int) (func(), error) {
 	sp, err := f.devRange(c.Src, srcOff, in.Bytes())
 	if err != nil {
 		return nil, err
 	}
 	src := &stages.Image{W: in.W, H: in.H, C: in.C, Stride: in.W * in.C, Pix: sp}
-	if c.Op.Kind == OpHistogram {
+	op := c.Op
+	if op.Hist {
 		hp, err := f.devRange(c.Hist, outOff, HistBytes)
 		if err != nil {
 			return nil, err
 		}
 		return func() {
 			var h [256]uint64
-			stages.Histogram(&h, src)
+			op.CPU(nil, src, &h)
 			for k, v := range h {
 				binary.LittleEndian.PutUint64(hp[8*k:], v)
 			}
 		}, nil
 	}
-	out := c.Op.OutShape(in)
+	out := op.OutShape(in)
 	dp, err := f.devRange(c.Dst, outOff, out.Bytes())
 	if err != nil {
 		return nil, err
@@ -739,17 +744,5 @@ func (f *FakeDevice) imageJob(c *OpCall, in Shape, srcOff, outOff int) (func(), 
 		return nil, errors.New("source and destination overlap")
 	}
 	dst := &stages.Image{W: out.W, H: out.H, C: out.C, Stride: out.W * out.C, Pix: dp}
-	op := c.Op
-	return func() {
-		switch op.Kind {
-		case OpGrayscale:
-			stages.Grayscale(dst, src)
-		case OpBlur:
-			stages.Blur(dst, src, op.Taps)
-		case OpBoxBlur:
-			stages.BoxBlur(dst, src, op.Radius)
-		case OpTranspose:
-			stages.Transpose(dst, src)
-		}
-	}, nil
+	return func() { op.CPU(dst, src, nil) }, nil
 }

@@ -27,23 +27,14 @@ func cpuRef(ops []Op, src *stages.Image) (*stages.Image, *[256]uint64) {
 	cur := src
 	var hist *[256]uint64
 	for _, op := range ops {
-		if op.Kind == OpHistogram {
+		if op.Hist {
 			hist = new([256]uint64)
-			stages.Histogram(hist, cur)
+			op.CPU(nil, cur, hist)
 			continue
 		}
-		out := op.OutShape(Shape{W: cur.W, H: cur.H, C: cur.C})
+		out := op.OutShape(cur.Shape())
 		dst := stages.NewImage(out.W, out.H, out.C)
-		switch op.Kind {
-		case OpGrayscale:
-			stages.Grayscale(dst, cur)
-		case OpBlur:
-			stages.Blur(dst, cur, op.Taps)
-		case OpBoxBlur:
-			stages.BoxBlur(dst, cur, op.Radius)
-		case OpTranspose:
-			stages.Transpose(dst, cur)
-		}
+		op.CPU(dst, cur, nil)
 		cur = dst
 	}
 	return cur, hist

@@ -12,7 +12,7 @@ func TestChainPlan(t *testing.T) {
 		t.Fatalf("chain: nImg %d hasHist %v caps %v", c.nImg, c.hasHist, c.caps)
 	}
 	shapes, need := c.plan(Shape{W: 17, H: 9, C: 3})
-	wantShapes := []Shape{{17, 9, 3}, {17, 9, 1}, {17, 9, 1}, {17, 9, 1}, {9, 17, 1}}
+	wantShapes := []Shape{{W: 17, H: 9, C: 3}, {W: 17, H: 9, C: 1}, {W: 17, H: 9, C: 1}, {W: 17, H: 9, C: 1}, {W: 9, H: 17, C: 1}}
 	if !slices.Equal(shapes, wantShapes) {
 		t.Errorf("shapes %v, want %v", shapes, wantShapes)
 	}
@@ -55,7 +55,7 @@ func TestFillCalls(t *testing.T) {
 	c := newChain(ops, 1<<20)
 	var imgs []imgLayout
 	used := make([]int, 1+c.nImg)
-	for _, s := range []Shape{{5, 3, 3}, {1, 1, 3}, {300, 2, 3}} {
+	for _, s := range []Shape{{W: 5, H: 3, C: 3}, {W: 1, H: 1, C: 3}, {W: 300, H: 2, C: 3}} {
 		shapes, need := c.plan(s)
 		offs := slices.Clone(used)
 		for i := range used {
@@ -88,7 +88,7 @@ func TestFillCalls(t *testing.T) {
 			t.Errorf("histogram image %d: %+v", i, got)
 		}
 		if got := calls[2].Images[i]; got.SrcOff != wantDst0[i] || got.DstOff != wantDst2[i] ||
-			got.Out != (Shape{imgs[i].shapes[0].H, imgs[i].shapes[0].W, 1}) {
+			got.Out != (Shape{W: imgs[i].shapes[0].H, H: imgs[i].shapes[0].W, C: 1}) {
 			t.Errorf("transpose image %d: %+v", i, got)
 		}
 	}

@@ -50,7 +50,7 @@ func (r RawStats) GPixelsPerSec() float64 {
 // and its zero Linger "never" (batches are always full, but for the last).
 func RunRaw(ctx context.Context, dev Device, cfg Config, opt RawOptions) (RawStats, error) {
 	in := Shape{W: opt.Width, H: opt.Height, C: 3}
-	if err := in.check(); err != nil {
+	if err := checkShape(in); err != nil {
 		return RawStats{}, fmt.Errorf("raw frames: %w", err)
 	}
 	if opt.Frames < 1 {

@@ -171,7 +171,7 @@ func (d *Device) DtoH(s sched.Stream, dst []byte, src sched.DevPtr, off int) err
 // tightly packed (stride W·C); a histogram's destination is its counts.
 func batchOf(call *sched.OpCall) *Batch {
 	b := &Batch{Op: call.Op, Src: make([]BatchImage, len(call.Images)), Dst: make([]BatchImage, len(call.Images))}
-	hist := call.Op.Kind == sched.OpHistogram
+	hist := call.Op.Hist
 	for i, im := range call.Images {
 		b.Src[i] = BatchImage{W: im.In.W, H: im.In.H, C: im.In.C, Off: uint64(im.SrcOff), Stride: im.In.W * im.In.C}
 		if hist {
@@ -181,6 +181,13 @@ func batchOf(call *sched.OpCall) *Batch {
 		}
 	}
 	return b
+}
+
+// CheckOp implements sched.Device: the op's stage has a launcher here and
+// the launcher accepts the op's arguments.
+func (d *Device) CheckOp(op sched.Op) error {
+	_, err := launcherFor(op)
+	return err
 }
 
 // TableBytes implements sched.Device.
@@ -206,7 +213,7 @@ func (d *Device) Run(s sched.Stream, call *sched.OpCall) error {
 		Scratch: cu.DevicePtr(call.Scratch),
 		Table:   cu.DevicePtr(call.Table) + cu.DevicePtr(call.TableOff),
 	}
-	if call.Op.Kind == sched.OpHistogram {
+	if call.Op.Hist {
 		buf.Dst = cu.DevicePtr(call.Hist)
 	}
 	return d.g.Check(d.k.Run(cu.Stream(s), batchOf(call), buf))

@@ -1,0 +1,58 @@
+package cudastage
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The blur stage on the GPU: kernels/blur.cu. Its launch arguments are the
+// integer taps of stages.BlurTaps ([]uint32, 2r+1 of them), so the device
+// gets exactly the CPU's integers.
+func init() {
+	register("blur", &launcher{
+		passes:  separable("imgpipe_blur_h", "imgpipe_blur_v", func(args any) int { return len(args.([]uint32)) / 2 }),
+		scratch: true,
+		check:   checkTaps,
+		params: func(args any) []any {
+			taps := args.([]uint32)
+			p := tapsParam{R: int32(len(taps) / 2)}
+			copy(p.W[:], taps)
+			return []any{&p}
+		},
+	})
+}
+
+// kMaxBlurRadius is IMGPIPE_MAX_BLUR_RADIUS: stages.BlurTaps(stages.MaxBlurSigma)
+// reaches 3σ either side of the centre.
+const kMaxBlurRadius = 96
+
+// tapsParam mirrors struct Taps of kernels/blur.cu: a by-value kernel
+// parameter.
+type tapsParam struct {
+	R int32
+	W [2*kMaxBlurRadius + 1]uint32
+}
+
+// checkTaps accepts taps as stages.BlurTaps makes them: an odd count from 3
+// to 2·kMaxBlurRadius+1, symmetric, summing to 16384, which keeps every
+// intermediate of DESIGN.md's arithmetic in range.
+func checkTaps(args any) error {
+	taps, ok := args.([]uint32)
+	if !ok {
+		return fmt.Errorf("launch arguments are %T, want the []uint32 taps", args)
+	}
+	if len(taps) < 3 || len(taps)%2 == 0 || len(taps) > 2*kMaxBlurRadius+1 {
+		return fmt.Errorf("%d taps, want an odd count from 3 to %d", len(taps), 2*kMaxBlurRadius+1)
+	}
+	var sum uint64
+	for i, t := range taps {
+		if t != taps[len(taps)-1-i] {
+			return errors.New("taps are not symmetric")
+		}
+		sum += uint64(t)
+	}
+	if sum != 16384 {
+		return fmt.Errorf("taps sum to %d, want 16384", sum)
+	}
+	return nil
+}

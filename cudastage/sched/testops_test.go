@@ -1,0 +1,45 @@
+package sched
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// The builtin pixel stages as package pipeline binds them (pipeline.bindOp), rebuilt here
+// from package stages for the executor's tests: sched cannot import pipeline.
+
+func GrayscaleOp() Op {
+	return Op{Name: "grayscale", Spec: "grayscale",
+		Out: func(in Shape) Shape { return Shape{W: in.W, H: in.H, C: 1} },
+		CPU: func(dst, src *stages.Image, _ *[256]uint64) { stages.Grayscale(dst, src) }}
+}
+
+func TransposeOp() Op {
+	return Op{Name: "transpose", Spec: "transpose",
+		Out: func(in Shape) Shape { return Shape{W: in.H, H: in.W, C: in.C} },
+		CPU: func(dst, src *stages.Image, _ *[256]uint64) { stages.Transpose(dst, src) }}
+}
+
+func HistogramOp() Op {
+	return Op{Name: "histogram", Spec: "histogram", Hist: true,
+		CPU: func(_, src *stages.Image, h *[256]uint64) { stages.Histogram(h, src) }}
+}
+
+func BlurOp(sigma float64) (Op, error) {
+	if !(sigma > 0 && sigma <= stages.MaxBlurSigma) {
+		return Op{}, fmt.Errorf("blur: sigma %v out of range", sigma)
+	}
+	taps := stages.BlurTaps(sigma)
+	return Op{Name: "blur", Spec: "blur sigma=" + strconv.FormatFloat(sigma, 'g', -1, 64), Args: taps,
+		CPU: func(dst, src *stages.Image, _ *[256]uint64) { stages.Blur(dst, src, taps) }}, nil
+}
+
+func BoxBlurOp(r int) (Op, error) {
+	if r < 0 || r > stages.MaxBoxRadius {
+		return Op{}, fmt.Errorf("boxblur: radius %d out of range", r)
+	}
+	return Op{Name: "boxblur", Spec: "boxblur radius=" + strconv.Itoa(r), Args: r,
+		CPU: func(dst, src *stages.Image, _ *[256]uint64) { stages.BoxBlur(dst, src, r) }}, nil
+}

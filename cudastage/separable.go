@@ -1,0 +1,36 @@
+package cudastage
+
+// The separable filters (blur, boxblur) share their tiling
+// (kernels/separable.cuh): a horizontal pass from the source into a uint16
+// per sample in scratch memory, then a vertical pass into the destination.
+
+// Separable pass tiles, IMGPIPE_H_* and IMGPIPE_V_* of separable.cuh.
+const (
+	kHTile  = 1024 // horizontal pass: samples per block row
+	kHRows  = 4    // horizontal pass: rows per block
+	kVTileX = 64   // vertical pass: samples per block row
+	kVTileY = 64   // vertical pass: rows per block
+)
+
+// separable returns the two passes of a separable filter whose kernels are h
+// and v; radius gives the filter radius from the op's arguments, which sizes
+// the vertical pass's shared memory ((64 + 2r) rows of 64 uint16).
+func separable(h, v string, radius func(args any) int) []pass {
+	return []pass{
+		{kernel: h, src: roleSrc, dst: roleScratch, tiles: hTiles},
+		{kernel: v, src: roleScratch, dst: roleDst, tiles: vTiles,
+			smem: func(args any) uint32 { return uint32((kVTileY + 2*radius(args)) * kVTileX * 2) }},
+	}
+}
+
+// hTiles: a tile is 1024 samples of 4 rows.
+func hTiles(w, h, c int64) (blocks, tilesX int64) {
+	tilesX = ceilDiv(w*c, kHTile)
+	return tilesX * ceilDiv(h, kHRows), tilesX
+}
+
+// vTiles: a tile is 64 rows by 64 samples.
+func vTiles(w, h, c int64) (blocks, tilesX int64) {
+	tilesX = ceilDiv(w*c, kVTileX)
+	return tilesX * ceilDiv(h, kVTileY), tilesX
+}
