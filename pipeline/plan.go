@@ -193,6 +193,10 @@ func (p *Plan) HasHistogram() bool {
 // bindOp binds a pixel step with a GPU kernel into the scheduler's op: its name, canonical
 // text, output shape, histogram flag, bound CPU function and launch arguments. Everything
 // the device layers know of a stage comes from here.
+//
+// A device gives every op that makes an image an output buffer, also for inputs the stage
+// passes through (grayscale on gray): the op's CPU function then copies the input, which is
+// what the stage's kernel must do too, so that the device path gives the CPU path's bits.
 func bindOp(s Step, run CPUFunc) (sched.Op, error) {
 	args, err := s.Def.GPU(s.Params)
 	if err != nil {
@@ -212,7 +216,15 @@ func bindOp(s Step, run CPUFunc) (sched.Op, error) {
 			return out
 		},
 		Hist: def.Histogram,
-		CPU:  run,
+		CPU: func(dst, src *stages.Image, hist *[256]uint64) {
+			if _, pass := def.Shape(src.Shape(), params); pass && dst != nil {
+				for y := range src.H {
+					copy(dst.Row(y), src.Row(y))
+				}
+				return
+			}
+			run(dst, src, hist)
+		},
 		Args: args,
 	}, nil
 }
