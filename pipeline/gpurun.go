@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -156,32 +157,42 @@ func alignTo(n, a int64) int64 { return (n + a - 1) / a * a }
 // device.
 func (g *gpuRun) window(workers int) int { return g.cfg.Slots*g.cfg.Batch + 2*workers }
 
-// start allocates the executor's slots and streams and starts it under ctx.
-func (g *gpuRun) start(ctx context.Context, trace Tracer) (*sched.Executor, error) {
-	cfg := g.cfg
-	cfg.Trace = trace
-	e, err := sched.New(ctx, g.dev, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("device %s: %w", g.dev.Name(), err)
-	}
-	return e, nil
+// gpuBackend runs the pixel stages on a device executor: decode workers decode each input
+// straight into a page-locked slot, save workers store the results.
+type gpuBackend struct {
+	run *gpuRun
+	r   *runner
+	e   *sched.Executor
+
+	inExec      sync.Map     // idx → *item: committed to the executor, result not yet taken
+	cpuFallback atomic.Int64 // images that ran on the CPU path instead
 }
 
-// startGPU starts the decode workers, the save workers, and the goroutines that end the
-// run when the device fails and close done once every input was accounted for.
-func (r *runner) startGPU(g *errgroup.Group, e *sched.Executor) {
+// start allocates the executor's slots and streams, starts it under the run's context (an
+// interrupt or a fatal error of the run stops it, abandoning the batches on the device),
+// then starts the decode workers, the save workers, and the goroutines that end the run
+// when the device fails and close done once every input was accounted for.
+func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
+	cfg := b.run.cfg
+	cfg.Trace = r.opt.Trace
+	e, err := sched.New(r.ctx, b.run.dev, cfg)
+	if err != nil {
+		return fmt.Errorf("device %s: %w", b.run.dev.Name(), err)
+	}
+	b.r, b.e = r, e
+	r.sum.Streams, r.sum.Batch = cfg.Streams, cfg.Batch
 	var decoders, savers sync.WaitGroup
 	for i := 0; i < r.opt.Workers; i++ {
 		decoders.Add(1)
 		g.Go(func() error {
 			defer decoders.Done()
-			r.decodeWorker(e, &worker{track: fmt.Sprintf("decode worker %d", i+1)})
+			b.decodeWorker(&worker{track: fmt.Sprintf("decode worker %d", i+1)})
 			return nil
 		})
 		savers.Add(1)
 		g.Go(func() error {
 			defer savers.Done()
-			r.saveWorker(e, fmt.Sprintf("save worker %d", i+1))
+			b.saveWorker(fmt.Sprintf("save worker %d", i+1))
 			return nil
 		})
 	}
@@ -202,27 +213,41 @@ func (r *runner) startGPU(g *errgroup.Group, e *sched.Executor) {
 		savers.Wait()  // Results is closed: the executor finished or stopped
 		e.Wait()
 		// Inputs of batches abandoned on the device never came back: they were not done.
-		r.inExec.Range(func(k, v any) bool {
+		b.inExec.Range(func(k, v any) bool {
 			it := v.(*item)
 			it.dropped = true
-			r.inExec.Delete(k)
+			b.inExec.Delete(k)
 			r.done <- it
 			return true
 		})
 		close(r.done)
 		return nil
 	})
+	return nil
+}
+
+// finish closes the executor, freeing its memory, and puts its figures into the summary.
+func (b *gpuBackend) finish(sum *Summary) error {
+	st := b.e.Stats()
+	err := b.e.Close()
+	sum.gpuStats(st)
+	sum.CPUFallback = int(b.cpuFallback.Load())
+	if err != nil {
+		return fmt.Errorf("device %s: releasing memory: %w", b.run.dev.Name(), err)
+	}
+	return nil
 }
 
 // decodeWorker decodes inputs into the executor's slots until the source is drained.
 // Inputs that need no device work (failed, skipped, too large for a slot) are finished
 // here; the others are finished by a save worker.
-func (r *runner) decodeWorker(e *sched.Executor, w *worker) {
+func (b *gpuBackend) decodeWorker(w *worker) {
+	r := b.r
 	for it := range r.jobs {
 		switch {
 		case r.ctx.Err() != nil || r.after(it.idx):
 			it.dropped = true
-		case r.toDevice(e, it, w):
+		case b.toDevice(it, w):
 			continue // a save worker has it now
 		case it.res.Status == StatusFailed && r.opt.StopOnError:
 			r.fail(it)
@@ -235,7 +260,8 @@ func (r *runner) decodeWorker(e *sched.Executor, w *worker) {
 // It reports whether it did; otherwise the input is finished (failed, skipped, run on the
 // CPU path) or, when the executor refused it because the run is ending, dropped. After it
 // returns true the item belongs to the save worker that gets its result.
-func (r *runner) toDevice(e *sched.Executor, it *item, w *worker) (committed bool) {
+func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
+	r, e := b.r, b.e
 	if r.settle(it) {
 		return false
 	}
@@ -289,7 +315,7 @@ func (r *runner) toDevice(e *sched.Executor, it *item, w *worker) (committed boo
 		failWith(res, stage, err)
 		return false
 	case onCPU:
-		r.cpuFallback.Add(1)
+		b.cpuFallback.Add(1)
 		r.cpuChain(it, w, img, true)
 		return false
 	case img != rsv.Image():
@@ -297,7 +323,7 @@ func (r *runner) toDevice(e *sched.Executor, it *item, w *worker) (committed boo
 		failWith(res, stage, errors.New("decoder returned an image it did not allocate"))
 		return false
 	}
-	r.inExec.Store(it.idx, it)
+	b.inExec.Store(it.idx, it)
 	committed = true
 	rsv.Commit()
 	return true
@@ -305,10 +331,11 @@ func (r *runner) toDevice(e *sched.Executor, it *item, w *worker) (committed boo
 
 // saveWorker stores the executor's results until it finished or stopped, releasing each
 // result's slot memory once stored.
-func (r *runner) saveWorker(e *sched.Executor, track string) {
-	for sr := range e.Results() {
+func (b *gpuBackend) saveWorker(track string) {
+	r := b.r
+	for sr := range b.e.Results() {
 		it := sr.Tag.(*item)
-		r.inExec.Delete(it.idx)
+		b.inExec.Delete(it.idx)
 		if r.ctx.Err() != nil || r.after(it.idx) {
 			sr.Release()
 			it.dropped = true

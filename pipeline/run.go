@@ -1,22 +1,17 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
-	"github.com/imgpipe/imgpipe/stages"
 )
 
 // Options controls a run.
@@ -104,7 +99,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if opt.Device == "" {
 		opt.Device = "cpu"
 	}
-	var gpu *gpuRun
+	var be backend = cpuBackend{}
 	if opt.GPU != nil {
 		g, err := newGPURun(plan, opt)
 		if err != nil {
@@ -113,7 +108,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		if g == nil {
 			opt.GPU = nil // the plan runs on the CPU; newGPURun gave the notice
 		} else {
-			gpu = g
+			be = &gpuBackend{run: g}
 			opt.Device = g.dev.Name()
 			opt.Window = max(opt.Window, g.window(opt.Workers))
 		}
@@ -135,22 +130,14 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	defer r.cancel(nil)
 
-	var e *sched.Executor
-	if gpu != nil {
-		var err error
-		// The executor runs under r.ctx: an interrupt or a fatal error of the run stops it,
-		// abandoning the batches on the device.
-		if e, err = gpu.start(r.ctx, opt.Trace); err != nil {
-			r.sum.finish(time.Since(start).Seconds())
-			if rerr := r.report.summary(r.sum); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("report: %w", rerr))
-			}
-			return r.sum, err
-		}
-		r.sum.Streams, r.sum.Batch = gpu.cfg.Streams, gpu.cfg.Batch
-	}
-
 	var g errgroup.Group
+	if err := be.start(&g, r); err != nil {
+		r.sum.finish(time.Since(start).Seconds())
+		if rerr := r.report.summary(r.sum); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("report: %w", rerr))
+		}
+		return r.sum, err
+	}
 	g.Go(func() error {
 		err := r.feed()
 		if err != nil {
@@ -158,21 +145,11 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		}
 		return err
 	})
-	if e != nil {
-		r.startGPU(&g, e)
-	} else {
-		r.startCPU(&g)
-	}
 	g.Go(func() error { return r.collect(ctx) })
 	err := g.Wait()
 
-	if e != nil {
-		st := e.Stats()
-		if cerr := e.Close(); cerr != nil && err == nil && ctx.Err() == nil {
-			err = fmt.Errorf("device %s: releasing memory: %w", gpu.dev.Name(), cerr)
-		}
-		r.sum.gpuStats(st)
-		r.sum.CPUFallback = int(r.cpuFallback.Load())
+	if berr := be.finish(&r.sum); berr != nil && err == nil && ctx.Err() == nil {
+		err = berr
 	}
 	r.sum.finish(time.Since(start).Seconds())
 	switch {
@@ -189,24 +166,6 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		err = fmt.Errorf("report: %w", rerr)
 	}
 	return r.sum, err
-}
-
-// startCPU starts the CPU workers: each runs the whole chain on one input at a time.
-func (r *runner) startCPU(g *errgroup.Group) {
-	var workers sync.WaitGroup
-	for i := 0; i < r.opt.Workers; i++ {
-		workers.Add(1)
-		g.Go(func() error {
-			defer workers.Done()
-			r.work(fmt.Sprintf("cpu worker %d", i+1))
-			return nil
-		})
-	}
-	g.Go(func() error {
-		workers.Wait()
-		close(r.done)
-		return nil
-	})
 }
 
 // item is one input on its way through a run.
@@ -237,10 +196,18 @@ type runner struct {
 	failure  *Result // the earliest failure under StopOnError
 
 	sum Summary // owned by collect
+}
 
-	// GPU runs only.
-	inExec      sync.Map     // idx → *item: committed to the executor, result not yet taken
-	cpuFallback atomic.Int64 // images that ran on the CPU path instead
+// backend is where a run's work happens: CPU workers that each run the whole chain on one
+// input (cpuBackend), or decode and save workers around a device executor (gpuBackend). A
+// backend takes items from runner.jobs and hands every one of them to runner.done, which it
+// closes once it is done.
+type backend interface {
+	// start starts the backend's goroutines in g. An error means nothing was started.
+	start(g *errgroup.Group, r *runner) error
+	// finish runs once every goroutine ended: it releases what the backend holds and puts
+	// its figures into the summary. Its error is a fault of its own (releasing memory).
+	finish(sum *Summary) error
 }
 
 func (r *runner) stopped() bool {
@@ -281,23 +248,6 @@ func (r *runner) feed() error {
 		case <-r.ctx.Done():
 			return nil
 		}
-	}
-}
-
-// work processes inputs until the source is drained; once the run is cancelled or
-// stopped it only passes the remaining ones on as dropped.
-func (r *runner) work(track string) {
-	w := &worker{track: track}
-	for it := range r.jobs {
-		if r.ctx.Err() != nil || r.after(it.idx) {
-			it.dropped = true
-		} else {
-			r.process(it, w)
-			if it.res.Status == StatusFailed && r.opt.StopOnError {
-				r.fail(it)
-			}
-		}
-		r.done <- it
 	}
 }
 
@@ -404,72 +354,6 @@ func failWith(res *Result, stage string, err error) {
 	res.Err = &StageError{Stage: stage, Err: err}
 }
 
-// process runs the chain on one input on the CPU. A panic in a stage (a decoder bug on a
-// hostile file) fails that input instead of the run.
-func (r *runner) process(it *item, w *worker) {
-	if r.settle(it) {
-		return
-	}
-	stage := r.plan.Steps[0].Def.Name
-	defer func() {
-		if p := recover(); p != nil {
-			failWith(&it.res, stage, fmt.Errorf("panic: %v", p))
-		}
-	}()
-	t0 := time.Now()
-	img, owned, release, err := r.decode(it.in, &w.bufs)
-	r.span(w.track, stage, it.in.Name, t0)
-	if err != nil {
-		if r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()) {
-			it.dropped = true // interrupted while waiting for memory: never started
-			return
-		}
-		failWith(&it.res, stage, err)
-		return
-	}
-	defer release()
-	r.cpuChain(it, w, img, owned)
-}
-
-// cpuChain runs the pixel stages on a decoded image on the CPU and stores the result.
-// owned tells whether img belongs to the run (and may be recycled).
-func (r *runner) cpuChain(it *item, w *worker, img *stages.Image, owned bool) {
-	sc := &w.bufs
-	res := &it.res
-	stage := r.plan.Steps[0].Def.Name
-	defer func() {
-		if p := recover(); p != nil {
-			failWith(res, stage, fmt.Errorf("panic: %v", p))
-		}
-	}()
-	res.Width, res.Height = img.W, img.H
-	if r.plan.HasHistogram() {
-		res.Histogram = new([256]uint64)
-	}
-	for _, ps := range r.plan.Pixels {
-		stage = ps.Def.Name
-		t0 := time.Now()
-		out, passThrough := ps.Def.Shape(img.Shape(), ps.Params)
-		if passThrough {
-			ps.Run(nil, img, res.Histogram)
-			r.span(w.track, stage, it.in.Name, t0)
-			continue
-		}
-		dst := sc.get(out.W, out.H, out.C)
-		ps.Run(dst, img, res.Histogram)
-		r.span(w.track, stage, it.in.Name, t0)
-		if owned {
-			sc.put(img)
-		}
-		img, owned = dst, true
-	}
-	res.Image = img
-	r.store(it, w.track)
-	if res.Image == nil && owned {
-		sc.put(img) // the sink is done with it
-	}
-}
-
 // store hands res.Image, the final image, to the sink, which saves it when the chain has
 // a save stage, and sets the result's status. The sink may drop res.Image (ToFolder does)
 // or keep it.
@@ -498,170 +382,5 @@ func (r *runner) store(it *item, track string) {
 func (r *runner) span(track, stage, input string, start time.Time) {
 	if r.opt.Trace != nil {
 		r.opt.Trace.Span(track, stage, start, time.Since(start), map[string]any{"input": input})
-	}
-}
-
-// decode turns an input into pixels. owned tells whether the pixels belong to the run (and
-// may be recycled) rather than to the caller.
-// release gives back the input's share of the memory budget once the caller is done with it.
-func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, owned bool, release func(), err error) {
-	if in.Image != nil {
-		if err := r.checkImage(in.Image); err != nil {
-			return nil, false, nil, err
-		}
-		return in.Image, false, func() {}, nil
-	}
-	img, release, err = r.decodeInto(in, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
-	return img, err == nil, release, err
-}
-
-// checkImage checks pixels given as an input against the decoder's pixel limit.
-func (r *runner) checkImage(m *stages.Image) error {
-	if err := m.Check(); err != nil {
-		return err
-	}
-	if px := int64(m.W) * int64(m.H); px > r.plan.Decode.MaxPixels {
-		return fmt.Errorf("image is %dx%d (%.1f MP), over the %.1f MP limit", m.W, m.H, float64(px)/1e6, float64(r.plan.Decode.MaxPixels)/1e6)
-	}
-	return nil
-}
-
-// decodeInto turns an input into pixels in memory from alloc, which is called once, after
-// the pixels were decoded (a failing file takes no memory from it). Pixels given as the
-// input are checked and copied. Before decoding it reserves the image's share of the memory
-// budget (from the header's size); release gives it back, and is nil when err is not.
-func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, release func(), err error) {
-	if in.Image != nil {
-		if err := r.checkImage(in.Image); err != nil {
-			return nil, nil, err
-		}
-		dst, err := alloc(in.Image.W, in.Image.H, in.Image.C)
-		if err != nil {
-			return nil, nil, err
-		}
-		for y := 0; y < dst.H; y++ {
-			copy(dst.Row(y), in.Image.Row(y))
-		}
-		return dst, func() {}, nil
-	}
-	data := in.Data
-	if data == nil {
-		if in.Path == "" {
-			return nil, nil, errors.New("input has no path, data or image")
-		}
-		if data, err = readFile(in.Path, r.plan.Decode); err != nil {
-			return nil, nil, err
-		}
-	}
-	var pixels int64
-	if r.plan.Decode.Pixels != nil {
-		if pixels, err = r.plan.Decode.Pixels(data); err != nil {
-			return nil, nil, err
-		}
-	}
-	if release, err = r.mem.acquire(r.ctx, pixels); err != nil {
-		return nil, nil, err
-	}
-	img, err = r.plan.Decode.Decode(data, alloc)
-	if err == nil {
-		if cerr := img.Check(); cerr != nil {
-			err = fmt.Errorf("decoder returned a bad image: %w", cerr)
-		}
-	}
-	if err != nil {
-		release()
-		return nil, nil, err
-	}
-	return img, release, nil
-}
-
-// readFile reads a whole input file. Anything but a regular file (a FIFO would block), a
-// file over the decoder's size limit, and a file whose first bytes the decoder refuses
-// are refused before the file is read whole.
-func readFile(path string, dec *Decoder) ([]byte, error) {
-	limit := dec.MaxFileBytes()
-	// O_NONBLOCK so that a FIFO (or a file swapped for one since the folder was walked) is
-	// opened without waiting for a writer; the checks below then look at what was opened.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, pathless(err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, pathless(err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("file is %d bytes, over the %d-byte limit that max_pixels implies", fi.Size(), limit)
-	}
-	var buf bytes.Buffer
-	if dec.Head != nil {
-		buf.Grow(int(min(fi.Size(), HeadBytes)) + bytes.MinRead)
-		if _, err := buf.ReadFrom(io.LimitReader(f, HeadBytes)); err != nil {
-			return nil, pathless(err)
-		}
-		if err := dec.Head(buf.Bytes()); err != nil {
-			return nil, err
-		}
-	}
-	buf.Grow(int(fi.Size()) - buf.Len() + bytes.MinRead)
-	// Read at most limit+1 bytes, in case the file grew since Stat.
-	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1-int64(buf.Len()))); err != nil {
-		return nil, pathless(err)
-	}
-	if int64(buf.Len()) > limit {
-		return nil, fmt.Errorf("file grew over the %d-byte limit that max_pixels implies", limit)
-	}
-	return buf.Bytes(), nil
-}
-
-// scratch recycles one worker's pixel buffers between stages and inputs, so a steady run
-// does not allocate (and zero) a fresh buffer per stage per image. It holds a few buffers
-// at most, so a worker's memory is bounded by its largest images.
-type scratch struct {
-	free [][]byte
-}
-
-// worker is one worker goroutine's own state.
-type worker struct {
-	track string // its trace track
-	bufs  scratch
-}
-
-const scratchKeep = 3
-
-// get returns a w×h×c image whose pixels are NOT zeroed: every stage writes all of dst.
-func (s *scratch) get(w, h, c int) *stages.Image {
-	n := w * h * c
-	best := -1
-	for i, b := range s.free {
-		if cap(b) >= n && (best < 0 || cap(b) < cap(s.free[best])) {
-			best = i
-		}
-	}
-	var pix []byte
-	if best >= 0 {
-		pix = s.free[best][:n]
-		s.free = append(s.free[:best], s.free[best+1:]...)
-	} else {
-		pix = make([]byte, n)
-	}
-	return &stages.Image{W: w, H: h, C: c, Stride: w * c, Pix: pix}
-}
-
-// put gives m's buffer back; the smallest buffer is dropped when too many are kept.
-func (s *scratch) put(m *stages.Image) {
-	s.free = append(s.free, m.Pix[:0])
-	if len(s.free) > scratchKeep {
-		small := 0
-		for i, b := range s.free {
-			if cap(b) < cap(s.free[small]) {
-				small = i
-			}
-		}
-		s.free = append(s.free[:small], s.free[small+1:]...)
 	}
 }
