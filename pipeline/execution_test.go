@@ -77,3 +77,35 @@ func TestJobExecutionGPU(t *testing.T) {
 		})
 	}
 }
+
+func TestExecutionSetText(t *testing.T) {
+	tests := []struct {
+		name, text string
+		err        string // a fragment of the error; "" for none
+	}{
+		{"workers", "4", ""},
+		{"resume", "true", ""},
+		{"on_error", "fail", ""},
+		{"streams", "0", "streams=0 is out of range [1, 64]"},
+		{"batch", "many", "batch=many: want an integer"},
+		{"resume", "yes", "resume=yes: want true or false"},
+		{"worker", "1", `did you mean "workers"`},
+	}
+	for _, tt := range tests {
+		e := DefaultExecution()
+		err := e.SetText(tt.name, tt.text)
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("SetText(%s, %s) = %v", tt.name, tt.text, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("SetText(%s, %s) = %v, want %q", tt.name, tt.text, err, tt.err)
+		}
+	}
+	e := DefaultExecution()
+	if err := e.SetText("workers", "4"); err != nil || e.Workers != 4 {
+		t.Errorf("SetText(workers, 4): %v, workers %d", err, e.Workers)
+	}
+	if err := e.SetText("on_error", "fail"); err != nil || e.OnError != "fail" {
+		t.Errorf("SetText(on_error, fail): %v, on_error %s", err, e.OnError)
+	}
+}

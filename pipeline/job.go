@@ -201,7 +201,7 @@ func (l *jobLoader) mapping(what string, n *yaml.Node, known []string, fn func(k
 		seen[k.Value] = k
 		if !contains(known, k.Value) {
 			msg := fmt.Sprintf("%s: unknown key %q", what, k.Value)
-			if near := nearest(k.Value, known); near != "" {
+			if near := Nearest(k.Value, known); near != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", near)
 			} else {
 				msg += " (keys: " + strings.Join(known, ", ") + ")"
@@ -276,7 +276,7 @@ func (l *jobLoader) root(doc *yaml.Node) {
 			l.mapping("execution", v, names, func(key string, _, v *yaml.Node) {
 				field := "execution." + key
 				if s, ok := l.scalar(field, v); ok {
-					if err := l.job.Exec.setText(key, s); err != nil {
+					if err := l.job.Exec.SetText(key, s); err != nil {
 						l.errorf(v, "%s: %v", field, err)
 					} else {
 						l.job.pos[field] = l.pos(v)
@@ -378,7 +378,7 @@ func (l *jobLoader) item(n *yaml.Node) []Step {
 				}
 			})
 		}
-		p, err := parseParams(def, args, argPos)
+		p, err := ParseParams(def, args, argPos)
 		if err != nil {
 			for _, e := range Errors(err) {
 				l.errs = append(l.errs, l.inFile(e))
