@@ -94,33 +94,6 @@ func ExampleRun() {
 	// 2 ok
 }
 
-func ExampleParseJob() {
-	job, err := pipeline.ParseJob("job.yaml", []byte(`
-input: {dir: photos}
-pipeline:
-  - decode
-  - blur: {sigma: 2}
-  - save: {format: jpeg}
-output: {dir: out}
-execution: {workers: 4, on_error: fail}
-`))
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(pipeline.FormatSpec(job.Steps))
-	fmt.Println(job.InputDir, "->", job.OutputDir, "workers:", job.Exec.Workers, "on_error:", job.Exec.OnError)
-
-	_, err = pipeline.ParseJob("bad.yaml", []byte("input: {dir: photos}\npipeline:\n  - decode\n  - blur: {sigma: 99}\nexecution: {devise: cpu}\n"))
-	for _, e := range pipeline.Errors(err) {
-		fmt.Println(e)
-	}
-	// Output:
-	// decode | blur sigma=2 | save format=jpeg
-	// photos -> out workers: 4 on_error: fail
-	// bad.yaml:4:19: blur: sigma=99 is out of range (0, 32]
-	// bad.yaml:5:13: execution: unknown key "devise" (did you mean "device"?)
-}
-
 func ExamplePipeline_Flow() {
 	p, err := pipeline.Parse("decode | grayscale | histogram")
 	if err != nil {
