@@ -51,8 +51,9 @@
 // # Go API
 //
 // New starts a typed builder (New().Decode().Grayscale().Blur(1.5).Save("png")), Parse
-// builds one from a spec, and Pipeline.Run runs it. Pipeline.Flow exposes a pipeline as a
-// github.com/reugn/go-streams Flow whose items carry their errors.
+// builds one from a spec, and Pipeline.Run runs it. The subpackage pipeline/flow exposes a
+// pipeline as a github.com/reugn/go-streams Flow whose items carry their errors, so that this
+// package does not import go-streams.
 //
 // # Output names
 //

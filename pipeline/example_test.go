@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/reugn/go-streams/extension"
-
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -92,30 +90,4 @@ func ExampleRun() {
 	// a.png -> a.jpg ok
 	// sub/b.png -> sub/b.jpg ok
 	// 2 ok
-}
-
-func ExamplePipeline_Flow() {
-	p, err := pipeline.Parse("decode | grayscale | histogram")
-	if err != nil {
-		panic(err)
-	}
-	f, err := p.Flow(context.Background())
-	if err != nil {
-		panic(err)
-	}
-	in := make(chan any)
-	out := make(chan any)
-	go extension.NewChanSource(in).Via(f).To(extension.NewChanSink(out))
-	go func() {
-		in <- gradient(8, 8)
-		in <- []byte("not an image")
-		close(in)
-	}()
-	for item := range out {
-		r := item.(pipeline.Result) // errors travel inside the items
-		fmt.Println(r.Input, r.Status, r.Err)
-	}
-	// Output:
-	// #1 ok <nil>
-	// #2 failed decode: unknown image format
 }
