@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/imgpipe/imgpipe/pipeline"
 )
@@ -115,8 +115,18 @@ func ParseWith(r *pipeline.Registry, file string, data []byte) (*Job, error) {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// yamlError turns a yaml.v3 syntax error into a positioned one.
+// yamlError turns a YAML syntax error into one at file:line:col: where the parser found the
+// problem, with where the construct it was reading started when that is elsewhere ("did
+// not find expected ',' or '}' (while parsing a flow mapping at 1:8)").
 func yamlError(file string, err error) error {
+	var le *yaml.LoadError
+	if errors.As(err, &le) && le.Mark.Line > 0 {
+		msg := le.Message
+		if c := le.ContextMark; le.ContextMsg != "" && c.Line > 0 && (c.Line != le.Mark.Line || c.Column != le.Mark.Column) {
+			msg += fmt.Sprintf(" (%s at %d:%d)", le.ContextMsg, c.Line, c.Column)
+		}
+		return errorAt(pipeline.Pos{File: file, Line: le.Mark.Line, Col: le.Mark.Column}, "YAML syntax: %s", msg)
+	}
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])

@@ -93,8 +93,13 @@ func TestParseErrors(t *testing.T) {
 		{"only a comment", "# nothing\n", []string{"1:1: empty job file"}},
 		{"null document", "~\n", []string{"1:1: empty job file"}},
 		{"not a mapping", "- decode\n", []string{"1:1: job: want a mapping"}},
-		{"syntax", "input: {dir: a\npipeline: [decode]\n", []string{"YAML syntax"}},
-		{"tab indentation", "input:\n\tdir: a\n", []string{"2: YAML syntax"}},
+		// Syntax errors name line and column: where the parser stopped, and where the
+		// construct it was reading started when that is elsewhere.
+		{"syntax", "input: {dir: a\npipeline: [decode]\n", []string{"2:9: YAML syntax: did not find expected ',' or '}' (while parsing a flow mapping at 1:8)"}},
+		{"tab indentation", "input:\n\tdir: a\n", []string{"2:1: YAML syntax: found character that cannot start any token"}},
+		{"unclosed quote", "input: {dir: \"a}\n", []string{"2:1: YAML syntax: found unexpected end of stream (while scanning a quoted scalar at 1:14)"}},
+		{"bad indentation", "input:\n  dir: a\n dir: b\n", []string{"3:2: YAML syntax: did not find expected key"}},
+		{"unknown anchor", "input: {dir: a}\npipeline: *steps\n", []string{"2:11: YAML syntax: unknown anchor 'steps' referenced"}},
 		{"two documents", "input: {dir: a}\n---\ninput: {dir: b}\n", []string{"2:1: a job file holds one YAML document"}},
 		{"unknown top key", "inptu: {dir: a}\n", []string{`1:1: job: unknown key "inptu" (did you mean "input"?)`}},
 		{"unknown key far", "zzz: 1\n", []string{`1:1: job: unknown key "zzz" (keys: input, pipeline, output, execution)`}},
