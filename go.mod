@@ -3,6 +3,8 @@ module github.com/imgpipe/imgpipe
 go 1.26.8
 
 require (
+	// A test oracle only (the project card names it): stages/*_test.go compare the CPU
+	// stages with it; no production code imports it.
 	github.com/disintegration/imaging v1.6.2
 	github.com/ebitengine/purego v0.11.3
 	github.com/reugn/go-streams v0.12.0
