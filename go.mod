@@ -3,15 +3,17 @@ module github.com/imgpipe/imgpipe
 go 1.26.8
 
 require (
+	// A test oracle only (the project card names it): stages/*_test.go compare the CPU
+	// stages with it; no production code imports it.
 	github.com/disintegration/imaging v1.6.2
 	github.com/ebitengine/purego v0.11.3
 	github.com/reugn/go-streams v0.12.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
+	go.yaml.in/yaml/v4 v4.0.0
 	golang.org/x/image v0.47.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/term v0.47.0
-	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -1,5 +1,6 @@
-// Package pipeline is imgpipe's engine: the stage registry, the spec parser, the YAML job
-// loader, the planner, the runner and the Go API.
+// Package pipeline is imgpipe's engine: the stage registry, the spec parser, the planner,
+// the runner and the Go API. YAML job files are read by the subpackage pipeline/job, the
+// only one that imports a YAML library.
 //
 // # Stages and the registry
 //
@@ -13,8 +14,8 @@
 // # From text to a plan
 //
 // ParseSpec reads "decode | grayscale | blur sigma=1.5 | save format=png" into Steps, and
-// ParseJob/LoadJob read a YAML job (see Job). Both report every problem at once, each with
-// its column or file:line:col, and suggest the nearest stage or parameter name. Compile
+// pipeline/job reads a YAML job into the same Steps. Both report every problem at once, each
+// with its column or file:line:col, and suggest the nearest stage or parameter name. Compile
 // checks a chain (decode first, save last if present, at most one histogram) and binds each
 // stage's parameters once, giving a Plan: a decode step, the pixel stages, and an optional
 // save step.
@@ -50,8 +51,9 @@
 // # Go API
 //
 // New starts a typed builder (New().Decode().Grayscale().Blur(1.5).Save("png")), Parse
-// builds one from a spec, and Pipeline.Run runs it. Pipeline.Flow exposes a pipeline as a
-// github.com/reugn/go-streams Flow whose items carry their errors.
+// builds one from a spec, and Pipeline.Run runs it. The subpackage pipeline/flow exposes a
+// pipeline as a github.com/reugn/go-streams Flow whose items carry their errors, so that this
+// package does not import go-streams.
 //
 // # Output names
 //

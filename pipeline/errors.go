@@ -99,9 +99,10 @@ func Errors(err error) []error {
 	return []error{err}
 }
 
-// nearest returns the candidate closest to s by edit distance, if it is close enough to be
-// a plausible typo, and "" otherwise.
-func nearest(s string, candidates []string) string {
+// Nearest returns the candidate closest to s by edit distance (s compared without case), if
+// it is close enough to be a plausible typo, and "" otherwise. It gives the "did you mean"
+// of every unknown-name error, so loaders built on the registry suggest names the same way.
+func Nearest(s string, candidates []string) string {
 	best, bestD := "", -1
 	for _, c := range candidates {
 		d := editDistance(strings.ToLower(s), c)

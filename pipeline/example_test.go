@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/reugn/go-streams/extension"
-
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -92,57 +90,4 @@ func ExampleRun() {
 	// a.png -> a.jpg ok
 	// sub/b.png -> sub/b.jpg ok
 	// 2 ok
-}
-
-func ExampleParseJob() {
-	job, err := pipeline.ParseJob("job.yaml", []byte(`
-input: {dir: photos}
-pipeline:
-  - decode
-  - blur: {sigma: 2}
-  - save: {format: jpeg}
-output: {dir: out}
-execution: {workers: 4, on_error: fail}
-`))
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(pipeline.FormatSpec(job.Steps))
-	fmt.Println(job.InputDir, "->", job.OutputDir, "workers:", job.Exec.Workers, "on_error:", job.Exec.OnError)
-
-	_, err = pipeline.ParseJob("bad.yaml", []byte("input: {dir: photos}\npipeline:\n  - decode\n  - blur: {sigma: 99}\nexecution: {devise: cpu}\n"))
-	for _, e := range pipeline.Errors(err) {
-		fmt.Println(e)
-	}
-	// Output:
-	// decode | blur sigma=2 | save format=jpeg
-	// photos -> out workers: 4 on_error: fail
-	// bad.yaml:4:19: blur: sigma=99 is out of range (0, 32]
-	// bad.yaml:5:13: execution: unknown key "devise" (did you mean "device"?)
-}
-
-func ExamplePipeline_Flow() {
-	p, err := pipeline.Parse("decode | grayscale | histogram")
-	if err != nil {
-		panic(err)
-	}
-	f, err := p.Flow(context.Background())
-	if err != nil {
-		panic(err)
-	}
-	in := make(chan any)
-	out := make(chan any)
-	go extension.NewChanSource(in).Via(f).To(extension.NewChanSink(out))
-	go func() {
-		in <- gradient(8, 8)
-		in <- []byte("not an image")
-		close(in)
-	}()
-	for item := range out {
-		r := item.(pipeline.Result) // errors travel inside the items
-		fmt.Println(r.Input, r.Status, r.Err)
-	}
-	// Output:
-	// #1 ok <nil>
-	// #2 failed decode: unknown image format
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // Execution holds how a job runs, as opposed to what it computes. The YAML job's
-// `execution:` mapping and the CLI flags of the same names set it; both go through Set, so
-// they accept and refuse the same values.
+// `execution:` mapping and the CLI flags of the same names set it; both go through Set (or
+// SetText), so they accept and refuse the same values.
 type Execution struct {
 	// Device is "auto", "cpu" or "cuda".
 	Device string
@@ -95,7 +95,7 @@ func executionSetting(name string) (*ParamSpec, error) {
 		names[i] = ps.Name
 	}
 	msg := fmt.Sprintf("unknown execution setting %q", name)
-	if near := nearest(name, names); near != "" {
+	if near := Nearest(name, names); near != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", near)
 	} else {
 		msg += " (settings: " + strings.Join(names, ", ") + ")"
@@ -117,8 +117,9 @@ func (e *Execution) Set(name string, v any) error {
 	return e.assign(name, val)
 }
 
-// setText is Set for text (a YAML scalar).
-func (e *Execution) setText(name, s string) error {
+// SetText is Set for a value written as text, such as a YAML scalar ("4", "true", "fail"):
+// it parses the text as the setting's type, validates it and stores it.
+func (e *Execution) SetText(name, s string) error {
 	ps, err := executionSetting(name)
 	if err != nil {
 		return err

@@ -42,38 +42,61 @@ func TestExecutionGPU(t *testing.T) {
 	}
 }
 
-func TestJobExecutionGPU(t *testing.T) {
-	j, err := ParseJob("job.yaml", []byte("execution: {device: cuda, gpu: 2}\n"))
-	if err != nil {
-		t.Fatal(err)
+func TestExecutionSet(t *testing.T) {
+	e := DefaultExecution()
+	if e.Device != "auto" || e.OnError != "skip" || e.Workers != 0 || e.Streams < 1 || e.Batch < 1 {
+		t.Errorf("defaults: %+v", e)
 	}
-	if j.Exec.GPU != 2 || j.Exec.Device != "cuda" {
-		t.Errorf("exec = %+v, want device cuda, gpu 2", j.Exec)
+	if err := e.Set("workers", 4); err != nil || e.Workers != 4 {
+		t.Errorf("Set workers: %v %+v", err, e)
 	}
-	if p := j.PosOf("execution.gpu"); p.String() != "job.yaml:1:32" {
-		t.Errorf("PosOf(execution.gpu) = %v", p)
+	if err := e.Set("on_error", "fail"); err != nil || e.OnError != "fail" {
+		t.Errorf("Set on_error: %v", err)
 	}
-	j, err = ParseJob("job.yaml", []byte("execution: {device: cuda}\n"))
-	if err != nil || j.Exec.GPU != 0 {
-		t.Errorf("no gpu key: %v, gpu %d; want the default 0", err, j.Exec.GPU)
-	}
-
-	bad := []struct {
-		name, src, want string
+	for _, bad := range []struct {
+		name string
+		v    any
+		want string
 	}{
-		{"negative", "execution: {gpu: -1}\n", "job.yaml:1:18: execution.gpu: gpu=-1 is out of range [0, 1023]"},
-		{"not a number", "execution: {gpu: first}\n", "job.yaml:1:18: execution.gpu: gpu=first: want an integer"},
-		{"fraction", "execution: {gpu: 0.5}\n", "job.yaml:1:18: execution.gpu: gpu=0.5: want an integer"},
-		{"too high", "execution:\n  gpu: 4096\n", "job.yaml:2:8: execution.gpu: gpu=4096 is out of range [0, 1023]"},
-		{"list", "execution: {gpu: [0, 1]}\n", "job.yaml:1:18: execution.gpu"},
-		{"misspelt", "execution: {gpus: 1}\n", `job.yaml:1:13: execution: unknown key "gpus" (did you mean "gpu"?)`},
+		{"streams", 65, "out of range"},
+		{"device", "tpu", "want one of"},
+		{"resume", "yes", "want a bool"},
+		{"worker", 1, `did you mean "workers"`},
+	} {
+		if err := e.Set(bad.name, bad.v); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Set(%s, %v) = %v, want %q", bad.name, bad.v, err, bad.want)
+		}
 	}
-	for _, tt := range bad {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseJob("job.yaml", []byte(tt.src))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("ParseJob(%q) = %v, want %q", tt.src, err, tt.want)
-			}
-		})
+}
+
+func TestExecutionSetText(t *testing.T) {
+	tests := []struct {
+		name, text string
+		err        string // a fragment of the error; "" for none
+	}{
+		{"workers", "4", ""},
+		{"resume", "true", ""},
+		{"on_error", "fail", ""},
+		{"streams", "0", "streams=0 is out of range [1, 64]"},
+		{"batch", "many", "batch=many: want an integer"},
+		{"resume", "yes", "resume=yes: want true or false"},
+		{"worker", "1", `did you mean "workers"`},
+	}
+	for _, tt := range tests {
+		e := DefaultExecution()
+		err := e.SetText(tt.name, tt.text)
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("SetText(%s, %s) = %v", tt.name, tt.text, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("SetText(%s, %s) = %v, want %q", tt.name, tt.text, err, tt.err)
+		}
+	}
+	e := DefaultExecution()
+	if err := e.SetText("workers", "4"); err != nil || e.Workers != 4 {
+		t.Errorf("SetText(workers, 4): %v, workers %d", err, e.Workers)
+	}
+	if err := e.SetText("on_error", "fail"); err != nil || e.OnError != "fail" {
+		t.Errorf("SetText(on_error, fail): %v, on_error %s", err, e.OnError)
 	}
 }

@@ -213,7 +213,7 @@ func (ps *ParamSpec) validate(v any) error {
 			}
 		}
 		msg := fmt.Sprintf("%s=%s: want one of %s", ps.Name, s, strings.Join(ps.Values, ", "))
-		if near := nearest(s, ps.Values); near != "" {
+		if near := Nearest(s, ps.Values); near != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", near)
 		}
 		return fmt.Errorf("%s", msg)
@@ -300,7 +300,7 @@ func unknownParam(d *StageDef, name string) error {
 		names[i] = ps.Name
 	}
 	msg := fmt.Sprintf("%s has no parameter %q", d.Name, name)
-	if near := nearest(name, names); near != "" {
+	if near := Nearest(name, names); near != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", near)
 	} else if len(names) == 0 {
 		msg += " (it takes none)"

@@ -60,6 +60,9 @@ func (p *Pipeline) WithOptions(o Options) *Pipeline {
 	return p
 }
 
+// Options returns the options Run uses, as set by WithOptions.
+func (p *Pipeline) Options() Options { return p.opt }
+
 // Steps returns the chain built so far.
 func (p *Pipeline) Steps() []Step { return append([]Step(nil), p.steps...) }
 

@@ -9,7 +9,10 @@ import (
 // Limits on specs: far above any real chain, low enough that hostile input stays cheap.
 const (
 	maxSpecBytes = 64 << 10
-	maxSteps     = 256
+	// MaxSteps bounds the number of stages in one chain, however it is written (a spec, a
+	// YAML job's pipeline list, the Go builder).
+	MaxSteps = 256
+	maxSteps = MaxSteps
 )
 
 // Step is one stage of a chain with its parameters parsed and validated.
@@ -117,9 +120,9 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // parseStage parses "name k=v k=v".
 func (r *Registry) parseStage(toks []token, col func(int) int) (Step, error) {
 	name := toks[0]
-	def, ok := r.Lookup(name.text)
-	if !ok {
-		return Step{}, r.unknownStage(name.text, Pos{Col: col(name.off)})
+	def, err := r.LookupAt(name.text, Pos{Col: col(name.off)})
+	if err != nil {
+		return Step{}, err
 	}
 	var errs []error
 	args := map[string]string{}
@@ -145,7 +148,7 @@ func (r *Registry) parseStage(toks []token, col func(int) int) (Step, error) {
 		args[k] = v
 		argPos[k] = Pos{Col: col(t.off + len(k) + 1)}
 	}
-	p, err := parseParams(def, args, argPos)
+	p, err := ParseParams(def, args, argPos)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -155,14 +158,21 @@ func (r *Registry) parseStage(toks []token, col func(int) int) (Step, error) {
 	return Step{Def: def, Params: p, Pos: Pos{Col: col(name.off)}}, nil
 }
 
-// parseParams parses the text values of args against def's parameters; the positions in
-// pos locate each value for error messages. Unknown names must already be filtered out.
-func parseParams(def *StageDef, args map[string]string, pos map[string]Pos) (Params, error) {
+// ParseParams parses parameter values written as text (in a spec, or as YAML scalars)
+// against def's parameters and returns them with defaults filled in; it is NewParams for
+// text. pos locates each value for error messages: every problem is a *PosError at its
+// value's position, all of them reported, a name def does not take included.
+func ParseParams(def *StageDef, args map[string]string, pos map[string]Pos) (Params, error) {
 	p := defaults(def)
 	var errs []error
 	given := map[string]any{}
 	for _, k := range sortedKeys(args) {
-		v, err := def.Param(k).parse(args[k])
+		ps := def.Param(k)
+		if ps == nil {
+			errs = append(errs, &PosError{Pos: pos[k], Err: unknownParam(def, k)})
+			continue
+		}
+		v, err := ps.parse(args[k])
 		if err != nil {
 			errs = append(errs, &PosError{Pos: pos[k], Err: fmt.Errorf("%s: %w", def.Name, err)})
 			continue
@@ -174,8 +184,17 @@ func parseParams(def *StageDef, args map[string]string, pos map[string]Pos) (Par
 	return p, joinErrors(errs)
 }
 
+// LookupAt returns the stage called name, or, when r has none, a *PosError at pos that
+// names the nearest stage ("unknown stage "blurr" (did you mean "blur"?)") or lists them all.
+func (r *Registry) LookupAt(name string, pos Pos) (*StageDef, error) {
+	if def, ok := r.Lookup(name); ok {
+		return def, nil
+	}
+	return nil, r.unknownStage(name, pos)
+}
+
 func (r *Registry) unknownStage(name string, pos Pos) error {
-	if near := nearest(name, r.names()); near != "" {
+	if near := Nearest(name, r.names()); near != "" {
 		return errorAt(pos, "unknown stage %q (did you mean %q?)", name, near)
 	}
 	return errorAt(pos, "unknown stage %q (stages: %s)", name, strings.Join(r.names(), ", "))

@@ -162,8 +162,65 @@ func TestNearest(t *testing.T) {
 		strings.Repeat("b", 200): "",
 	}
 	for in, want := range tests {
-		if got := nearest(in, names); got != want {
-			t.Errorf("nearest(%q) = %q, want %q", in, got, want)
+		if got := Nearest(in, names); got != want {
+			t.Errorf("Nearest(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestLookupAt(t *testing.T) {
+	tests := []struct {
+		name, want string // want: the stage found, or a fragment of the error
+	}{
+		{"blur", "blur"},
+		{"blurr", `3:7: unknown stage "blurr" (did you mean "blur"?)`},
+		{"zzz", `3:7: unknown stage "zzz" (stages: `},
+	}
+	for _, tt := range tests {
+		def, err := Builtin.LookupAt(tt.name, Pos{Line: 3, Col: 7})
+		var pe *PosError
+		switch {
+		case err == nil && def.Name != tt.want:
+			t.Errorf("LookupAt(%q) = %s, want %s", tt.name, def.Name, tt.want)
+		case err != nil && (!errors.As(err, &pe) || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("LookupAt(%q) = %v, want a *PosError containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestParseParams(t *testing.T) {
+	blur, _ := Builtin.Lookup("blur")
+	tests := []struct {
+		name string
+		args map[string]string
+		want string   // the canonical form, when errs is empty
+		errs []string // fragments of each error, in order
+	}{
+		{"none", nil, "", nil},
+		{"sigma", map[string]string{"sigma": "2.50"}, "sigma=2.5", nil},
+		{"out of range", map[string]string{"sigma": "40"}, "", []string{"1:9: blur: sigma=40 is out of range"}},
+		{"unknown name", map[string]string{"sigm": "1", "sigma": "x"}, "", []string{
+			`1:9: blur has no parameter "sigm" (did you mean "sigma"?)`, `1:9: blur: sigma=x: want a number`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pos := map[string]Pos{}
+			for k := range tt.args {
+				pos[k] = Pos{Line: 1, Col: 9}
+			}
+			p, err := ParseParams(blur, tt.args, pos)
+			got := Errors(err)
+			if len(got) != len(tt.errs) {
+				t.Fatalf("errors %v, want %d", err, len(tt.errs))
+			}
+			for i, w := range tt.errs {
+				if !strings.Contains(got[i].Error(), w) {
+					t.Errorf("error %d = %v, want %q", i, got[i], w)
+				}
+			}
+			if err == nil && p.String() != tt.want {
+				t.Errorf("params %q, want %q", p.String(), tt.want)
+			}
+		})
 	}
 }

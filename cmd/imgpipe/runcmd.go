@@ -13,6 +13,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/job"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -113,20 +114,16 @@ done).`,
 
 // config is a run's complete configuration: the job file (if any) with the flags applied.
 type config struct {
-	job  *pipeline.Job
+	job  *job.Job
 	plan *pipeline.Plan
 }
 
 // loadConfig merges the job file and the flags and checks the result; every error is a
 // usage error (exit 2) since nothing has run yet.
 func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) (*config, error) {
-	job := &pipeline.Job{Exec: pipeline.DefaultExecution()}
-	if len(args) == 1 {
-		j, err := pipeline.LoadJob(args[0])
-		if err != nil {
-			return nil, &exitError{code: exitUsage, err: err}
-		}
-		job = j
+	job, err := readJob(args)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
 	}
 	changed := cmd.Flags().Changed
 	var errs []error
@@ -180,8 +177,17 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 	return &config{job: job, plan: plan}, nil
 }
 
+// readJob loads the job file args names, or, with none, returns an empty job with the
+// default execution settings for the flags to fill.
+func readJob(args []string) (*job.Job, error) {
+	if len(args) == 1 {
+		return job.Load(args[0])
+	}
+	return &job.Job{Exec: pipeline.DefaultExecution()}, nil
+}
+
 // reportPath is where the run's report goes: the job's, or the default in the output folder.
-func reportPath(job *pipeline.Job) string {
+func reportPath(job *job.Job) string {
 	if job.Report != "" {
 		return job.Report
 	}
@@ -196,7 +202,7 @@ func reportPath(job *pipeline.Job) string {
 //     (it is not empty and has no imgpipe report): the walk skips it, so those images would
 //     be silently left out, and outputs of same-named inputs could overwrite them;
 //   - the report path is a folder (found otherwise only when the finished report is renamed).
-func checkFolders(job *pipeline.Job) error {
+func checkFolders(job *job.Job) error {
 	at := func(field string) string {
 		if job.File == "" {
 			return ""

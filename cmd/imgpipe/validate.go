@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/job"
 )
 
 func newValidateCmd(stdout io.Writer) *cobra.Command {
@@ -22,12 +23,12 @@ Exit status 0 when all are valid, 2 otherwise.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var errs []error
 			for _, path := range args {
-				job, err := validateJob(path)
+				j, err := validateJob(path)
 				if err != nil {
 					errs = append(errs, pipeline.Errors(err)...)
 					continue
 				}
-				fmt.Fprintf(stdout, "%s: ok: %s\n", path, pipeline.FormatSpec(job.Steps))
+				fmt.Fprintf(stdout, "%s: ok: %s\n", path, pipeline.FormatSpec(j.Steps))
 			}
 			if len(errs) > 0 {
 				return &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
@@ -38,20 +39,20 @@ Exit status 0 when all are valid, 2 otherwise.`,
 }
 
 // validateJob runs every check `imgpipe run JOB.yaml` makes before processing anything.
-func validateJob(path string) (*pipeline.Job, error) {
-	job, err := pipeline.LoadJob(path)
+func validateJob(path string) (*job.Job, error) {
+	j, err := job.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := job.Complete(); err != nil {
+	if err := j.Complete(); err != nil {
 		return nil, err
 	}
-	if err := checkFolders(job); err != nil {
+	if err := checkFolders(j); err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) {
 			err = ee.err
 		}
 		return nil, err
 	}
-	return job, nil
+	return j, nil
 }

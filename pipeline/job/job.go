@@ -1,4 +1,9 @@
-package pipeline
+// Package job reads imgpipe's YAML job files: where the inputs are, the chain (written as a
+// list of stages or as a spec), where outputs and the report go, and the execution settings.
+// Every problem in a file is reported at once, each as a *pipeline.PosError naming
+// file:line:col. It is the only package of the module that imports a YAML library, so a Go
+// program that builds its chains with package pipeline does not pull one in.
+package job
 
 import (
 	"bytes"
@@ -7,10 +12,13 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
+
+	"github.com/imgpipe/imgpipe/pipeline"
 )
 
 // maxJobBytes bounds a job file; real ones are a few hundred bytes.
@@ -36,28 +44,28 @@ type Job struct {
 	// InputDir is input.dir.
 	InputDir string
 	// Steps is the parsed chain (not yet compiled).
-	Steps []Step
+	Steps []pipeline.Step
 	// OutputDir is output.dir.
 	OutputDir string
 	// Report is output.report; "" means OUT_DIR/imgpipe-report.jsonl.
 	Report string
-	// Exec holds the execution mapping over DefaultExecution.
-	Exec Execution
+	// Exec holds the execution mapping over pipeline.DefaultExecution.
+	Exec pipeline.Execution
 
-	pos map[string]Pos
+	pos map[string]pipeline.Pos
 }
 
 // PosOf returns where a field ("input.dir", "output.dir", "execution.device", ...) was
 // written, or the file alone when it was not.
-func (j *Job) PosOf(field string) Pos {
+func (j *Job) PosOf(field string) pipeline.Pos {
 	if p, ok := j.pos[field]; ok {
 		return p
 	}
-	return Pos{File: j.File}
+	return pipeline.Pos{File: j.File}
 }
 
-// LoadJob reads and parses a job file against the builtin stages.
-func LoadJob(path string) (*Job, error) {
+// Load reads and parses a job file against the builtin stages (pipeline.Builtin).
+func Load(path string) (*Job, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -67,38 +75,39 @@ func LoadJob(path string) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return ParseJob(path, data)
+	return Parse(path, data)
 }
 
-// ParseJob parses a job's YAML against the builtin stages; file names it in errors.
-func ParseJob(file string, data []byte) (*Job, error) { return Builtin.ParseJob(file, data) }
+// Parse parses a job's YAML against the builtin stages (pipeline.Builtin); file names it in
+// errors. See ParseWith.
+func Parse(file string, data []byte) (*Job, error) { return ParseWith(pipeline.Builtin, file, data) }
 
-// ParseJob parses a job's YAML. Unknown keys, duplicate keys, values of the wrong type or
-// out of range, and chains the planner refuses are all errors; every one is reported, each
-// as a *PosError with file:line:col. Required fields that CLI flags can supply are checked
-// by Complete, not here.
-func (r *Registry) ParseJob(file string, data []byte) (*Job, error) {
-	j := &Job{File: file, Exec: DefaultExecution(), pos: map[string]Pos{}}
+// ParseWith parses a job's YAML against r's stages, so a job can name custom stages.
+// Unknown keys, duplicate keys, values of the wrong type or out of range, and chains the
+// planner refuses are all errors; every one is reported, each as a *pipeline.PosError with
+// file:line:col. Required fields that CLI flags can supply are checked by Complete, not here.
+func ParseWith(r *pipeline.Registry, file string, data []byte) (*Job, error) {
+	j := &Job{File: file, Exec: pipeline.DefaultExecution(), pos: map[string]pipeline.Pos{}}
 	if len(data) > maxJobBytes {
-		return nil, errorAt(Pos{File: file}, "job file is over the %d-byte limit", maxJobBytes)
+		return nil, errorAt(pipeline.Pos{File: file}, "job file is over the %d-byte limit", maxJobBytes)
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, errorAt(Pos{File: file, Line: 1, Col: 1}, "empty job file (it needs at least input and pipeline)")
+			return nil, errorAt(pipeline.Pos{File: file, Line: 1, Col: 1}, "empty job file (it needs at least input and pipeline)")
 		}
 		return nil, yamlError(file, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, errorAt(Pos{File: file, Line: extra.Line, Col: extra.Column}, "a job file holds one YAML document; this is a second")
+		return nil, errorAt(pipeline.Pos{File: file, Line: extra.Line, Col: extra.Column}, "a job file holds one YAML document; this is a second")
 	} else if !errors.Is(err, io.EOF) {
 		return nil, yamlError(file, err)
 	}
 	l := &jobLoader{reg: r, job: j}
 	l.root(&doc)
-	if err := joinErrors(l.errs); err != nil {
+	if err := join(l.errs); err != nil {
 		return nil, err
 	}
 	return j, nil
@@ -106,21 +115,31 @@ func (r *Registry) ParseJob(file string, data []byte) (*Job, error) {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// yamlError turns a yaml.v3 syntax error into a positioned one.
+// yamlError turns a YAML syntax error into one at file:line:col: where the parser found the
+// problem, with where the construct it was reading started when that is elsewhere ("did
+// not find expected ',' or '}' (while parsing a flow mapping at 1:8)").
 func yamlError(file string, err error) error {
+	var le *yaml.LoadError
+	if errors.As(err, &le) && le.Mark.Line > 0 {
+		msg := le.Message
+		if c := le.ContextMark; le.ContextMsg != "" && c.Line > 0 && (c.Line != le.Mark.Line || c.Column != le.Mark.Column) {
+			msg += fmt.Sprintf(" (%s at %d:%d)", le.ContextMsg, c.Line, c.Column)
+		}
+		return errorAt(pipeline.Pos{File: file, Line: le.Mark.Line, Col: le.Mark.Column}, "YAML syntax: %s", msg)
+	}
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return errorAt(Pos{File: file, Line: line}, "YAML syntax: %s", m[2])
+		return errorAt(pipeline.Pos{File: file, Line: line}, "YAML syntax: %s", m[2])
 	}
-	return errorAt(Pos{File: file}, "YAML syntax: %s", strings.TrimPrefix(msg, "yaml: "))
+	return errorAt(pipeline.Pos{File: file}, "YAML syntax: %s", strings.TrimPrefix(msg, "yaml: "))
 }
 
 // Complete checks that the job says everything a run needs: an input folder, a chain, and
 // an output folder (unless the chain saves nothing and a report path is given).
 func (j *Job) Complete() error {
 	var errs []error
-	top := Pos{File: j.File}
+	top := pipeline.Pos{File: j.File}
 	if j.File != "" {
 		top.Line, top.Col = 1, 1
 	}
@@ -133,23 +152,23 @@ func (j *Job) Complete() error {
 	if j.OutputDir == "" {
 		saves := false
 		for _, s := range j.Steps {
-			saves = saves || s.Def.Kind == SinkKind
+			saves = saves || s.Def.Kind == pipeline.SinkKind
 		}
 		if saves || j.Report == "" {
 			errs = append(errs, errorAt(top, "no output folder: set output.dir in the job or -o"))
 		}
 	}
-	return joinErrors(errs)
+	return join(errs)
 }
 
 type jobLoader struct {
-	reg  *Registry
+	reg  *pipeline.Registry
 	job  *Job
 	errs []error
 }
 
-func (l *jobLoader) pos(n *yaml.Node) Pos {
-	return Pos{File: l.job.File, Line: n.Line, Col: n.Column}
+func (l *jobLoader) pos(n *yaml.Node) pipeline.Pos {
+	return pipeline.Pos{File: l.job.File, Line: n.Line, Col: n.Column}
 }
 
 func (l *jobLoader) errorf(n *yaml.Node, format string, args ...any) {
@@ -199,9 +218,9 @@ func (l *jobLoader) mapping(what string, n *yaml.Node, known []string, fn func(k
 			continue
 		}
 		seen[k.Value] = k
-		if !contains(known, k.Value) {
+		if !slices.Contains(known, k.Value) {
 			msg := fmt.Sprintf("%s: unknown key %q", what, k.Value)
-			if near := nearest(k.Value, known); near != "" {
+			if near := pipeline.Nearest(k.Value, known); near != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", near)
 			} else {
 				msg += " (keys: " + strings.Join(known, ", ") + ")"
@@ -212,15 +231,6 @@ func (l *jobLoader) mapping(what string, n *yaml.Node, known []string, fn func(k
 		fn(k.Value, k, v)
 	}
 	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // scalar returns a scalar's text, or records an error for any other node.
@@ -269,14 +279,15 @@ func (l *jobLoader) root(doc *yaml.Node) {
 				}
 			})
 		case "execution":
-			names := make([]string, len(executionSettings))
-			for i, ps := range executionSettings {
+			settings := pipeline.ExecutionSettings()
+			names := make([]string, len(settings))
+			for i, ps := range settings {
 				names[i] = ps.Name
 			}
 			l.mapping("execution", v, names, func(key string, _, v *yaml.Node) {
 				field := "execution." + key
 				if s, ok := l.scalar(field, v); ok {
-					if err := l.job.Exec.setText(key, s); err != nil {
+					if err := l.job.Exec.SetText(key, s); err != nil {
 						l.errorf(v, "%s: %v", field, err)
 					} else {
 						l.job.pos[field] = l.pos(v)
@@ -291,7 +302,7 @@ func (l *jobLoader) root(doc *yaml.Node) {
 
 func (l *jobLoader) pipeline(n *yaml.Node) {
 	n = resolve(n)
-	var steps []Step
+	var steps []pipeline.Step
 	before := len(l.errs)
 	switch {
 	case n.Kind == yaml.ScalarNode && n.Tag != "!!null":
@@ -301,8 +312,8 @@ func (l *jobLoader) pipeline(n *yaml.Node) {
 			l.errorf(n, "pipeline: empty list (start with decode)")
 			return
 		}
-		if len(n.Content) > maxSteps {
-			l.errorf(n, "pipeline: %d stages, over the limit of %d", len(n.Content), maxSteps)
+		if len(n.Content) > pipeline.MaxSteps {
+			l.errorf(n, "pipeline: %d stages, over the limit of %d", len(n.Content), pipeline.MaxSteps)
 			return
 		}
 		for _, item := range n.Content {
@@ -316,7 +327,7 @@ func (l *jobLoader) pipeline(n *yaml.Node) {
 		return // the planner's structural errors would only echo these
 	}
 	if _, err := l.reg.Compile(steps); err != nil {
-		for _, e := range Errors(err) {
+		for _, e := range pipeline.Errors(err) {
 			l.errs = append(l.errs, l.inFile(e))
 		}
 		return
@@ -326,18 +337,18 @@ func (l *jobLoader) pipeline(n *yaml.Node) {
 
 // inFile makes sure an error names the job file.
 func (l *jobLoader) inFile(e error) error {
-	var pe *PosError
+	var pe *pipeline.PosError
 	if errors.As(e, &pe) && pe.Pos.File == "" {
-		return &PosError{Pos: Pos{File: l.job.File, Line: pe.Pos.Line, Col: pe.Pos.Col}, Err: pe.Err}
+		return &pipeline.PosError{Pos: pipeline.Pos{File: l.job.File, Line: pe.Pos.Line, Col: pe.Pos.Col}, Err: pe.Err}
 	}
 	if !errors.As(e, &pe) {
-		return &PosError{Pos: Pos{File: l.job.File}, Err: e}
+		return &pipeline.PosError{Pos: pipeline.Pos{File: l.job.File}, Err: e}
 	}
 	return e
 }
 
 // item parses one pipeline list item.
-func (l *jobLoader) item(n *yaml.Node) []Step {
+func (l *jobLoader) item(n *yaml.Node) []pipeline.Step {
 	switch {
 	case n.Kind == yaml.ScalarNode && n.Tag != "!!null":
 		return l.specScalar(n, true)
@@ -355,13 +366,13 @@ func (l *jobLoader) item(n *yaml.Node) []Step {
 			l.errorf(k, "pipeline item: want a stage name, got %s", describe(k))
 			return nil
 		}
-		def, ok := l.reg.Lookup(k.Value)
-		if !ok {
-			l.errs = append(l.errs, l.inFile(l.reg.unknownStage(k.Value, l.pos(k))))
+		def, err := l.reg.LookupAt(k.Value, l.pos(k))
+		if err != nil {
+			l.errs = append(l.errs, l.inFile(err))
 			return nil
 		}
 		args := map[string]string{}
-		argPos := map[string]Pos{}
+		argPos := map[string]pipeline.Pos{}
 		if !(v.Kind == yaml.ScalarNode && v.Tag == "!!null") {
 			var names []string
 			for _, ps := range def.Params {
@@ -378,14 +389,14 @@ func (l *jobLoader) item(n *yaml.Node) []Step {
 				}
 			})
 		}
-		p, err := parseParams(def, args, argPos)
+		p, err := pipeline.ParseParams(def, args, argPos)
 		if err != nil {
-			for _, e := range Errors(err) {
+			for _, e := range pipeline.Errors(err) {
 				l.errs = append(l.errs, l.inFile(e))
 			}
 			return nil
 		}
-		return []Step{{Def: def, Params: p, Pos: l.pos(k)}}
+		return []pipeline.Step{{Def: def, Params: p, Pos: l.pos(k)}}
 	}
 	l.errorf(n, "pipeline item: want a stage name or `name: {params}`, got %s", describe(n))
 	return nil
@@ -393,25 +404,25 @@ func (l *jobLoader) item(n *yaml.Node) []Step {
 
 // specScalar parses a scalar as a spec, placing errors at their line:col in the file. With
 // one set, the scalar must hold exactly one stage.
-func (l *jobLoader) specScalar(n *yaml.Node, one bool) []Step {
+func (l *jobLoader) specScalar(n *yaml.Node, one bool) []pipeline.Step {
 	// Columns inside the scalar map to the file only for one-line scalars; quotes shift by one.
 	shift := n.Column - 1
 	if n.Style == yaml.DoubleQuotedStyle || n.Style == yaml.SingleQuotedStyle {
 		shift++
 	}
 	oneLine := !strings.Contains(n.Value, "\n") && n.Style != yaml.LiteralStyle && n.Style != yaml.FoldedStyle
-	place := func(p Pos) Pos {
+	place := func(p pipeline.Pos) pipeline.Pos {
 		if oneLine {
-			return Pos{File: l.job.File, Line: n.Line, Col: p.Col + shift}
+			return pipeline.Pos{File: l.job.File, Line: n.Line, Col: p.Col + shift}
 		}
 		return l.pos(n)
 	}
 	steps, err := l.reg.ParseSpec(n.Value)
 	if err != nil {
-		for _, e := range Errors(err) {
-			var pe *PosError
+		for _, e := range pipeline.Errors(err) {
+			var pe *pipeline.PosError
 			if errors.As(e, &pe) {
-				l.errs = append(l.errs, &PosError{Pos: place(pe.Pos), Err: pe.Err})
+				l.errs = append(l.errs, &pipeline.PosError{Pos: place(pe.Pos), Err: pe.Err})
 			} else {
 				l.errs = append(l.errs, l.inFile(e))
 			}
@@ -426,4 +437,20 @@ func (l *jobLoader) specScalar(n *yaml.Node, one bool) []Step {
 		steps[i].Pos = place(steps[i].Pos)
 	}
 	return steps
+}
+
+func errorAt(pos pipeline.Pos, format string, args ...any) *pipeline.PosError {
+	return &pipeline.PosError{Pos: pos, Err: fmt.Errorf(format, args...)}
+}
+
+// join returns nil for no errors and a pipeline.ErrorList otherwise, flattening nested lists.
+func join(errs []error) error {
+	var out pipeline.ErrorList
+	for _, e := range errs {
+		out = append(out, pipeline.Errors(e)...)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package pipeline
+package job
 
 import (
 	"errors"
@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/imgpipe/imgpipe/pipeline"
 )
 
-func TestParseJob(t *testing.T) {
+func TestParse(t *testing.T) {
 	src := `# comment
 input:  {dir: samples/images}
 pipeline:
@@ -21,17 +23,17 @@ pipeline:
 output: {dir: out, report: out/r.jsonl}
 execution: {device: cpu, streams: 8, batch: 32, workers: 3, on_error: fail, resume: true, trace: t.json}
 `
-	j, err := ParseJob("job.yaml", []byte(src))
+	j, err := Parse("job.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if j.InputDir != "samples/images" || j.OutputDir != "out" || j.Report != "out/r.jsonl" {
 		t.Errorf("paths: %+v", j)
 	}
-	if got := FormatSpec(j.Steps); got != "decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png" {
+	if got := pipeline.FormatSpec(j.Steps); got != "decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png" {
 		t.Errorf("steps: %s", got)
 	}
-	want := Execution{Device: "cpu", Streams: 8, Batch: 32, Workers: 3, OnError: "fail", Resume: true, Trace: "t.json"}
+	want := pipeline.Execution{Device: "cpu", Streams: 8, Batch: 32, Workers: 3, OnError: "fail", Resume: true, Trace: "t.json"}
 	if j.Exec != want {
 		t.Errorf("exec = %+v, want %+v", j.Exec, want)
 	}
@@ -46,7 +48,7 @@ execution: {device: cpu, streams: 8, batch: 32, workers: 3, on_error: fail, resu
 	}
 }
 
-func TestParseJobForms(t *testing.T) {
+func TestParseForms(t *testing.T) {
 	tests := []struct {
 		name, src, spec string
 	}{
@@ -61,7 +63,7 @@ func TestParseJobForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			j, err := ParseJob("j.yaml", []byte(tt.src))
+			j, err := Parse("j.yaml", []byte(tt.src))
 			if tt.spec == "" {
 				if err == nil {
 					t.Fatal("no error")
@@ -71,17 +73,17 @@ func TestParseJobForms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := FormatSpec(j.Steps); got != tt.spec {
+			if got := pipeline.FormatSpec(j.Steps); got != tt.spec {
 				t.Errorf("got %q, want %q", got, tt.spec)
 			}
-			if j.Exec != DefaultExecution() {
+			if j.Exec != pipeline.DefaultExecution() {
 				t.Errorf("exec = %+v", j.Exec)
 			}
 		})
 	}
 }
 
-func TestParseJobErrors(t *testing.T) {
+func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		src  string
@@ -91,8 +93,13 @@ func TestParseJobErrors(t *testing.T) {
 		{"only a comment", "# nothing\n", []string{"1:1: empty job file"}},
 		{"null document", "~\n", []string{"1:1: empty job file"}},
 		{"not a mapping", "- decode\n", []string{"1:1: job: want a mapping"}},
-		{"syntax", "input: {dir: a\npipeline: [decode]\n", []string{"YAML syntax"}},
-		{"tab indentation", "input:\n\tdir: a\n", []string{"2: YAML syntax"}},
+		// Syntax errors name line and column: where the parser stopped, and where the
+		// construct it was reading started when that is elsewhere.
+		{"syntax", "input: {dir: a\npipeline: [decode]\n", []string{"2:9: YAML syntax: did not find expected ',' or '}' (while parsing a flow mapping at 1:8)"}},
+		{"tab indentation", "input:\n\tdir: a\n", []string{"2:1: YAML syntax: found character that cannot start any token"}},
+		{"unclosed quote", "input: {dir: \"a}\n", []string{"2:1: YAML syntax: found unexpected end of stream (while scanning a quoted scalar at 1:14)"}},
+		{"bad indentation", "input:\n  dir: a\n dir: b\n", []string{"3:2: YAML syntax: did not find expected key"}},
+		{"unknown anchor", "input: {dir: a}\npipeline: *steps\n", []string{"2:11: YAML syntax: unknown anchor 'steps' referenced"}},
 		{"two documents", "input: {dir: a}\n---\ninput: {dir: b}\n", []string{"2:1: a job file holds one YAML document"}},
 		{"unknown top key", "inptu: {dir: a}\n", []string{`1:1: job: unknown key "inptu" (did you mean "input"?)`}},
 		{"unknown key far", "zzz: 1\n", []string{`1:1: job: unknown key "zzz" (keys: input, pipeline, output, execution)`}},
@@ -148,16 +155,16 @@ execution: {workers: -2, on_error: maybe}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseJob("job.yaml", []byte(tt.src))
+			_, err := Parse("job.yaml", []byte(tt.src))
 			if err == nil {
 				t.Fatal("no error")
 			}
-			got := Errors(err)
+			got := pipeline.Errors(err)
 			if len(got) != len(tt.errs) {
 				t.Fatalf("got %d errors, want %d:\n%v", len(got), len(tt.errs), err)
 			}
 			for i, w := range tt.errs {
-				var pe *PosError
+				var pe *pipeline.PosError
 				if !errors.As(got[i], &pe) {
 					t.Errorf("error %d has no position: %v", i, got[i])
 					continue
@@ -184,11 +191,11 @@ func TestJobComplete(t *testing.T) {
 		{"input: {dir: a}\npipeline: [decode, save]\noutput: {report: r.jsonl}\n", []string{"no output folder"}},
 	}
 	for _, tt := range tests {
-		j, err := ParseJob("j.yaml", []byte(tt.src))
+		j, err := Parse("j.yaml", []byte(tt.src))
 		if err != nil {
 			t.Fatalf("%q: %v", tt.src, err)
 		}
-		errs := Errors(j.Complete())
+		errs := pipeline.Errors(j.Complete())
 		if len(errs) != len(tt.want) {
 			t.Errorf("%q: got %v, want %v", tt.src, errs, tt.want)
 			continue
@@ -201,47 +208,56 @@ func TestJobComplete(t *testing.T) {
 	}
 }
 
-func TestLoadJob(t *testing.T) {
+func TestLoad(t *testing.T) {
 	for _, name := range []string{"job.yaml", "thumbs.yaml"} {
-		if _, err := LoadJob(filepath.Join("..", "samples", name)); err != nil {
+		if _, err := Load(filepath.Join("..", "..", "samples", name)); err != nil {
 			t.Errorf("sample %s: %v", name, err)
 		}
 	}
-	if _, err := LoadJob(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 	big := filepath.Join(t.TempDir(), "big.yaml")
 	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", maxJobBytes)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadJob(big); err == nil || !strings.Contains(err.Error(), "byte limit") {
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "byte limit") {
 		t.Errorf("big file: %v", err)
 	}
 }
 
-func TestExecutionSet(t *testing.T) {
-	e := DefaultExecution()
-	if e.Device != "auto" || e.OnError != "skip" || e.Workers != 0 || e.Streams < 1 || e.Batch < 1 {
-		t.Errorf("defaults: %+v", e)
+func TestJobExecutionGPU(t *testing.T) {
+	j, err := Parse("job.yaml", []byte("execution: {device: cuda, gpu: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := e.Set("workers", 4); err != nil || e.Workers != 4 {
-		t.Errorf("Set workers: %v %+v", err, e)
+	if j.Exec.GPU != 2 || j.Exec.Device != "cuda" {
+		t.Errorf("exec = %+v, want device cuda, gpu 2", j.Exec)
 	}
-	if err := e.Set("on_error", "fail"); err != nil || e.OnError != "fail" {
-		t.Errorf("Set on_error: %v", err)
+	if p := j.PosOf("execution.gpu"); p.String() != "job.yaml:1:32" {
+		t.Errorf("PosOf(execution.gpu) = %v", p)
 	}
-	for _, bad := range []struct {
-		name string
-		v    any
-		want string
+	j, err = Parse("job.yaml", []byte("execution: {device: cuda}\n"))
+	if err != nil || j.Exec.GPU != 0 {
+		t.Errorf("no gpu key: %v, gpu %d; want the default 0", err, j.Exec.GPU)
+	}
+
+	bad := []struct {
+		name, src, want string
 	}{
-		{"streams", 65, "out of range"},
-		{"device", "tpu", "want one of"},
-		{"resume", "yes", "want a bool"},
-		{"worker", 1, `did you mean "workers"`},
-	} {
-		if err := e.Set(bad.name, bad.v); err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("Set(%s, %v) = %v, want %q", bad.name, bad.v, err, bad.want)
-		}
+		{"negative", "execution: {gpu: -1}\n", "job.yaml:1:18: execution.gpu: gpu=-1 is out of range [0, 1023]"},
+		{"not a number", "execution: {gpu: first}\n", "job.yaml:1:18: execution.gpu: gpu=first: want an integer"},
+		{"fraction", "execution: {gpu: 0.5}\n", "job.yaml:1:18: execution.gpu: gpu=0.5: want an integer"},
+		{"too high", "execution:\n  gpu: 4096\n", "job.yaml:2:8: execution.gpu: gpu=4096 is out of range [0, 1023]"},
+		{"list", "execution: {gpu: [0, 1]}\n", "job.yaml:1:18: execution.gpu"},
+		{"misspelt", "execution: {gpus: 1}\n", `job.yaml:1:13: execution: unknown key "gpus" (did you mean "gpu"?)`},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("job.yaml", []byte(tt.src))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Parse(%q) = %v, want %q", tt.src, err, tt.want)
+			}
+		})
 	}
 }

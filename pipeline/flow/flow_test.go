@@ -1,4 +1,4 @@
-package pipeline
+package flow
 
 import (
 	"context"
@@ -9,16 +9,17 @@ import (
 	"testing"
 
 	"github.com/reugn/go-streams/extension"
-	"github.com/reugn/go-streams/flow"
+	sflow "github.com/reugn/go-streams/flow"
 
+	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
 func TestFlow(t *testing.T) {
 	base := runtime.NumGoroutine()
 	rng := rand.New(rand.NewSource(10))
-	p := New().Decode().Grayscale().Histogram().Save("png").WithOptions(Options{Workers: 3})
-	f, err := p.Flow(context.Background())
+	p := pipeline.New().Decode().Grayscale().Histogram().Save("png").WithOptions(pipeline.Options{Workers: 3})
+	f, err := New(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func TestFlow(t *testing.T) {
 	source := extension.NewChanSource(in)
 	sink := extension.NewChanSink(out)
 	// Downstream of our flow, a plain go-streams Map picks the names.
-	names := flow.NewMap(func(r Result) string {
+	names := sflow.NewMap(func(r pipeline.Result) string {
 		if r.Err != nil {
 			return r.Input + " failed: " + r.Err.Error()
 		}
@@ -38,7 +39,7 @@ func TestFlow(t *testing.T) {
 		for i := 0; i < 20; i++ {
 			in <- encode(t, randImage(rng, 9, 5, 3), "png")
 		}
-		in <- Input{Name: "pixels.png", Image: randImage(rng, 3, 3, 3)}
+		in <- pipeline.Input{Name: "pixels.png", Image: randImage(rng, 3, 3, 3)}
 		in <- []byte("not an image")
 		in <- 42
 		close(in)
@@ -68,7 +69,7 @@ func TestFlow(t *testing.T) {
 }
 
 func TestFlowEncodesOutputs(t *testing.T) {
-	f, err := New().Decode().Transpose().Save("png").Flow(context.Background())
+	f, err := New(context.Background(), pipeline.New().Decode().Transpose().Save("png"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestFlowEncodesOutputs(t *testing.T) {
 		f.In() <- m
 		close(f.In())
 	}()
-	r := (<-f.Out()).(Result)
+	r := (<-f.Out()).(pipeline.Result)
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
@@ -96,7 +97,7 @@ func TestFlowEncodesOutputs(t *testing.T) {
 }
 
 func TestFlowPlanErrors(t *testing.T) {
-	if _, err := New().Grayscale().Flow(context.Background()); err == nil || !strings.Contains(err.Error(), "must start with decode") {
+	if _, err := New(context.Background(), pipeline.New().Grayscale()); err == nil || !strings.Contains(err.Error(), "must start with decode") {
 		t.Errorf("got %v", err)
 	}
 }
@@ -105,7 +106,7 @@ func TestFlowPlanErrors(t *testing.T) {
 func TestFlowCancel(t *testing.T) {
 	base := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
-	f, err := New().Decode().Flow(ctx)
+	f, err := New(ctx, pipeline.New().Decode())
 	if err != nil {
 		t.Fatal(err)
 	}
