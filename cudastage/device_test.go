@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"slices"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,24 +39,6 @@ func exDevice(t testing.TB) *Device {
 	return d
 }
 
-func exBlur(t testing.TB, sigma float64) sched.Op {
-	t.Helper()
-	op, err := sched.BlurOp(sigma)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return op
-}
-
-func exBox(t testing.TB, r int) sched.Op {
-	t.Helper()
-	op, err := sched.BoxBlurOp(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return op
-}
-
 func exRandImage(rng *rand.Rand, w, h, c int) *stages.Image {
 	m := stages.NewImage(w, h, c)
 	for i := range m.Pix {
@@ -65,29 +47,20 @@ func exRandImage(rng *rand.Rand, w, h, c int) *stages.Image {
 	return m
 }
 
-// exCPU runs ops with the stages reference: the output image and the last
-// histogram (nil without one).
+// exCPU runs ops with the stages reference (each op's bound CPU function):
+// the output image and the last histogram (nil without one).
 func exCPU(ops []sched.Op, src *stages.Image) (*stages.Image, *[256]uint64) {
 	cur := src
 	var hist *[256]uint64
 	for _, op := range ops {
-		if op.Kind == sched.OpHistogram {
+		if op.Hist {
 			hist = new([256]uint64)
-			stages.Histogram(hist, cur)
+			op.CPU(nil, cur, hist)
 			continue
 		}
 		out := op.OutShape(sched.Shape{W: cur.W, H: cur.H, C: cur.C})
 		dst := stages.NewImage(out.W, out.H, out.C)
-		switch op.Kind {
-		case sched.OpGrayscale:
-			stages.Grayscale(dst, cur)
-		case sched.OpBlur:
-			stages.Blur(dst, cur, op.Taps)
-		case sched.OpBoxBlur:
-			stages.BoxBlur(dst, cur, op.Radius)
-		case sched.OpTranspose:
-			stages.Transpose(dst, cur)
-		}
+		op.CPU(dst, cur, nil)
 		cur = dst
 	}
 	return cur, hist
@@ -190,13 +163,14 @@ func TestGPUExecutorMatchesCPU(t *testing.T) {
 		name string
 		ops  []sched.Op
 	}{
-		{"target", []sched.Op{sched.GrayscaleOp(), exBlur(t, 1.5), sched.TransposeOp(), sched.HistogramOp()}},
-		{"boxblur15-transpose", []sched.Op{exBox(t, 15), sched.TransposeOp()}},
-		{"boxblur0-boxblur1", []sched.Op{exBox(t, 0), exBox(t, 1)}},
-		{"hist-gray-hist", []sched.Op{sched.HistogramOp(), sched.GrayscaleOp(), sched.HistogramOp()}},
-		{"blur32", []sched.Op{exBlur(t, 32)}},
-		{"transpose-blur0.5-grayscale", []sched.Op{sched.TransposeOp(), exBlur(t, 0.5), sched.GrayscaleOp()}},
-		{"histogram", []sched.Op{sched.HistogramOp()}},
+		{"target", opsOf("grayscale | blur sigma=1.5 | transpose | histogram")},
+		{"boxblur15-transpose", opsOf("boxblur radius=15 | transpose")},
+		{"boxblur0-boxblur1", opsOf("boxblur radius=0 | boxblur radius=1")},
+		// A spec holds one histogram at most; the executor takes two.
+		{"hist-gray-hist", append(opsOf("histogram | grayscale"), opOf("histogram"))},
+		{"blur32", opsOf("blur sigma=32")},
+		{"transpose-blur0.5-grayscale", opsOf("transpose | blur sigma=0.5 | grayscale")},
+		{"histogram", opsOf("histogram")},
 	}
 	for _, ch := range chains {
 		t.Run(ch.name, func(t *testing.T) {
@@ -215,7 +189,7 @@ func TestGPUExecutorMatchesCPU(t *testing.T) {
 func TestGPUExecutorTrace(t *testing.T) {
 	dev := exDevice(t)
 	tr := sched.NewTrace("imgpipe", 0)
-	ops := []sched.Op{sched.GrayscaleOp(), exBlur(t, 1.5), sched.TransposeOp(), sched.HistogramOp()}
+	ops := opsOf("grayscale | blur sigma=1.5 | transpose | histogram")
 	cfg := sched.Config{Ops: ops, Streams: 4, Batch: 8, Trace: tr}
 	st, err := sched.RunRaw(context.Background(), dev, cfg, sched.RawOptions{Width: 1920, Height: 1080, Frames: 256, Seed: 3})
 	if err != nil {
@@ -337,7 +311,7 @@ func faultChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev := &poisonedTable{Device: d}
-	ops := []sched.Op{sched.GrayscaleOp(), exBlur(t, 1.5), sched.TransposeOp(), sched.HistogramOp()}
+	ops := opsOf("grayscale | blur sigma=1.5 | transpose | histogram")
 	ctx := context.Background()
 	e, err := sched.New(ctx, dev, sched.Config{Ops: ops, Streams: 3, Slots: 4, Batch: 2, SlotBytes: 16 << 20})
 	if err != nil {
@@ -402,7 +376,7 @@ func BenchmarkGPURaw(b *testing.B) {
 	limit := bw.H2D / 3 / 1e9 // GP/s
 	b.Logf("%s: pinned H2D %.1f GB/s, D2H %.1f GB/s: H2D-bound limit %.2f GP/s for RGB frames",
 		dev.Name(), bw.H2D/1e9, bw.D2H/1e9, limit)
-	ops := []sched.Op{sched.GrayscaleOp(), exBlur(b, 1.5), sched.TransposeOp(), sched.HistogramOp()}
+	ops := opsOf("grayscale | blur sigma=1.5 | transpose | histogram")
 	type run struct {
 		streams, batch int
 		pageable       bool
@@ -439,16 +413,35 @@ func BenchmarkGPURaw(b *testing.B) {
 	}
 }
 
-// checkedFake is the CPU fake device that also checks every launch the
-// executor makes against the kernels' own validation: the placements turned
-// into a Batch pass Batch.Check, the table fits TableBytes, and the scratch
-// the executor sized per stream covers the Batch's.
+// checkedFake is the CPU fake device that also checks every op and launch
+// the executor makes against the kernels' own validation: each op passes the
+// CUDA device's CheckOp, the placements turned into a Batch pass
+// Batch.Check, the table fits TableBytes, and the scratch the executor sized
+// per stream covers the Batch's.
 type checkedFake struct {
 	*sched.FakeDevice
 	cap, batch int
 	mu         sync.Mutex
 	errs       []error
 	runs       int
+	checks     int
+}
+
+func (c *checkedFake) CheckOp(op sched.Op) error {
+	if err := c.FakeDevice.CheckOp(op); err != nil {
+		return err
+	}
+	var d *Device
+	if err := d.CheckOp(op); err != nil {
+		c.mu.Lock()
+		c.errs = append(c.errs, err)
+		c.mu.Unlock()
+		return err
+	}
+	c.mu.Lock()
+	c.checks++
+	c.mu.Unlock()
+	return nil
 }
 
 func (c *checkedFake) Run(s sched.Stream, call *sched.OpCall) error {
@@ -481,17 +474,17 @@ func TestAdapterBatches(t *testing.T) {
 		imgs = append(imgs, exRandImage(rng, sz[0], sz[1], 1+2*(i%2)))
 	}
 	chains := [][]sched.Op{
-		{sched.GrayscaleOp(), exBlur(t, 1.5), sched.TransposeOp(), sched.HistogramOp()},
-		{exBox(t, 15), sched.TransposeOp(), exBox(t, 0)},
-		{sched.HistogramOp(), exBlur(t, 4)},
+		opsOf("grayscale | blur sigma=1.5 | transpose | histogram"),
+		opsOf("boxblur radius=15 | transpose | boxblur radius=0"),
+		opsOf("histogram | blur sigma=4"),
 	}
 	for _, ops := range chains {
 		const slotBytes, batch = 1 << 17, 5
 		fake := &checkedFake{FakeDevice: sched.NewFake(sched.FakeConfig{}), cap: slotBytes, batch: batch}
 		exRun(t, fake, sched.Config{Ops: ops, Streams: 2, Slots: 3, Batch: batch, SlotBytes: slotBytes}, imgs)
 		fake.Close()
-		if fake.runs == 0 {
-			t.Errorf("%s: no launches", sched.SegmentString(ops))
+		if fake.runs == 0 || fake.checks < len(ops) {
+			t.Errorf("%s: %d launches, %d ops checked", sched.SegmentString(ops), fake.runs, fake.checks)
 		}
 		for _, err := range fake.errs {
 			t.Errorf("%s: %v", sched.SegmentString(ops), err)
@@ -500,34 +493,28 @@ func TestAdapterBatches(t *testing.T) {
 }
 
 // TestBatchOf checks that the executor's ops reach the kernels unchanged
-// (same kind and parameters) and that every op the sched constructors build
+// (same stage, spec, histogram flag, arguments and output shape) and that
+// every op package pipeline binds for a stage with a GPU implementation
 // passes the kernels' batch check.
 func TestBatchOf(t *testing.T) {
-	blur := exBlur(t, 2)
-	tests := []struct {
-		in   sched.Op
-		want sched.Op
-	}{
-		{sched.GrayscaleOp(), sched.Op{Kind: sched.OpGrayscale}},
-		{sched.TransposeOp(), sched.Op{Kind: sched.OpTranspose}},
-		{sched.HistogramOp(), sched.Op{Kind: sched.OpHistogram}},
-		{exBox(t, 7), sched.Op{Kind: sched.OpBoxBlur, Radius: 7}},
-		{blur, sched.Op{Kind: sched.OpBlur, Taps: blur.Taps}},
-	}
-	for _, tt := range tests {
+	specs := []string{"boxblur radius=7", "blur sigma=2"}
+	specs = append(specs, Stages()...) // every launcher, default parameters
+	for _, spec := range specs {
+		op := opOf(spec)
 		in := sched.Shape{W: 9, H: 5, C: 3}
-		out := tt.in.OutShape(in)
-		call := &sched.OpCall{Op: tt.in, Images: []sched.OpImage{
+		out := op.OutShape(in)
+		call := &sched.OpCall{Op: op, Images: []sched.OpImage{
 			{In: in, Out: out, SrcOff: 0, DstOff: 0, HistOff: 0},
-			{In: in, Out: out, SrcOff: 256, DstOff: 256, HistOff: HistBytes},
+			{In: in, Out: out, SrcOff: 256, DstOff: 256, HistOff: sched.HistBytes},
 		}}
 		b := batchOf(call)
 		got := b.Op
-		if got.Kind != tt.want.Kind || got.Radius != tt.want.Radius || !slices.Equal(got.Taps, tt.want.Taps) {
-			t.Errorf("batchOf(%v).Op = %+v, want %+v", tt.in, got, tt.want)
+		if got.Name != op.Name || got.Spec != op.Spec || got.Hist != op.Hist || !reflect.DeepEqual(got.Args, op.Args) ||
+			got.OutShape(in) != out || (got.CPU == nil) != (op.CPU == nil) {
+			t.Errorf("batchOf(%v).Op = %+v, want %+v", op, got, op)
 		}
 		if err := b.Check(); err != nil {
-			t.Errorf("batchOf(%v) fails the kernels' check: %v", tt.in, err)
+			t.Errorf("batchOf(%v) fails the kernels' check: %v", op, err)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
-	"github.com/imgpipe/imgpipe/stages"
 )
 
 // benchImages and benchW×benchH are the batch the kernel benchmark uses:
@@ -74,17 +73,17 @@ func BenchmarkGPUKernels(b *testing.B) {
 	g := requireGPU(b)
 	const P = float64(benchImages * benchW * benchH) // pixels per batch
 	cases := []benchCase{
-		{"grayscale-rgb", sched.Op{Kind: sched.OpGrayscale}, true, 4 * P},
-		{"histogram-gray", sched.Op{Kind: sched.OpHistogram}, false, P},
-		{"histogram-rgb", sched.Op{Kind: sched.OpHistogram}, true, 3 * P},
-		{"transpose-gray", sched.Op{Kind: sched.OpTranspose}, false, 2 * P},
-		{"transpose-rgb", sched.Op{Kind: sched.OpTranspose}, true, 6 * P},
-		{"blur1.5-gray", sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(1.5)}, false, 6 * P},
-		{"blur1.5-rgb", sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(1.5)}, true, 18 * P},
-		{"blur4-gray", sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(4)}, false, 6 * P},
-		{"blur32-gray", sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(32)}, false, 6 * P},
-		{"boxblur1-gray", sched.Op{Kind: sched.OpBoxBlur, Radius: 1}, false, 6 * P},
-		{"boxblur15-gray", sched.Op{Kind: sched.OpBoxBlur, Radius: 15}, false, 6 * P},
+		{"grayscale-rgb", opOf("grayscale"), true, 4 * P},
+		{"histogram-gray", opOf("histogram"), false, P},
+		{"histogram-rgb", opOf("histogram"), true, 3 * P},
+		{"transpose-gray", opOf("transpose"), false, 2 * P},
+		{"transpose-rgb", opOf("transpose"), true, 6 * P},
+		{"blur1.5-gray", opOf("blur sigma=1.5"), false, 6 * P},
+		{"blur1.5-rgb", opOf("blur sigma=1.5"), true, 18 * P},
+		{"blur4-gray", opOf("blur sigma=4"), false, 6 * P},
+		{"blur32-gray", opOf("blur sigma=32"), false, 6 * P},
+		{"boxblur1-gray", opOf("boxblur radius=1"), false, 6 * P},
+		{"boxblur15-gray", opOf("boxblur radius=15"), false, 6 * P},
 	}
 	var (
 		k          *Kernels

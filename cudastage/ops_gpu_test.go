@@ -121,7 +121,8 @@ type cpuResult struct {
 	hist [256]uint64
 }
 
-// reference runs op on every image with the stages functions, in parallel.
+// reference runs op on every image with its bound CPU function (the stages
+// package's, as the registry binds it), in parallel.
 func reference(op sched.Op, src []*stages.Image) []cpuResult {
 	out := make([]cpuResult, len(src))
 	var wg sync.WaitGroup
@@ -129,21 +130,13 @@ func reference(op sched.Op, src []*stages.Image) []cpuResult {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sh := op.OutShape(sched.Shape{W: s.W, H: s.H, C: s.C})
-			dst := stages.NewImage(sh.W, sh.H, sh.C)
-			switch op.Kind {
-			case sched.OpGrayscale:
-				stages.Grayscale(dst, s)
-			case sched.OpTranspose:
-				stages.Transpose(dst, s)
-			case sched.OpBlur:
-				stages.Blur(dst, s, op.Taps)
-			case sched.OpBoxBlur:
-				stages.BoxBlur(dst, s, op.Radius)
-			case sched.OpHistogram:
-				stages.Histogram(&out[i].hist, s)
+			if op.Hist {
+				op.CPU(nil, s, &out[i].hist)
 				return
 			}
+			sh := op.OutShape(sched.Shape{W: s.W, H: s.H, C: s.C})
+			dst := stages.NewImage(sh.W, sh.H, sh.C)
+			op.CPU(dst, s, nil)
 			out[i].img = dst
 		}()
 	}
@@ -208,7 +201,7 @@ func compare(t testing.TB, b *Batch, ref []cpuResult, got []byte, poison byte) {
 	written := make([]bool, len(got))
 	bad := 0
 	for i, d := range b.Dst {
-		if b.Op.Kind == sched.OpHistogram {
+		if b.Op.Hist {
 			for bin := range 256 {
 				o := d.Off + uint64(bin)*8
 				for j := range 8 {
@@ -260,12 +253,12 @@ func checkOnGPU(t *testing.T, g *GPU, k *Kernels, op sched.Op, shapes []BatchIma
 	views := randomImages(host, srcP, rng)
 	b := &Batch{Op: op, Src: srcP}
 	var dstSize uint64
-	if op.Kind == sched.OpHistogram {
+	if op.Hist {
 		b.Dst = make([]BatchImage, len(srcP))
 		for i := range b.Dst {
 			// Ragged: gaps between the count arrays, which must stay poisoned.
 			b.Dst[i].Off = dstSize + uint64(l)*8*uint64(rng.IntN(4))
-			dstSize = b.Dst[i].Off + HistBytes
+			dstSize = b.Dst[i].Off + sched.HistBytes
 		}
 	} else {
 		out := make([]BatchImage, len(srcP))
@@ -288,24 +281,25 @@ func dropLarge(imgs []BatchImage) []BatchImage {
 }
 
 func testOps() []sched.Op {
-	ops := []sched.Op{{Kind: sched.OpGrayscale}, {Kind: sched.OpHistogram}, {Kind: sched.OpTranspose}}
+	ops := []sched.Op{opOf("grayscale"), opOf("histogram"), opOf("transpose")}
 	for _, s := range []float64{0.5, 1.5, 4, 32} {
-		ops = append(ops, sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(s)})
+		ops = append(ops, opOf(fmt.Sprintf("blur sigma=%g", s)))
 	}
 	for _, r := range []int{0, 1, 5, 15} {
-		ops = append(ops, sched.Op{Kind: sched.OpBoxBlur, Radius: r})
+		ops = append(ops, opOf(fmt.Sprintf("boxblur radius=%d", r)))
 	}
 	return ops
 }
 
+// opName names a test op by its stage and kernel radius ("blur-r5").
 func opName(op sched.Op) string {
-	switch op.Kind {
-	case sched.OpBlur:
-		return fmt.Sprintf("blur-r%d", len(op.Taps)/2)
-	case sched.OpBoxBlur:
-		return fmt.Sprintf("boxblur-r%d", op.Radius)
+	switch a := op.Args.(type) {
+	case []uint32: // blur taps
+		return fmt.Sprintf("%s-r%d", op.Name, len(a)/2)
+	case int: // boxblur radius
+		return fmt.Sprintf("%s-r%d", op.Name, a)
 	}
-	return op.Kind.String()
+	return op.Name
 }
 
 // TestGPUKernelsMatchCPU runs every kernel on batches that hold every test
@@ -328,7 +322,7 @@ func TestGPUKernelsMatchCPU(t *testing.T) {
 		// current again through g.Do.
 		t.Run(opName(op), func(t *testing.T) {
 			gray, mixed := gray, mixed
-			if op.Kind == sched.OpBlur && len(op.Taps) > 2*12+1 {
+			if taps, ok := op.Args.([]uint32); ok && op.Name == "blur" && len(taps) > 2*12+1 {
 				// The CPU reference takes most of a minute per 12 MP
 				// image at sigma 32: the RGB batch has it already.
 				gray, mixed = dropLarge(gray), dropLarge(mixed)
@@ -370,7 +364,7 @@ func TestGPUKernelsChain(t *testing.T) {
 	g := requireGPU(t)
 	rng := rand.New(rand.NewPCG(42, 42))
 	shapes := []BatchImage{{W: 640, H: 360, C: 3}, {W: 17, H: 9, C: 3}, {W: 1, H: 1, C: 3}, {W: 333, H: 501, C: 3}}
-	ops := []sched.Op{{Kind: sched.OpGrayscale}, {Kind: sched.OpBlur, Taps: stages.BlurTaps(1.5)}, {Kind: sched.OpTranspose}, {Kind: sched.OpHistogram}}
+	ops := opsOf("grayscale | blur sigma=1.5 | transpose | histogram")
 	src, srcSize, err := Pack(shapes, 256)
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +385,7 @@ func TestGPUKernelsChain(t *testing.T) {
 		if b.Dst, n, err = Outputs(op, cur, 256); err != nil {
 			t.Fatal(err)
 		}
-		if op.Kind != sched.OpHistogram {
+		if !op.Hist {
 			cur, bufSize = b.Dst, max(bufSize, n)
 		}
 		scratch = max(scratch, b.ScratchBytes())
@@ -413,7 +407,7 @@ func TestGPUKernelsChain(t *testing.T) {
 		gray := stages.NewImage(v.W, v.H, 1)
 		stages.Grayscale(gray, v)
 		blur := stages.NewImage(v.W, v.H, 1)
-		stages.Blur(blur, gray, ops[1].Taps)
+		stages.Blur(blur, gray, ops[1].Args.([]uint32))
 		want[i] = stages.NewImage(v.H, v.W, 1)
 		stages.Transpose(want[i], blur)
 		stages.Histogram(&wantHist[i], want[i])
@@ -423,7 +417,7 @@ func TestGPUKernelsChain(t *testing.T) {
 		k := testKernels(t)
 		defer k.Unload()
 		bufs := [2]cu.DevicePtr{devMem(t, g, bufSize), devMem(t, g, bufSize)}
-		hist := devMem(t, g, uint64(len(src))*HistBytes)
+		hist := devMem(t, g, uint64(len(src))*sched.HistBytes)
 		tmp := devMem(t, g, scratch)
 		tab := devMem(t, g, uint64(tableSize))
 		s, err := cu.StreamCreate(true)
@@ -433,19 +427,19 @@ func TestGPUKernelsChain(t *testing.T) {
 		defer s.Destroy()
 		if err := errors.Join(cu.MemcpyHtoD(bufs[0], host), cu.MemcpyHtoD(tab, tables),
 			cu.MemsetD8Async(bufs[1], 0xA5, bufSize, s), cu.MemsetD8Async(tmp, 0xA5, scratch, s),
-			cu.MemsetD8Async(hist, 0xA5, uint64(len(src))*HistBytes, s)); err != nil {
+			cu.MemsetD8Async(hist, 0xA5, uint64(len(src))*sched.HistBytes, s)); err != nil {
 			return err
 		}
 		in := 0
 		for i, b := range batches {
 			buf := Buffers{Src: bufs[in], Dst: bufs[1-in], Scratch: tmp, Table: tab + cu.DevicePtr(tableOff[i])}
-			if b.Op.Kind == sched.OpHistogram {
+			if b.Op.Hist {
 				buf.Dst = hist
 			}
 			if err := k.Run(s, b, buf); err != nil {
 				return err
 			}
-			if b.Op.Kind != sched.OpHistogram {
+			if !b.Op.Hist {
 				in = 1 - in
 			}
 		}
@@ -453,7 +447,7 @@ func TestGPUKernelsChain(t *testing.T) {
 			return err
 		}
 		out := make([]byte, bufSize)
-		counts := make([]byte, len(src)*HistBytes)
+		counts := make([]byte, len(src)*sched.HistBytes)
 		if err := errors.Join(cu.MemcpyDtoH(out, bufs[in]), cu.MemcpyDtoH(counts, hist)); err != nil {
 			return err
 		}
@@ -466,7 +460,7 @@ func TestGPUKernelsChain(t *testing.T) {
 				}
 			}
 			for bin := range 256 {
-				if c := binary.LittleEndian.Uint64(counts[i*HistBytes+bin*8:]); c != wantHist[i][bin] {
+				if c := binary.LittleEndian.Uint64(counts[i*sched.HistBytes+bin*8:]); c != wantHist[i][bin] {
 					t.Errorf("image %d histogram bin %d: GPU %d, CPU %d", i, bin, c, wantHist[i][bin])
 					break
 				}
@@ -506,7 +500,7 @@ func TestGPUKernelsErrors(t *testing.T) {
 			{"shared memory over the limit", 1, 1 << 30},
 		}
 		for _, c := range cases {
-			err := k.launch(kBlurV, c.blocks, c.smem, s, &p, &n, &p, &p, &taps)
+			err := launchRaw(k, "imgpipe_blur_v", c.blocks, c.smem, s, &p, &n, &p, &p, &taps)
 			var ce *cu.Error
 			if !errors.As(err, &ce) || ce.Sticky() {
 				t.Errorf("%s: launch returned %v, want a non-sticky *cu.Error", c.name, err)
@@ -527,8 +521,9 @@ func TestGPUKernelsErrors(t *testing.T) {
 		}{
 			{"no table", b, Buffers{Src: p, Dst: p + 1<<18}},
 			{"in place", b, Buffers{Src: p, Dst: p, Table: p + 1<<19}},
-			{"bad op", &Batch{Op: sched.Op{Kind: sched.OpBlur, Taps: []uint32{1, 2}}, Src: b.Src, Dst: b.Dst}, good},
-			{"mismatched shapes", &Batch{Op: sched.Op{Kind: sched.OpTranspose}, Src: b.Src, Dst: b.Src}, good},
+			{"bad op", &Batch{Op: sched.Op{Name: "blur", Args: []uint32{1, 2}}, Src: b.Src, Dst: b.Dst}, good},
+			{"stage without a kernel", &Batch{Op: sched.Op{Name: "sharpen"}, Src: b.Src, Dst: b.Dst}, good},
+			{"mismatched shapes", &Batch{Op: opOf("transpose"), Src: b.Src, Dst: b.Src}, good},
 		}
 		for _, c := range bad {
 			if err := k.Run(s, c.b, c.buf); err == nil {
@@ -547,12 +542,23 @@ func TestGPUKernelsErrors(t *testing.T) {
 	err = g.Do(func() error {
 		k := testKernels(t)
 		defer k.Unload()
-		checkOnGPU(t, g, k, sched.Op{Kind: sched.OpGrayscale}, []BatchImage{{W: 100, H: 20, C: 3}}, packed, 9)
+		checkOnGPU(t, g, k, opOf("grayscale"), []BatchImage{{W: 100, H: 20, C: 3}}, packed, 9)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// launchRaw queues kernel with a 1-D grid of blocks of kThreads threads, as
+// Kernels.Run does but without its checks, so that the driver sees the
+// configuration as given.
+func launchRaw(k *Kernels, kernel string, blocks int, smem uint32, s cu.Stream, args ...any) error {
+	fn, ok := k.fn[kernel]
+	if !ok {
+		return fmt.Errorf("kernel %s is not loaded", kernel)
+	}
+	return cu.LaunchKernel(fn, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{kThreads, 1, 1}, smem, s, args...)
 }
 
 // testBatchGPU is a small valid grayscale batch placed in the first 256 KiB.
@@ -561,9 +567,10 @@ func testBatchGPU(t testing.TB) *Batch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, _, err := Outputs(sched.Op{Kind: sched.OpGrayscale}, src, 256)
+	gray := opOf("grayscale")
+	dst, _, err := Outputs(gray, src, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Batch{Op: sched.Op{Kind: sched.OpGrayscale}, Src: src, Dst: dst}
+	return &Batch{Op: gray, Src: src, Dst: dst}
 }

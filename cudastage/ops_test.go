@@ -2,87 +2,12 @@ package cudastage
 
 import (
 	"encoding/binary"
-	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
-	"github.com/imgpipe/imgpipe/stages"
 )
-
-// TestKernelConstants checks that the Go tiling constants are the numbers the
-// kernels were written with: every IMGPIPE_* macro of imgpipe.cu must appear
-// here with the same value, so the two cannot drift apart.
-func TestKernelConstants(t *testing.T) {
-	src, err := os.ReadFile("../kernels/imgpipe.cu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]int{
-		"THREADS":         kThreads,
-		"GRAY_PIXELS":     kGrayPixels,
-		"HIST_GROUPS":     kHistGroups,
-		"TR_TILE_Y":       kTrTileY,
-		"TR_TILE_X1":      kTrTileX1,
-		"TR_TILE_X3":      kTrTileX3,
-		"H_TILE":          kHTile,
-		"H_ROWS":          kHRows,
-		"V_TILE_X":        kVTileX,
-		"V_TILE_Y":        kVTileY,
-		"MAX_BLUR_RADIUS": kMaxBlurRadius,
-		"MAX_BOX_RADIUS":  kMaxBoxRadius,
-		"IMG_BYTES":       kImgBytes,
-	}
-	seen := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^#define IMGPIPE_(\w+) (\d+)`).FindAllStringSubmatch(string(src), -1) {
-		v, _ := strconv.Atoi(m[2])
-		w, ok := want[m[1]]
-		switch {
-		case !ok:
-			t.Errorf("imgpipe.cu defines IMGPIPE_%s = %d, which ops.go does not mirror", m[1], v)
-		case v != w:
-			t.Errorf("IMGPIPE_%s is %d in imgpipe.cu but %d in ops.go", m[1], v, w)
-		}
-		seen[m[1]] = true
-	}
-	for name := range want {
-		if !seen[name] {
-			t.Errorf("imgpipe.cu has no IMGPIPE_%s", name)
-		}
-	}
-	for _, name := range kernelNames {
-		if !strings.Contains(string(src), `extern "C" __global__`) || !strings.Contains(string(src), "\n"+name+"(") {
-			t.Errorf("imgpipe.cu defines no kernel %s", name)
-		}
-	}
-	// The kernels' limits must be the ones sched.Op.Check enforces (Run
-	// copies the taps into a fixed array) and those of package stages.
-	maxTaps := 2*kMaxBlurRadius + 1
-	if kMaxBoxRadius != stages.MaxBoxRadius || maxTaps != len(stages.BlurTaps(stages.MaxBlurSigma)) {
-		t.Errorf("limits differ from package stages: box radius %d vs %d, blur taps %d vs %d",
-			kMaxBoxRadius, stages.MaxBoxRadius, maxTaps, len(stages.BlurTaps(stages.MaxBlurSigma)))
-	}
-	if kMaxBoxRadius != sched.MaxBoxRadius || maxTaps != sched.MaxBlurTaps {
-		t.Errorf("limits differ from sched.Op.Check: box radius %d vs %d, blur taps %d vs %d",
-			kMaxBoxRadius, sched.MaxBoxRadius, maxTaps, sched.MaxBlurTaps)
-	}
-}
-
-// checkErr fails unless err is nil (want "") or contains want.
-func checkErr(t *testing.T, err error, want string) {
-	t.Helper()
-	switch {
-	case want == "" && err != nil:
-		t.Fatalf("unexpected error: %v", err)
-	case want != "" && err == nil:
-		t.Fatalf("no error, want one containing %q", want)
-	case want != "" && !strings.Contains(err.Error(), want):
-		t.Fatalf("error %q does not contain %q", err, want)
-	}
-}
 
 func TestPack(t *testing.T) {
 	shapes := []BatchImage{{W: 17, H: 9, C: 3}, {W: 1, H: 1, C: 1, Off: 999, Stride: 5}, {W: 33, H: 65, C: 1}}
@@ -137,29 +62,29 @@ func TestOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gray, n, err := Outputs(sched.Op{Kind: sched.OpGrayscale}, src, 16)
+	gray, n, err := Outputs(opOf("grayscale"), src, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if gray[0] != (BatchImage{W: 20, H: 10, C: 1, Off: 0, Stride: 20}) || gray[1] != (BatchImage{W: 5, H: 7, C: 1, Off: 208, Stride: 5}) || n != 243 {
 		t.Errorf("grayscale outputs %+v, size %d", gray, n)
 	}
-	tr, _, err := Outputs(sched.Op{Kind: sched.OpTranspose}, src, 16)
+	tr, _, err := Outputs(opOf("transpose"), src, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tr[0] != (BatchImage{W: 10, H: 20, C: 3, Off: 0, Stride: 30}) || tr[1] != (BatchImage{W: 7, H: 5, C: 1, Off: 608, Stride: 7}) {
 		t.Errorf("transpose outputs %+v", tr)
 	}
-	hist, n, err := Outputs(sched.Op{Kind: sched.OpHistogram}, src, 16)
+	hist, n, err := Outputs(opOf("histogram"), src, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hist[0].Off != 0 || hist[1].Off != HistBytes || n != 2*HistBytes {
+	if hist[0].Off != 0 || hist[1].Off != sched.HistBytes || n != 2*sched.HistBytes {
 		t.Errorf("histogram outputs %+v, size %d", hist, n)
 	}
 	// Chaining: the outputs of one op are a valid batch for the next.
-	b := Batch{Op: sched.Op{Kind: sched.OpTranspose}, Src: gray}
+	b := Batch{Op: opOf("transpose"), Src: gray}
 	if b.Dst, _, err = Outputs(b.Op, b.Src, 16); err != nil {
 		t.Fatal(err)
 	}
@@ -189,33 +114,33 @@ func TestBatchCheck(t *testing.T) {
 		edit func(b *Batch)
 		err  string
 	}{
-		{"valid grayscale", sched.Op{Kind: sched.OpGrayscale}, func(*Batch) {}, ""},
-		{"valid blur", sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(4)}, func(*Batch) {}, ""},
-		{"valid histogram", sched.Op{Kind: sched.OpHistogram}, func(*Batch) {}, ""},
-		{"empty batch", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Src, b.Dst = nil, nil }, ""},
-		{"padded strides", sched.Op{Kind: sched.OpTranspose}, func(b *Batch) {
+		{"valid grayscale", opOf("grayscale"), func(*Batch) {}, ""},
+		{"valid blur", opOf("blur sigma=4"), func(*Batch) {}, ""},
+		{"valid histogram", opOf("histogram"), func(*Batch) {}, ""},
+		{"empty batch", opOf("grayscale"), func(b *Batch) { b.Src, b.Dst = nil, nil }, ""},
+		{"padded strides", opOf("transpose"), func(b *Batch) {
 			b.Src[3].Stride += 5
 			b.Src[3].Off += 3
 			b.Dst[3].Stride += 7
 			b.Dst[3].Off = 1 << 20
 		}, ""},
-		{"bad op", sched.Op{Kind: sched.OpBoxBlur, Radius: 20}, func(*Batch) {}, "radius 20"},
-		{"count mismatch", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Dst = b.Dst[:3] }, "4 sources but 3 destinations"},
-		{"source channels", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Src[1].C = 4 }, "source 1: 4 channels"},
-		{"source stride", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Src[0].Stride = 50 }, "source 0: stride 50 is less than width×channels 51"},
-		{"source huge stride", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Src[0].Stride = 1 << 31 }, "does not fit in 32 bits"},
-		{"source offset", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Src[2].Off = 1<<63 - 10 }, "source 2: offset"},
-		{"destination shape", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Dst[0].C = 3 }, "destination 0 is 17x9x3, want 17x9x1"},
-		{"transpose shape", sched.Op{Kind: sched.OpTranspose}, func(b *Batch) { b.Dst[3].W, b.Dst[3].H = 65, 33 }, "destination 3 is 65x33x3, want 33x65x3"},
-		{"destination stride", sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(1)}, func(b *Batch) { b.Dst[2].Stride = 299 }, "destination 2: stride 299"},
-		{"destinations overlap", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) { b.Dst[3].Off = b.Dst[2].Off + 100 }, "destinations 2 and 3 overlap"},
-		{"destination in padding", sched.Op{Kind: sched.OpGrayscale}, func(b *Batch) {
+		{"bad op", sched.Op{Name: "boxblur", Args: 20}, func(*Batch) {}, "radius 20"},
+		{"count mismatch", opOf("grayscale"), func(b *Batch) { b.Dst = b.Dst[:3] }, "4 sources but 3 destinations"},
+		{"source channels", opOf("grayscale"), func(b *Batch) { b.Src[1].C = 4 }, "source 1: 4 channels"},
+		{"source stride", opOf("grayscale"), func(b *Batch) { b.Src[0].Stride = 50 }, "source 0: stride 50 is less than width×channels 51"},
+		{"source huge stride", opOf("grayscale"), func(b *Batch) { b.Src[0].Stride = 1 << 31 }, "does not fit in 32 bits"},
+		{"source offset", opOf("grayscale"), func(b *Batch) { b.Src[2].Off = 1<<63 - 10 }, "source 2: offset"},
+		{"destination shape", opOf("grayscale"), func(b *Batch) { b.Dst[0].C = 3 }, "destination 0 is 17x9x3, want 17x9x1"},
+		{"transpose shape", opOf("transpose"), func(b *Batch) { b.Dst[3].W, b.Dst[3].H = 65, 33 }, "destination 3 is 65x33x3, want 33x65x3"},
+		{"destination stride", opOf("blur sigma=1"), func(b *Batch) { b.Dst[2].Stride = 299 }, "destination 2: stride 299"},
+		{"destinations overlap", opOf("grayscale"), func(b *Batch) { b.Dst[3].Off = b.Dst[2].Off + 100 }, "destinations 2 and 3 overlap"},
+		{"destination in padding", opOf("grayscale"), func(b *Batch) {
 			b.Dst[2].Stride = 400
 			b.Dst[1].Off = b.Dst[2].Off + 300
 		}, "destinations 1 and 2 overlap"},
-		{"histogram alignment", sched.Op{Kind: sched.OpHistogram}, func(b *Batch) { b.Dst[1].Off = 4 }, "counts 1 at offset 4"},
-		{"histograms overlap", sched.Op{Kind: sched.OpHistogram}, func(b *Batch) { b.Dst[2].Off = b.Dst[1].Off + 8 }, "destinations 1 and 2 overlap"},
-		{"too many", sched.Op{Kind: sched.OpHistogram}, func(b *Batch) {
+		{"histogram alignment", opOf("histogram"), func(b *Batch) { b.Dst[1].Off = 4 }, "counts 1 at offset 4"},
+		{"histograms overlap", opOf("histogram"), func(b *Batch) { b.Dst[2].Off = b.Dst[1].Off + 8 }, "destinations 1 and 2 overlap"},
+		{"too many", opOf("histogram"), func(b *Batch) {
 			b.Src = make([]BatchImage, MaxBatchImages+1)
 			b.Dst = make([]BatchImage, MaxBatchImages+1)
 		}, "65537 images"},
@@ -249,13 +174,80 @@ func decodeTable(buf []byte) []entry {
 	return es
 }
 
+// tiling is how one kernel's block spends its tile (see the kernel's comment
+// in kernels/<stage>.cu), modelled independently of the launchers' tiles
+// functions: work calls mark for every destination sample of image e that
+// block tile writes. samples is set when a row counts w·c samples (the
+// separable passes) rather than w pixels.
+type tiling struct {
+	samples bool
+	work    func(e entry, tile int, mark func(x, y int))
+}
+
+// rowGroups is the tiling of grayscale and histogram: a tile is per groups of
+// kGrayPixels pixels of a row, counted row after row.
+func rowGroups(per int) func(e entry, tile int, mark func(x, y int)) {
+	return func(e entry, tile int, mark func(x, y int)) {
+		w, h, tx := int(e.w), int(e.h), int(e.tilesX)
+		for g := tile * per; g < (tile+1)*per && g < tx*h; g++ {
+			y, x0 := g/tx, (g%tx)*kGrayPixels
+			for x := x0; x < min(x0+kGrayPixels, w); x++ {
+				mark(x, y)
+			}
+		}
+	}
+}
+
+// rect is a tiling of tw×th rectangles, tiles_x of them across a row of
+// width samples.
+func rect(e entry, tile, tw, th, width int, mark func(x, y int)) {
+	tx := int(e.tilesX)
+	x0, y0 := (tile%tx)*tw, (tile/tx)*th
+	for y := y0; y < min(y0+th, int(e.h)); y++ {
+		for x := x0; x < min(x0+tw, width); x++ {
+			mark(x, y)
+		}
+	}
+}
+
+// tilings are the models of every kernel a launcher launches, by name.
+var tilings = map[string]tiling{
+	"imgpipe_grayscale": {work: rowGroups(kThreads)},
+	"imgpipe_histogram": {work: rowGroups(kThreads * kHistGroups)},
+	"imgpipe_transpose": {work: func(e entry, tile int, mark func(x, y int)) {
+		twx := kTrTileX1
+		if e.c == 3 {
+			twx = kTrTileX3
+		}
+		rect(e, tile, twx, kTrTileY, int(e.w), mark)
+	}},
+	"imgpipe_blur_h": {samples: true, work: hTiling},
+	"imgpipe_box_h":  {samples: true, work: hTiling},
+	"imgpipe_blur_v": {samples: true, work: vTiling},
+	"imgpipe_box_v":  {samples: true, work: vTiling},
+}
+
+// hTiling: the horizontal separable pass, kHTile samples of kHRows rows.
+func hTiling(e entry, tile int, mark func(x, y int)) {
+	rect(e, tile, kHTile, kHRows, int(e.w*e.c), mark)
+}
+
+// vTiling: the vertical separable pass, kVTileX samples of kVTileY rows.
+func vTiling(e entry, tile int, mark func(x, y int)) {
+	rect(e, tile, kVTileX, kVTileY, int(e.w*e.c), mark)
+}
+
 // covered simulates one pass of a kernel on the CPU at the level of its
 // tiling: every block finds its image as the kernel does (the last entry with
 // block0 <= block), then marks the destination samples its tile writes. Each
 // sample of each image must be written exactly once, and every block must
 // have work (no wasted blocks).
-func covered(t *testing.T, fn kernel, es []entry, blocks int) {
+func covered(t *testing.T, kernel string, es []entry, blocks int) {
 	t.Helper()
+	model, ok := tilings[kernel]
+	if !ok {
+		t.Fatalf("no tiling model for kernel %s: add one to tilings", kernel)
+	}
 	type key struct{ img, x, y int } // x counts samples (bytes or uint16) of a row
 	seen := map[key]int{}
 	for b := 0; b < blocks; b++ {
@@ -270,72 +262,33 @@ func covered(t *testing.T, fn kernel, es []entry, blocks int) {
 		}
 		e := es[lo]
 		tile := b - int(e.block0)
-		w, h, c, tx := int(e.w), int(e.h), int(e.c), int(e.tilesX)
-		mark := func(x, y int) { seen[key{lo, x, y}]++ }
 		work := 0
-		switch fn {
-		case kGrayscale, kHistogram:
-			per := kThreads
-			if fn == kHistogram {
-				per *= kHistGroups
-			}
-			for g := tile * per; g < (tile+1)*per && g < tx*h; g++ {
-				y, x0 := g/tx, (g%tx)*kGrayPixels
-				for x := x0; x < min(x0+kGrayPixels, w); x++ {
-					mark(x, y)
-					work++
-				}
-			}
-		case kTranspose:
-			twx := kTrTileX1
-			if c == 3 {
-				twx = kTrTileX3
-			}
-			x0, y0 := (tile%tx)*twx, (tile/tx)*kTrTileY
-			for y := y0; y < min(y0+kTrTileY, h); y++ {
-				for x := x0; x < min(x0+twx, w); x++ {
-					mark(x, y)
-					work++
-				}
-			}
-		case kBlurH, kBoxH:
-			y0, e0 := (tile/tx)*kHRows, (tile%tx)*kHTile
-			for y := y0; y < min(y0+kHRows, h); y++ {
-				for x := e0; x < min(e0+kHTile, w*c); x++ {
-					mark(x, y)
-					work++
-				}
-			}
-		case kBlurV, kBoxV:
-			e0, y0 := (tile%tx)*kVTileX, (tile/tx)*kVTileY
-			for y := y0; y < min(y0+kVTileY, h); y++ {
-				for x := e0; x < min(e0+kVTileX, w*c); x++ {
-					mark(x, y)
-					work++
-				}
-			}
-		}
+		model.work(e, tile, func(x, y int) {
+			seen[key{lo, x, y}]++
+			work++
+		})
 		if work == 0 {
-			t.Errorf("%s: block %d (image %d, tile %d) has no work", kernelNames[fn], b, lo, tile)
+			t.Errorf("%s: block %d (image %d, tile %d) has no work", kernel, b, lo, tile)
 		}
 	}
 	for i, e := range es {
 		w := int(e.w)
-		if fn != kGrayscale && fn != kHistogram && fn != kTranspose {
+		if model.samples {
 			w *= int(e.c)
 		}
 		for y := 0; y < int(e.h); y++ {
 			for x := 0; x < w; x++ {
 				if n := seen[key{i, x, y}]; n != 1 {
-					t.Fatalf("%s: image %d sample (%d,%d) written %d times", kernelNames[fn], i, x, y, n)
+					t.Fatalf("%s: image %d sample (%d,%d) written %d times", kernel, i, x, y, n)
 				}
 			}
 		}
 	}
 }
 
-// TestLaunchTables encodes the tables of every op for a mixed batch, checks
-// each entry against the batch, and simulates the kernels' tiling over them.
+// TestLaunchTables encodes the tables of every registered stage's op for a
+// mixed batch, checks each entry against the batch, and simulates the
+// kernels' tiling over them.
 func TestLaunchTables(t *testing.T) {
 	shapes := []BatchImage{
 		{W: 1, H: 1, C: 1}, {W: 1, H: 1, C: 3}, {W: 1, H: 300, C: 3}, {W: 300, H: 1, C: 1}, {W: 17, H: 9, C: 3},
@@ -345,10 +298,16 @@ func TestLaunchTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := []sched.Op{{Kind: sched.OpGrayscale}, {Kind: sched.OpHistogram}, {Kind: sched.OpTranspose},
-		{Kind: sched.OpBlur, Taps: stages.BlurTaps(1.5)}, {Kind: sched.OpBoxBlur, Radius: 5}}
-	for _, op := range ops {
-		t.Run(op.Kind.String(), func(t *testing.T) {
+	// Every stage with a launcher, with its default parameters unless given
+	// here.
+	specs := map[string]string{"blur": "blur sigma=1.5", "boxblur": "boxblur radius=5"}
+	for _, name := range Stages() {
+		spec, ok := specs[name]
+		if !ok {
+			spec = name
+		}
+		op := opOf(spec)
+		t.Run(op.String(), func(t *testing.T) {
 			b := &Batch{Op: op, Src: src}
 			if b.Dst, _, err = Outputs(op, src, 256); err != nil {
 				t.Fatal(err)
@@ -365,16 +324,22 @@ func TestLaunchTables(t *testing.T) {
 					t.Fatal("EncodeTable wrote past TableBytes")
 				}
 			}
-			passes, err := b.plan()
+			launches, err := b.plan()
 			if err != nil {
 				t.Fatal(err)
 			}
 			es := decodeTable(buf[:TableBytes(op, len(src))])
-			if len(es) != len(passes)*len(src) {
-				t.Fatalf("%d entries for %d passes", len(es), len(passes))
+			if len(es) != len(launches)*len(src) {
+				t.Fatalf("%d entries for %d launches", len(es), len(launches))
+			}
+			if want := launchers[op.Name].passes; len(launches) != len(want) {
+				t.Fatalf("%d launches for the launcher's %d passes", len(launches), len(want))
 			}
 			tmp, _ := b.ScratchLayout()
-			for pi, p := range passes {
+			for pi, p := range launches {
+				if p.kernel != launchers[op.Name].passes[pi].kernel {
+					t.Errorf("launch %d runs %s, the launcher's pass %d is %s", pi, p.kernel, pi, launchers[op.Name].passes[pi].kernel)
+				}
 				part := es[pi*len(src) : (pi+1)*len(src)]
 				from, to := b.Src, b.Dst
 				switch p.dst {
@@ -394,25 +359,28 @@ func TestLaunchTables(t *testing.T) {
 					if int(e.block0) != total {
 						t.Errorf("pass %d entry %d: block0 %d, want %d", pi, i, e.block0, total)
 					}
-					n, _ := tiles(p.fn, s.W, s.H, s.C)
+					n, tx := p.tiles(int64(s.W), int64(s.H), int64(s.C))
+					if int64(e.tilesX) != tx {
+						t.Errorf("pass %d entry %d: tiles_x %d, want %d", pi, i, e.tilesX, tx)
+					}
 					total += int(n)
 				}
 				if total != p.blocks {
 					t.Errorf("pass %d: %d blocks, entries add up to %d", pi, p.blocks, total)
 				}
-				covered(t, p.fn, part, p.blocks)
+				covered(t, p.kernel, part, p.blocks)
 			}
 		})
 	}
-	hist, _, _ := Outputs(sched.Op{Kind: sched.OpHistogram}, src, 256)
-	if err := (&Batch{Op: sched.Op{Kind: sched.OpHistogram}, Src: src, Dst: hist}).EncodeTable(make([]byte, 10)); err == nil ||
+	hist, _, _ := Outputs(opOf("histogram"), src, 256)
+	if err := (&Batch{Op: opOf("histogram"), Src: src, Dst: hist}).EncodeTable(make([]byte, 10)); err == nil ||
 		!strings.Contains(err.Error(), "table buffer is 10 bytes, need 432") {
 		t.Errorf("short table buffer: %v", err)
 	}
 }
 
 func TestScratchLayout(t *testing.T) {
-	b := testBatch(t, sched.Op{Kind: sched.OpBoxBlur, Radius: 3})
+	b := testBatch(t, opOf("boxblur radius=3"))
 	tmp, size := b.ScratchLayout()
 	var pixels uint64
 	var end uint64
@@ -427,17 +395,17 @@ func TestScratchLayout(t *testing.T) {
 	if size != end || size > MaxScratchBytes(b.Op, pixels, len(b.Src)) {
 		t.Errorf("scratch size %d, end %d, bound %d", size, end, MaxScratchBytes(b.Op, pixels, len(b.Src)))
 	}
-	if n := testBatch(t, sched.Op{Kind: sched.OpTranspose}).ScratchBytes(); n != 0 {
+	if n := testBatch(t, opOf("transpose")).ScratchBytes(); n != 0 {
 		t.Errorf("transpose needs %d scratch bytes", n)
 	}
-	if MaxScratchBytes(sched.Op{Kind: sched.OpGrayscale}, 1000, 3) != 0 {
+	if MaxScratchBytes(opOf("grayscale"), 1000, 3) != 0 {
 		t.Error("grayscale scratch bound is not 0")
 	}
 }
 
 func TestBuffersCheck(t *testing.T) {
-	blur := testBatch(t, sched.Op{Kind: sched.OpBlur, Taps: stages.BlurTaps(2)})
-	gray := testBatch(t, sched.Op{Kind: sched.OpGrayscale})
+	blur := testBatch(t, opOf("blur sigma=2"))
+	gray := testBatch(t, opOf("grayscale"))
 	scratch := blur.ScratchBytes()
 	tests := []struct {
 		name string
