@@ -6,12 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/imgpipe/imgpipe/cudastage"
-	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/job"
 	"github.com/imgpipe/imgpipe/stages"
@@ -310,96 +307,8 @@ func removeTemps(outDir, report string) (int, error) {
 			return n, err
 		}
 	}
-	dir, base := filepath.Split(report)
-	if base == "" {
-		return n, nil
-	}
-	if dir == "" {
-		dir = "."
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return n, nil
-		}
-		return n, err
-	}
-	prefix := "." + base
-	if len(prefix) > 1+200 {
-		prefix = prefix[:1+200] // WriteFileAtomic's temporary names keep 200 bytes of the base
-	}
-	for _, e := range ents {
-		if e.Type().IsRegular() && stages.IsTempName(e.Name()) && strings.HasPrefix(e.Name(), prefix+stages.TempMarker) {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return n, err
-			}
-			n++
-		}
-	}
-	return n, nil
-}
-
-// openDevice opens GPU ordinal (--gpu) for --device cuda and auto, returning it and the
-// function that closes it. Tests replace it (with a sched.FakeDevice, or a failure).
-var openDevice = func(ordinal int) (sched.Device, func() error, error) {
-	g, err := cudastage.OpenGPU(ordinal)
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := cudastage.NewDevice(g)
-	if err != nil {
-		return nil, nil, errors.Join(err, g.Close())
-	}
-	return d, func() error { return errors.Join(d.Close(), g.Close()) }, nil
-}
-
-// resolveDevice turns --device into the device pixel stages run on: nil for the CPU. cpu
-// never touches CUDA. cuda opens GPU ordinal or fails saying why (exit 3: a runtime
-// problem, not a usage one). auto opens GPU ordinal when the chain has pixel stages, and
-// otherwise, or when no GPU works, runs on the CPU; a failed probe is said once on stderr
-// (even with --quiet, since it changes where the run happens). An ordinal the driver does
-// not have fails under auto too: the user named a GPU, and running elsewhere would hide
-// the mistake.
-func resolveDevice(requested string, ordinal int, plan *pipeline.Plan, stderr io.Writer) (sched.Device, func() error, error) {
-	switch requested {
-	case "cpu":
-		return nil, nil, nil
-	case "auto":
-		if len(plan.Pixels) == 0 {
-			return nil, nil, nil // nothing for a GPU to do: do not even load the driver
-		}
-		dev, closeDev, err := openDevice(ordinal)
-		if errors.Is(err, cudastage.ErrNoSuchGPU) {
-			return nil, nil, noSuchGPU(err)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "imgpipe: no usable GPU (%s); running on the CPU\n", reason(err))
-			return nil, nil, nil
-		}
-		return dev, closeDev, nil
-	case "cuda":
-		dev, closeDev, err := openDevice(ordinal)
-		if errors.Is(err, cudastage.ErrNoSuchGPU) {
-			return nil, nil, noSuchGPU(err)
-		}
-		if err != nil {
-			return nil, nil, fatalError("--device cuda: no usable GPU: %s", reason(err))
-		}
-		return dev, closeDev, nil
-	}
-	return nil, nil, usageError("unknown device %q", requested)
-}
-
-// noSuchGPU is the fatal error for a --gpu (or execution.gpu) that names no GPU the
-// driver sees; err (cudastage's) already says how many there are.
-func noSuchGPU(err error) error {
-	return fatalError("%s; 'imgpipe devices' lists them", reason(err))
-}
-
-// reason formats why a GPU cannot be used, without the empty detail some loader errors end
-// with ("...not found (is the NVIDIA driver installed?): ").
-func reason(err error) string {
-	return strings.TrimRight(err.Error(), ": ")
+	m, err := stages.RemoveTempsOf(report)
+	return n + m, err
 }
 
 func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) error {
@@ -409,24 +318,27 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	}
 	job, plan := cfg.job, cfg.plan
 	// The device is opened before anything is created, so that --device cuda without a
-	// GPU leaves no output folder behind.
-	dev, closeDev, err := resolveDevice(job.Exec.Device, job.Exec.GPU, plan, stderr)
+	// GPU leaves no output folder behind. A chain without pixel stages leaves a GPU nothing
+	// to do: auto does not even load the driver then.
+	device := job.Exec.Device
+	if device == "auto" && len(plan.Pixels) == 0 {
+		device = "cpu"
+	}
+	tgt, err := resolveDevice(device, job.Exec.GPU, "", stderr)
 	if err != nil {
 		return err
 	}
 	var runErr error
-	if closeDev != nil {
-		defer func() {
-			// After a device fault the GPU refuses further calls; the run's error says why.
-			if err := closeDev(); err != nil && runErr == nil {
-				fmt.Fprintf(stderr, "imgpipe: closing the GPU: %v\n", err)
-			}
-		}()
-	}
+	defer func() {
+		// After a device fault the GPU refuses further calls; the run's error says why.
+		if err := tgt.close(); err != nil && runErr == nil {
+			fmt.Fprintf(stderr, "imgpipe: closing the GPU: %v\n", err)
+		}
+	}()
 	var gpuOpt *pipeline.GPUOptions
-	if dev != nil {
+	if tgt.dev != nil {
 		gpuOpt = &pipeline.GPUOptions{
-			Device:      dev,
+			Device:      tgt.dev,
 			Streams:     job.Exec.Streams,
 			Batch:       job.Exec.Batch,
 			PinnedBytes: int64(job.Exec.PinnedMB) << 20,
