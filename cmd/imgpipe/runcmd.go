@@ -109,18 +109,12 @@ done).`,
 	return cmd
 }
 
-// config is a run's complete configuration: the job file (if any) with the flags applied.
-type config struct {
-	job  *job.Job
-	plan *pipeline.Plan
-}
-
-// loadConfig merges the job file and the flags and checks the result; every error is a
-// usage error (exit 2) since nothing has run yet.
-func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) (*config, error) {
+// loadConfig merges the job file and the flags into a run's complete configuration, checks
+// it and compiles its chain; every error is a usage error (exit 2) since nothing has run yet.
+func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) (*job.Job, *pipeline.Plan, error) {
 	job, err := readJob(args)
 	if err != nil {
-		return nil, &exitError{code: exitUsage, err: err}
+		return nil, nil, &exitError{code: exitUsage, err: err}
 	}
 	changed := cmd.Flags().Changed
 	var errs []error
@@ -137,7 +131,7 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 		steps, err := pipeline.ParseSpec(f.spec)
 		if err != nil {
 			printSpecErrors(stderr, f.spec, err)
-			return nil, reported{code: exitUsage}
+			return nil, nil, reported{code: exitUsage}
 		}
 		job.Steps = steps
 	}
@@ -162,16 +156,16 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 		errs = append(errs, pipeline.Errors(err)...)
 	}
 	if len(errs) > 0 {
-		return nil, &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
+		return nil, nil, &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
 	}
 	plan, err := pipeline.Compile(job.Steps)
 	if err != nil {
-		return nil, &exitError{code: exitUsage, err: err}
+		return nil, nil, &exitError{code: exitUsage, err: err}
 	}
 	if err := checkFolders(job); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &config{job: job, plan: plan}, nil
+	return job, plan, nil
 }
 
 // readJob loads the job file args names, or, with none, returns an empty job with the
@@ -312,11 +306,10 @@ func removeTemps(outDir, report string) (int, error) {
 }
 
 func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) error {
-	cfg, err := loadConfig(cmd, args, f, stderr)
+	job, plan, err := loadConfig(cmd, args, f, stderr)
 	if err != nil {
 		return err
 	}
-	job, plan := cfg.job, cfg.plan
 	// The device is opened before anything is created, so that --device cuda without a
 	// GPU leaves no output folder behind. A chain without pixel stages leaves a GPU nothing
 	// to do: auto does not even load the driver then.
@@ -397,7 +390,7 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	}
 	opt.GPU = gpuOpt
 	if tr != nil {
-		opt.Trace = tr.t
+		opt.Trace = tr
 	}
 	var sum pipeline.Summary
 	// The report is written through a temporary file renamed at the end, so it is never
@@ -416,8 +409,8 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	}
 	ui.finish()
 	if tr != nil {
-		if err := tr.close(); err != nil {
-			fmt.Fprintf(stderr, "imgpipe: %v\n", err)
+		if err := tr.WriteFile(job.Exec.Trace); err != nil {
+			fmt.Fprintf(stderr, "imgpipe: --trace: %v\n", err)
 		}
 	}
 	if werr != nil {
