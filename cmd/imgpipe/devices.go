@@ -25,18 +25,10 @@ type devicesJSON struct {
 
 func newDevicesCmd(stdout io.Writer) *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := withHelp("devices", &cobra.Command{
 		Use:   "devices [--json]",
 		Short: "List the GPUs imgpipe can use, or say why there is none",
-		Long: `List the CUDA GPUs the driver sees: index, name, compute capability, SMs, memory,
-async copy engines, and the driver's CUDA version (and release, when readable).
-'imgpipe run --device cuda' uses GPU 0.
-
-With no usable GPU it says why (no libcuda.so.1, no device, a driver older than
-CUDA 12.0) and still exits 0: having no GPU is an answer, not an error.`,
-		Example: `  imgpipe devices
-  imgpipe devices --json | jq '.devices[0].name'`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			infos, err := listDevices()
 			why := ""
@@ -69,7 +61,7 @@ CUDA 12.0) and still exits 0: having no GPU is an answer, not an error.`,
 			}
 			return nil
 		},
-	}
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"devices\":[...]} and, with no usable GPU, \"error\"")
 	return cmd
 }

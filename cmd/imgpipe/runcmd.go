@@ -28,68 +28,14 @@ const defaultReportName = "imgpipe-report.jsonl"
 
 func newRunCmd(stderr io.Writer) *cobra.Command {
 	var f runFlags
-	cmd := &cobra.Command{
+	cmd := withHelp("run", &cobra.Command{
 		Use:   "run [JOB.yaml] [flags]",
 		Short: "Run a pipeline over a folder of images",
-		Long: `Run a chain of stages over every image file under the input folder (recursively,
-in sorted order; files are taken by extension: jpg jpeg png gif bmp tif tiff webp).
-Outputs go to the output folder at the same relative path with the extension of
-the save format. When several images in one folder share a name (a.jpg, a.png),
-each is saved as a.jpg.png, a.png.png so that nothing is overwritten.
-
-The output folder may lie inside the input folder (the walk skips it) only when
-it is new, empty, or holds an imgpipe report (a folder imgpipe made): images
-already in it would neither be processed nor safe from outputs of the same
-name. The input folder may not lie inside the output folder. Temporary files
-a killed run left in the output folder (.NAME.tmpDIGITS) are removed first.
-
-The report (default OUT/imgpipe-report.jsonl) has one JSON line per input, in
-input order, and a last {"summary":{...}} line:
-
-  {"input":"a/b.jpg","output":"a/b.png","status":"ok","width":1920,"height":1080,"histogram":[...]}
-  {"input":"bad.jpg","status":"failed","error":"decode: unexpected EOF"}
-
-The chain comes from -p or from a YAML job file. Flags override the job, field by
-field (-o does not move a report path the job sets); paths in a job are relative
-to the working directory, like those of flags:
-
-  input:  {dir: photos}
-  pipeline:
-    - decode
-    - grayscale
-    - blur: {sigma: 1.5}
-    - save: {format: png}
-  output: {dir: out, report: out/imgpipe-report.jsonl}
-  execution: {device: auto, gpu: 0, streams: 2, batch: 16, workers: 0, on_error: skip}
-
-Devices: --device cpu runs every stage on the CPU. --device cuda runs the pixel
-stages on GPU --gpu N (default 0, numbered as 'imgpipe devices' lists them) as
-one device segment: decode workers decode straight into page-locked batches of
---batch images, which go through --streams CUDA streams (one batch's upload,
-another's kernels and a third's download overlap), and save workers encode the
-results; outputs and histograms are bit-identical to the CPU's. An image too
-large for a batch slot runs on the CPU path. Without a working GPU, --device
-cuda fails (exit 3) saying why. --device auto (the default) uses the GPU when
-one works, and otherwise says so in one line on stderr and runs on the CPU. A
---gpu that names no GPU the driver sees is an error under both (exit 3) that
-says how many there are, rather than a quiet run elsewhere. The defaults
-(2 streams, batch 16) were the fastest on an H200.
-
-Exit status: 0 all inputs ok; 1 some failed (the rest were done); 2 usage, spec
-or job error (nothing processed); 3 fatal runtime error (a device fault, no GPU
-for --device cuda, no GPU --gpu N; outputs already written are complete); 130 interrupted
-(outputs in progress are finished or removed, and the report covers what was
-done).`,
-		Example: `  imgpipe run -i photos -o out -p 'decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png'
-  imgpipe run -i photos -o thumbs -p 'decode | boxblur radius=2 | save format=jpeg quality=90' --workers 2
-  imgpipe run samples/job.yaml --resume        # skip what the previous report says is done
-  imgpipe run job.yaml -o other-out --on-error fail --quiet
-  imgpipe run -i photos -o out -p 'decode | grayscale | blur sigma=1.5 | save' --device cuda --trace trace.json  # open in ui.perfetto.dev`,
-		Args: cobra.MaximumNArgs(1),
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRun(cmd, args, &f, stderr)
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVarP(&f.input, "input", "i", "", "input folder, walked recursively")
 	fl.StringVarP(&f.output, "output", "o", "", "output folder (created if missing)")
