@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imgpipe/imgpipe/bench"
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/cutest"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
@@ -190,11 +191,12 @@ func TestGPUExecutorTrace(t *testing.T) {
 	dev := exDevice(t)
 	tr := sched.NewTrace("imgpipe", 0)
 	ops := opsOf("grayscale | blur sigma=1.5 | transpose | histogram")
-	cfg := sched.Config{Ops: ops, Streams: 4, Batch: 8, Trace: tr}
-	st, err := sched.RunRaw(context.Background(), dev, cfg, sched.RawOptions{Width: 1920, Height: 1080, Frames: 256, Seed: 3})
+	cfg := bench.RunConfig{Streams: 4, Batch: 8, Frames: 256, Repeats: 1, Trace: tr}
+	res, err := bench.RunFrames(context.Background(), dev, ops, bench.RandomPool(1920, 1080, 64, 3), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := res.Stats
 	var buf bytes.Buffer
 	if err := tr.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
@@ -244,17 +246,17 @@ func TestGPUExecutorTrace(t *testing.T) {
 	if streams != 4 {
 		t.Errorf("%d stream tracks in %v, want 4", streams, tracks)
 	}
-	// The trace holds the warm-up batches too.
+	// The trace holds the timed run's batches.
 	b := count["H2D"]
-	if b < int(st.Device.Batches) {
-		t.Errorf("%d H2D spans for %d timed batches", b, st.Device.Batches)
+	if b < int(st.Batches) {
+		t.Errorf("%d H2D spans for %d timed batches", b, st.Batches)
 	}
 	for _, op := range ops {
 		if count[op.String()] != b || count["D2H"] != b {
 			t.Errorf("%d %q spans and %d D2H, want %d each", count[op.String()], op, count["D2H"], b)
 		}
 	}
-	t.Logf("trace: %d spans; %v", tr.Len(), st.Device)
+	t.Logf("trace: %d spans; %v", tr.Len(), st)
 }
 
 // poisonedTable corrupts the third launch table: its first image's source
@@ -369,7 +371,7 @@ func faultChild(t *testing.T) {
 // limit (measured pinned H2D bandwidth ÷ 3 bytes per pixel).
 func BenchmarkGPURaw(b *testing.B) {
 	dev := exDevice(b)
-	bw, err := sched.MeasureCopy(dev, 256<<20, 10)
+	bw, err := bench.MeasureCopy(dev, 256<<20, 10)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -377,6 +379,7 @@ func BenchmarkGPURaw(b *testing.B) {
 	b.Logf("%s: pinned H2D %.1f GB/s, D2H %.1f GB/s: H2D-bound limit %.2f GP/s for RGB frames",
 		dev.Name(), bw.H2D/1e9, bw.D2H/1e9, limit)
 	ops := opsOf("grayscale | blur sigma=1.5 | transpose | histogram")
+	pool := bench.RandomPool(1920, 1080, 64, 1)
 	type run struct {
 		streams, batch int
 		pageable       bool
@@ -394,21 +397,21 @@ func BenchmarkGPURaw(b *testing.B) {
 			name = fmt.Sprintf("pageable/streams=%d/batch=%d", r.streams, r.batch)
 		}
 		b.Run(name, func(b *testing.B) {
-			cfg := sched.Config{Ops: ops, Streams: r.streams, Batch: r.batch, Pageable: r.pageable}
-			var st sched.RawStats
+			cfg := bench.RunConfig{Streams: r.streams, Batch: r.batch, Pageable: r.pageable, Frames: 2048, Repeats: 1}
+			var res bench.RunResult
 			for b.Loop() {
 				var err error
-				st, err = sched.RunRaw(context.Background(), dev, cfg, sched.RawOptions{Width: 1920, Height: 1080, Frames: 2048, Seed: 1})
+				res, err = bench.RunFrames(context.Background(), dev, ops, pool, cfg)
 				if err != nil {
 					b.Fatal(err)
 				}
 			}
-			gps := st.GPixelsPerSec()
+			gps := float64(cfg.Frames) * 1920 * 1080 / res.Runs[0].Seconds() / 1e9
 			b.ReportMetric(gps, "GP/s")
-			b.ReportMetric(st.Device.Overlap(), "overlap")
+			b.ReportMetric(res.Stats.Overlap(), "overlap")
 			b.ReportMetric(gps/limit, "of-H2D-limit")
 			b.ReportMetric(0, "ns/op")
-			b.Logf("%s: %.2f GP/s (%.0f%% of the H2D limit); %v; ops %v", name, gps, 100*gps/limit, st.Device, st.Device.Ops)
+			b.Logf("%s: %.2f GP/s (%.0f%% of the H2D limit); %v; ops %v", name, gps, 100*gps/limit, res.Stats, res.Stats.Ops)
 		})
 	}
 }

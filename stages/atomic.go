@@ -74,6 +74,41 @@ func RemoveTemps(dir string) (int, error) {
 // name, keeping it under the usual 255-byte name limit.
 const maxTempBase = 200
 
+// RemoveTempsOf removes the temporary files WriteFileAtomic left beside path
+// for path itself (writes of path killed midway), and returns how many it
+// removed. Only regular files whose names match IsTempName and start with
+// path's temporary prefix go. A missing folder is not an error.
+func RemoveTempsOf(path string) (int, error) {
+	dir, base := filepath.Split(path)
+	if base == "" {
+		return 0, nil
+	}
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(base) > maxTempBase {
+		base = base[:maxTempBase]
+	}
+	prefix := "." + base + TempMarker
+	n := 0
+	for _, e := range ents {
+		if e.Type().IsRegular() && IsTempName(e.Name()) && strings.HasPrefix(e.Name(), prefix) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
 // WriteFileAtomic writes path through a temporary file in the same folder,
 // fsyncs it and renames it, so that path holds either its old content or the
 // whole new content, never a part. Parent folders are created as needed.

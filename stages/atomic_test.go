@@ -140,3 +140,55 @@ func TestRemoveTemps(t *testing.T) {
 		t.Error("a path through a file: no error")
 	}
 }
+
+func TestRemoveTempsOf(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("r", 230) + ".jsonl"
+	files := map[string]bool{ // name: is a leftover of report.jsonl or of long
+		".report.jsonl.tmp123":                 true,
+		".report.jsonl.tmp4000000000":          true,
+		"." + long[:200] + ".tmp7":             true,
+		".other.jsonl.tmp5":                    false,
+		"report.jsonl":                         false,
+		".report.jsonl.tmp12x":                 false,
+		".report.jsonl.tmp":                    false,
+		".report.json.tmp3":                    false,
+		"sub/.report.jsonl.tmp9":               false,
+		".report.jsonl.tmp99999999999999999":   false,
+		".report.jsonl.bak.tmp1.not-temporary": false,
+	}
+	for name := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".report.jsonl.tmp6"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n, err := RemoveTempsOf(filepath.Join(dir, "report.jsonl"))
+	if err != nil || n != 2 {
+		t.Errorf("RemoveTempsOf(report.jsonl) = %d, %v; want 2", n, err)
+	}
+	if n, err := RemoveTempsOf(filepath.Join(dir, long)); err != nil || n != 1 {
+		t.Errorf("RemoveTempsOf(a long name) = %d, %v; want 1 (names keep 200 bytes of the base)", n, err)
+	}
+	for name, temp := range files {
+		_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(name)))
+		if temp != os.IsNotExist(err) {
+			t.Errorf("%s: leftover %v, but stat says %v", name, temp, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".report.jsonl.tmp6")); err != nil {
+		t.Errorf("a folder with a temporary name was removed: %v", err)
+	}
+	if n, err := RemoveTempsOf(filepath.Join(dir, "missing", "report.jsonl")); n != 0 || err != nil {
+		t.Errorf("missing folder: %d, %v", n, err)
+	}
+	if n, err := RemoveTempsOf(dir + string(filepath.Separator)); n != 0 || err != nil {
+		t.Errorf("a folder path: %d, %v", n, err)
+	}
+}

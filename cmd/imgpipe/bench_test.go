@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
-	"github.com/imgpipe/imgpipe/stages"
 )
 
 // benchCLI runs the CLI in-process with ctx and returns its exit code, stdout and stderr.
@@ -32,15 +31,20 @@ func benchCLI(t *testing.T, ctx context.Context, args ...string) (int, string, s
 // withDevice makes the bench open dev (or fail with err) instead of a real GPU.
 func withDevice(t *testing.T, dev sched.Device, err error) {
 	t.Helper()
-	old, oldBytes := benchOpenDevice, benchCopyLimitBytes
-	benchOpenDevice = func(int) (sched.Device, func() error, error) {
+	setOpenDevice(t, func(int) (sched.Device, func() error, error) {
 		if err != nil {
 			return nil, nil, err
 		}
 		return dev, func() error { return nil }, nil
-	}
-	benchCopyLimitBytes = 1 << 20
-	t.Cleanup(func() { benchOpenDevice, benchCopyLimitBytes = old, oldBytes })
+	})
+	smallCopyLimit(t)
+}
+
+// smallCopyLimit measures the copy limit on 1 MiB, so that tests on a fake device stay fast.
+func smallCopyLimit(t *testing.T) {
+	old := benchCopyBytes
+	benchCopyBytes = 1 << 20
+	t.Cleanup(func() { benchCopyBytes = old })
 }
 
 func fakeGPU(cfg sched.FakeConfig) *sched.FakeDevice {
@@ -90,104 +94,6 @@ func checkSchema(t *testing.T, r map[string]any) {
 	}
 	if r["chain"] != "grayscale|blur1.5|transpose|histogram" && r["chain"] != "grayscale|boxblur1" {
 		t.Errorf("chain = %v", r["chain"])
-	}
-}
-
-func TestParseIntList(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    []int
-		wantErr string
-	}{
-		{"2", []int{2}, ""},
-		{"1,2,4,8", []int{1, 2, 4, 8}, ""},
-		{" 8 , 1 ", []int{8, 1}, ""},
-		{"", nil, "empty"},
-		{"  ", nil, "empty"},
-		{"0", nil, "out of range"},
-		{"65", nil, "out of range"},
-		{"-1", nil, "out of range"},
-		{"a", nil, "not a whole number"},
-		{"1,,2", nil, "not a whole number"},
-		{"1.5", nil, "not a whole number"},
-		{"2,4,2", nil, "listed twice"},
-	}
-	for _, tt := range tests {
-		got, err := parseIntList(tt.in, 1, 64)
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("parseIntList(%q) error = %v, want one containing %q", tt.in, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || !equalInts(got, tt.want) {
-			t.Errorf("parseIntList(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
-		}
-	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func TestParseFrameSize(t *testing.T) {
-	tests := []struct {
-		in      string
-		w, h    int
-		wantErr string
-	}{
-		{"1920x1080", 1920, 1080, ""},
-		{"1X1", 1, 1, ""},
-		{" 7x3 ", 7, 3, ""},
-		{"10000x10000", 10000, 10000, ""},
-		{"10001x10000", 0, 0, "over the limit"},
-		{"0x10", 0, 0, "positive"},
-		{"10x-1", 0, 0, "positive"},
-		{"1920", 0, 0, "want WxH"},
-		{"axb", 0, 0, "want WxH"},
-		{"1920x1080x3", 0, 0, "want WxH"},
-		{"", 0, 0, "want WxH"},
-	}
-	for _, tt := range tests {
-		w, h, err := parseFrameSize(tt.in)
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("parseFrameSize(%q) error = %v, want one containing %q", tt.in, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || w != tt.w || h != tt.h {
-			t.Errorf("parseFrameSize(%q) = %d, %d, %v; want %d, %d", tt.in, w, h, err, tt.w, tt.h)
-		}
-	}
-}
-
-func TestParseBenchChain(t *testing.T) {
-	c, err := parseBenchChain(benchDefaultChain(1.5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.label != "grayscale|blur1.5|transpose|histogram" || len(c.ops) != 4 {
-		t.Errorf("default chain: label %q, %d ops", c.label, len(c.ops))
-	}
-	if c, err := parseBenchChain("boxblur radius=2 | grayscale"); err != nil || c.label != "boxblur2|grayscale" {
-		t.Errorf("boxblur chain: %v, %v", c, err)
-	}
-	if c, err := parseBenchChain(benchDefaultChain(2)); err != nil || c.label != "grayscale|blur2|transpose|histogram" {
-		t.Errorf("sigma 2 label: %v, %v", c, err)
-	}
-	for _, bad := range []string{"", "decode | grayscale", "grayscale | save", "blur sigma=99", "grayscale | nosuch", "histogram | histogram"} {
-		if _, err := parseBenchChain(bad); err == nil {
-			t.Errorf("parseBenchChain(%q) succeeded, want an error", bad)
-		}
 	}
 }
 
@@ -244,70 +150,6 @@ func TestBenchHelpTeaches(t *testing.T) {
 	}
 }
 
-func TestLoadFramesFile(t *testing.T) {
-	dir := t.TempDir()
-	frame := 4 * 3 * 3
-	good := make([]byte, 2*frame)
-	for i := range good {
-		good[i] = byte(i*7 + 1)
-	}
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	p, err := loadFramesFile(write("good.rgb", good), 4, 3, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.frames) != 2 || !bytes.Equal(p.frames[1], good[frame:]) || p.image(3).Pix[0] != good[frame] {
-		t.Errorf("frames not read back as written: %d frames", len(p.frames))
-	}
-	tests := []struct {
-		path    string
-		max     int64
-		wantErr string
-	}{
-		{write("empty.rgb", nil), 1 << 20, "empty"},
-		{write("short.rgb", good[:frame+5]), 1 << 20, "not a whole number"},
-		{write("big.rgb", good), int64(frame), "over --max-pool-mb"},
-		{filepath.Join(dir, "missing.rgb"), 1 << 20, "no such file"},
-		{dir, 1 << 20, "not a regular file"},
-	}
-	for _, tt := range tests {
-		if _, err := loadFramesFile(tt.path, 4, 3, tt.max); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-			t.Errorf("loadFramesFile(%s) error = %v, want one containing %q", filepath.Base(tt.path), err, tt.wantErr)
-		}
-	}
-}
-
-func TestMedian(t *testing.T) {
-	ms := func(v ...int) []time.Duration {
-		var d []time.Duration
-		for _, x := range v {
-			d = append(d, time.Duration(x)*time.Millisecond)
-		}
-		return d
-	}
-	if got := medianDuration(ms(5, 1, 3)); got != 3*time.Millisecond {
-		t.Errorf("odd median = %v", got)
-	}
-	if got := medianDuration(ms(4, 1, 3, 2)); got != 2500*time.Microsecond {
-		t.Errorf("even median = %v", got)
-	}
-	if got := medianDuration(nil); got != 0 {
-		t.Errorf("empty median = %v", got)
-	}
-	if got := medianIndex(ms(5, 1, 3)); got != 2 {
-		t.Errorf("medianIndex = %d, want 2", got)
-	}
-	if got := medianIndex(ms(9)); got != 0 {
-		t.Errorf("medianIndex of one = %d", got)
-	}
-}
-
 func TestBenchRawCPU(t *testing.T) {
 	withDevice(t, nil, errors.New("no driver here"))
 	code, stdout, stderr := benchCLI(t, context.Background(), "bench", "raw", "--size", "33x17", "--frames", "20",
@@ -347,40 +189,6 @@ func TestBenchRawCPU(t *testing.T) {
 	code, _, stderr = benchCLI(t, context.Background(), "bench", "copy")
 	if code != exitFatal || !strings.Contains(stderr, "needs a GPU") || !strings.Contains(stderr, "no driver here") {
 		t.Errorf("copy without a GPU: exit %d, %q", code, stderr)
-	}
-}
-
-func TestCPUChainMatchesStages(t *testing.T) {
-	c, err := parseBenchChain(benchDefaultChain(1.5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := randomPool(13, 7, 1, 9)
-	src := pool.image(0)
-	got, hist := c.newCPU().run(src)
-	// The chain by hand, with package stages.
-	g := stages.NewImage(13, 7, 1)
-	stages.Grayscale(g, src)
-	b := stages.NewImage(13, 7, 1)
-	stages.Blur(b, g, stages.BlurTaps(1.5))
-	tr := stages.NewImage(7, 13, 1)
-	stages.Transpose(tr, b)
-	var want [256]uint64
-	stages.Histogram(&want, tr)
-	if err := sameImage(got, tr); err != nil {
-		t.Error(err)
-	}
-	if *hist != want {
-		t.Error("histogram differs")
-	}
-	if pool.image(0).Pix[0] != src.Pix[0] || got.W != 7 {
-		t.Error("the source frame was changed")
-	}
-	// A different frame gives a different result: the comparison can fail.
-	other := randomPool(13, 7, 1, 10).image(0)
-	got2, _ := c.newCPU().run(other)
-	if sameImage(got2, tr) == nil {
-		t.Error("two random frames gave the same output")
 	}
 }
 
@@ -689,30 +497,6 @@ func TestBenchFilesCPU(t *testing.T) {
 	code, _, stderr = benchCLI(t, context.Background(), "bench", "files", empty, "--device", "cpu", "--repeats", "1")
 	if code != exitFatal || !strings.Contains(stderr, "no image") {
 		t.Errorf("empty folder: exit %d, %q", code, stderr)
-	}
-}
-
-func TestCheckFolderOutputsCatchesDifferences(t *testing.T) {
-	in, out := t.TempDir(), t.TempDir()
-	benchPhotoPNG(t, filepath.Join(in, "a.png"), 20, 10, 1)
-	code, _, stderr := benchCLI(t, context.Background(), "run", "-i", in, "-o", out, "-p",
-		"decode | "+benchDefaultChain(1.5)+" | save format=png", "--device", "cpu", "--quiet")
-	if code != 0 {
-		t.Fatalf("run: exit %d: %s", code, stderr)
-	}
-	c, err := parseBenchChain(benchDefaultChain(1.5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := c.plan
-	report := filepath.Join(out, defaultReportName)
-	if n, err := checkFolderOutputs(plan, c, in, out, report); err != nil || n != 1 {
-		t.Fatalf("untouched outputs: %d, %v", n, err)
-	}
-	// Another picture under the output's name: the check must notice.
-	benchPhotoPNG(t, filepath.Join(out, "a.png"), 10, 20, 7)
-	if _, err := checkFolderOutputs(plan, c, in, out, report); err == nil || !strings.Contains(err.Error(), "differs") {
-		t.Errorf("a wrong output passed the check: %v", err)
 	}
 }
 

@@ -71,33 +71,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	root := &cobra.Command{
-		Use:   "imgpipe",
-		Short: "Run image pipelines over folders, on the CPU or a GPU",
-		Long: `imgpipe runs a chain of image stages over every image in a folder (recursively),
-writing the results and a JSON Lines report into an output folder. The CPU and
-the GPU give bit-identical results.
-
-A chain is written as stages separated by '|', parameters as key=value:
-
-  decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png
-
-or as a YAML job file (see 'imgpipe run --help'). 'imgpipe stages' lists every
-stage with its parameters.`,
-		Example: `  # Blur every image under photos/ into out/, as PNG:
-  imgpipe run -i photos -o out -p 'decode | grayscale | blur sigma=1.5 | save'
-
-  # The same from a job file, with 4 workers instead of the job's setting:
-  imgpipe run job.yaml --workers 4
-
-  # Check a job without running it:
-  imgpipe validate job.yaml
-
-  # Which GPU would --device cuda use (or why none)?
-  imgpipe devices`,
+	root := withHelp("imgpipe", &cobra.Command{
+		Use:           "imgpipe",
+		Short:         "Run image pipelines over folders, on the CPU or a GPU",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-	}
+	})
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

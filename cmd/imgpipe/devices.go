@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/cudastage"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
 // listDevices lists the GPUs for `imgpipe devices`; tests replace it.
@@ -22,18 +25,10 @@ type devicesJSON struct {
 
 func newDevicesCmd(stdout io.Writer) *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := withHelp("devices", &cobra.Command{
 		Use:   "devices [--json]",
 		Short: "List the GPUs imgpipe can use, or say why there is none",
-		Long: `List the CUDA GPUs the driver sees: index, name, compute capability, SMs, memory,
-async copy engines, and the driver's CUDA version (and release, when readable).
-'imgpipe run --device cuda' uses GPU 0.
-
-With no usable GPU it says why (no libcuda.so.1, no device, a driver older than
-CUDA 12.0) and still exits 0: having no GPU is an answer, not an error.`,
-		Example: `  imgpipe devices
-  imgpipe devices --json | jq '.devices[0].name'`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			infos, err := listDevices()
 			why := ""
@@ -66,7 +61,61 @@ CUDA 12.0) and still exits 0: having no GPU is an answer, not an error.`,
 			}
 			return nil
 		},
-	}
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"devices\":[...]} and, with no usable GPU, \"error\"")
 	return cmd
+}
+
+// openDevice opens GPU ordinal (--gpu), returning it and the function that closes it.
+// Tests replace it (with a sched.FakeDevice, or a failure).
+var openDevice = func(ordinal int) (sched.Device, func() error, error) { return cudastage.Open(ordinal) }
+
+// target is where pixel stages run: a GPU, or the CPU when dev is nil.
+type target struct {
+	dev   sched.Device
+	close func() error // closes the GPU; nothing to do on the CPU
+	why   string       // why the CPU is used under --device auto
+}
+
+// resolveDevice turns --device (and --gpu) into where pixel stages run, for run and bench
+// alike. cpu never touches CUDA. cuda opens GPU ordinal or fails saying why (exit 3: a
+// runtime problem, not a usage one). auto opens GPU ordinal, or when no GPU works runs on the
+// CPU, saying so once on stderr (even with --quiet, since it changes where the run happens).
+// An ordinal the driver does not have fails under auto too: the user named a GPU, and
+// running elsewhere would hide the mistake. need, when set, says what requires a GPU
+// (bench copy): then no GPU is fatal under auto too.
+func resolveDevice(device string, ordinal int, need string, stderr io.Writer) (*target, error) {
+	cpu := &target{close: func() error { return nil }}
+	if device == "cpu" {
+		return cpu, nil
+	}
+	if device != "auto" && device != "cuda" {
+		return nil, usageError("unknown device %q", device)
+	}
+	dev, closeDev, err := openDevice(ordinal)
+	switch {
+	case errors.Is(err, cudastage.ErrNoSuchGPU):
+		return nil, noSuchGPU(err)
+	case err != nil && need != "":
+		return nil, fatalError("%s, and none is usable: %s", need, reason(err))
+	case err != nil && device == "cuda":
+		return nil, fatalError("--device cuda: no usable GPU: %s", reason(err))
+	case err != nil:
+		fmt.Fprintf(stderr, "imgpipe: no usable GPU (%s); running on the CPU\n", reason(err))
+		cpu.why = reason(err)
+		return cpu, nil
+	}
+	return &target{dev: dev, close: closeDev}, nil
+}
+
+// noSuchGPU is the fatal error for a --gpu (or execution.gpu) that names no GPU the
+// driver sees; err (cudastage's) already says how many there are.
+func noSuchGPU(err error) error {
+	return fatalError("%s; 'imgpipe devices' lists them", reason(err))
+}
+
+// reason formats why a GPU cannot be used, without the empty detail some loader errors end
+// with ("...not found (is the NVIDIA driver installed?): ").
+func reason(err error) string {
+	return strings.TrimRight(err.Error(), ": ")
 }

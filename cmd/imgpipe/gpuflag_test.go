@@ -14,7 +14,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
-// recordOrdinal makes openDevice (and so the bench's) return a fake GPU and remember the
+// recordOrdinal makes openDevice (run's and the bench's) return a fake GPU and remember the
 // ordinal it was asked for; opens counts the calls.
 func recordOrdinal(t *testing.T) (ordinal, opens *atomic.Int32) {
 	t.Helper()
@@ -26,10 +26,7 @@ func recordOrdinal(t *testing.T) (ordinal, opens *atomic.Int32) {
 		d := fakeGPU(sched.FakeConfig{PageableRate: 1e9})
 		return d, func() error { d.Close(); return nil }, nil
 	})
-	old, oldBytes := benchOpenDevice, benchCopyLimitBytes
-	benchOpenDevice = func(n int) (sched.Device, func() error, error) { return openDevice(n) }
-	benchCopyLimitBytes = 1 << 20
-	t.Cleanup(func() { benchOpenDevice, benchCopyLimitBytes = old, oldBytes })
+	smallCopyLimit(t)
 	return ordinal, opens
 }
 

@@ -6,12 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/imgpipe/imgpipe/cudastage"
-	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/job"
 	"github.com/imgpipe/imgpipe/stages"
@@ -31,68 +28,14 @@ const defaultReportName = "imgpipe-report.jsonl"
 
 func newRunCmd(stderr io.Writer) *cobra.Command {
 	var f runFlags
-	cmd := &cobra.Command{
+	cmd := withHelp("run", &cobra.Command{
 		Use:   "run [JOB.yaml] [flags]",
 		Short: "Run a pipeline over a folder of images",
-		Long: `Run a chain of stages over every image file under the input folder (recursively,
-in sorted order; files are taken by extension: jpg jpeg png gif bmp tif tiff webp).
-Outputs go to the output folder at the same relative path with the extension of
-the save format. When several images in one folder share a name (a.jpg, a.png),
-each is saved as a.jpg.png, a.png.png so that nothing is overwritten.
-
-The output folder may lie inside the input folder (the walk skips it) only when
-it is new, empty, or holds an imgpipe report (a folder imgpipe made): images
-already in it would neither be processed nor safe from outputs of the same
-name. The input folder may not lie inside the output folder. Temporary files
-a killed run left in the output folder (.NAME.tmpDIGITS) are removed first.
-
-The report (default OUT/imgpipe-report.jsonl) has one JSON line per input, in
-input order, and a last {"summary":{...}} line:
-
-  {"input":"a/b.jpg","output":"a/b.png","status":"ok","width":1920,"height":1080,"histogram":[...]}
-  {"input":"bad.jpg","status":"failed","error":"decode: unexpected EOF"}
-
-The chain comes from -p or from a YAML job file. Flags override the job, field by
-field (-o does not move a report path the job sets); paths in a job are relative
-to the working directory, like those of flags:
-
-  input:  {dir: photos}
-  pipeline:
-    - decode
-    - grayscale
-    - blur: {sigma: 1.5}
-    - save: {format: png}
-  output: {dir: out, report: out/imgpipe-report.jsonl}
-  execution: {device: auto, gpu: 0, streams: 2, batch: 16, workers: 0, on_error: skip}
-
-Devices: --device cpu runs every stage on the CPU. --device cuda runs the pixel
-stages on GPU --gpu N (default 0, numbered as 'imgpipe devices' lists them) as
-one device segment: decode workers decode straight into page-locked batches of
---batch images, which go through --streams CUDA streams (one batch's upload,
-another's kernels and a third's download overlap), and save workers encode the
-results; outputs and histograms are bit-identical to the CPU's. An image too
-large for a batch slot runs on the CPU path. Without a working GPU, --device
-cuda fails (exit 3) saying why. --device auto (the default) uses the GPU when
-one works, and otherwise says so in one line on stderr and runs on the CPU. A
---gpu that names no GPU the driver sees is an error under both (exit 3) that
-says how many there are, rather than a quiet run elsewhere. The defaults
-(2 streams, batch 16) were the fastest on an H200.
-
-Exit status: 0 all inputs ok; 1 some failed (the rest were done); 2 usage, spec
-or job error (nothing processed); 3 fatal runtime error (a device fault, no GPU
-for --device cuda, no GPU --gpu N; outputs already written are complete); 130 interrupted
-(outputs in progress are finished or removed, and the report covers what was
-done).`,
-		Example: `  imgpipe run -i photos -o out -p 'decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png'
-  imgpipe run -i photos -o thumbs -p 'decode | boxblur radius=2 | save format=jpeg quality=90' --workers 2
-  imgpipe run samples/job.yaml --resume        # skip what the previous report says is done
-  imgpipe run job.yaml -o other-out --on-error fail --quiet
-  imgpipe run -i photos -o out -p 'decode | grayscale | blur sigma=1.5 | save' --device cuda --trace trace.json  # open in ui.perfetto.dev`,
-		Args: cobra.MaximumNArgs(1),
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRun(cmd, args, &f, stderr)
 		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVarP(&f.input, "input", "i", "", "input folder, walked recursively")
 	fl.StringVarP(&f.output, "output", "o", "", "output folder (created if missing)")
@@ -112,18 +55,12 @@ done).`,
 	return cmd
 }
 
-// config is a run's complete configuration: the job file (if any) with the flags applied.
-type config struct {
-	job  *job.Job
-	plan *pipeline.Plan
-}
-
-// loadConfig merges the job file and the flags and checks the result; every error is a
-// usage error (exit 2) since nothing has run yet.
-func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) (*config, error) {
+// loadConfig merges the job file and the flags into a run's complete configuration, checks
+// it and compiles its chain; every error is a usage error (exit 2) since nothing has run yet.
+func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) (*job.Job, *pipeline.Plan, error) {
 	job, err := readJob(args)
 	if err != nil {
-		return nil, &exitError{code: exitUsage, err: err}
+		return nil, nil, &exitError{code: exitUsage, err: err}
 	}
 	changed := cmd.Flags().Changed
 	var errs []error
@@ -140,7 +77,7 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 		steps, err := pipeline.ParseSpec(f.spec)
 		if err != nil {
 			printSpecErrors(stderr, f.spec, err)
-			return nil, reported{code: exitUsage}
+			return nil, nil, reported{code: exitUsage}
 		}
 		job.Steps = steps
 	}
@@ -165,16 +102,16 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 		errs = append(errs, pipeline.Errors(err)...)
 	}
 	if len(errs) > 0 {
-		return nil, &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
+		return nil, nil, &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
 	}
 	plan, err := pipeline.Compile(job.Steps)
 	if err != nil {
-		return nil, &exitError{code: exitUsage, err: err}
+		return nil, nil, &exitError{code: exitUsage, err: err}
 	}
 	if err := checkFolders(job); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &config{job: job, plan: plan}, nil
+	return job, plan, nil
 }
 
 // readJob loads the job file args names, or, with none, returns an empty job with the
@@ -310,123 +247,37 @@ func removeTemps(outDir, report string) (int, error) {
 			return n, err
 		}
 	}
-	dir, base := filepath.Split(report)
-	if base == "" {
-		return n, nil
-	}
-	if dir == "" {
-		dir = "."
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return n, nil
-		}
-		return n, err
-	}
-	prefix := "." + base
-	if len(prefix) > 1+200 {
-		prefix = prefix[:1+200] // WriteFileAtomic's temporary names keep 200 bytes of the base
-	}
-	for _, e := range ents {
-		if e.Type().IsRegular() && stages.IsTempName(e.Name()) && strings.HasPrefix(e.Name(), prefix+stages.TempMarker) {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return n, err
-			}
-			n++
-		}
-	}
-	return n, nil
-}
-
-// openDevice opens GPU ordinal (--gpu) for --device cuda and auto, returning it and the
-// function that closes it. Tests replace it (with a sched.FakeDevice, or a failure).
-var openDevice = func(ordinal int) (sched.Device, func() error, error) {
-	g, err := cudastage.OpenGPU(ordinal)
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := cudastage.NewDevice(g)
-	if err != nil {
-		return nil, nil, errors.Join(err, g.Close())
-	}
-	return d, func() error { return errors.Join(d.Close(), g.Close()) }, nil
-}
-
-// resolveDevice turns --device into the device pixel stages run on: nil for the CPU. cpu
-// never touches CUDA. cuda opens GPU ordinal or fails saying why (exit 3: a runtime
-// problem, not a usage one). auto opens GPU ordinal when the chain has pixel stages, and
-// otherwise, or when no GPU works, runs on the CPU; a failed probe is said once on stderr
-// (even with --quiet, since it changes where the run happens). An ordinal the driver does
-// not have fails under auto too: the user named a GPU, and running elsewhere would hide
-// the mistake.
-func resolveDevice(requested string, ordinal int, plan *pipeline.Plan, stderr io.Writer) (sched.Device, func() error, error) {
-	switch requested {
-	case "cpu":
-		return nil, nil, nil
-	case "auto":
-		if len(plan.Pixels) == 0 {
-			return nil, nil, nil // nothing for a GPU to do: do not even load the driver
-		}
-		dev, closeDev, err := openDevice(ordinal)
-		if errors.Is(err, cudastage.ErrNoSuchGPU) {
-			return nil, nil, noSuchGPU(err)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "imgpipe: no usable GPU (%s); running on the CPU\n", reason(err))
-			return nil, nil, nil
-		}
-		return dev, closeDev, nil
-	case "cuda":
-		dev, closeDev, err := openDevice(ordinal)
-		if errors.Is(err, cudastage.ErrNoSuchGPU) {
-			return nil, nil, noSuchGPU(err)
-		}
-		if err != nil {
-			return nil, nil, fatalError("--device cuda: no usable GPU: %s", reason(err))
-		}
-		return dev, closeDev, nil
-	}
-	return nil, nil, usageError("unknown device %q", requested)
-}
-
-// noSuchGPU is the fatal error for a --gpu (or execution.gpu) that names no GPU the
-// driver sees; err (cudastage's) already says how many there are.
-func noSuchGPU(err error) error {
-	return fatalError("%s; 'imgpipe devices' lists them", reason(err))
-}
-
-// reason formats why a GPU cannot be used, without the empty detail some loader errors end
-// with ("...not found (is the NVIDIA driver installed?): ").
-func reason(err error) string {
-	return strings.TrimRight(err.Error(), ": ")
+	m, err := stages.RemoveTempsOf(report)
+	return n + m, err
 }
 
 func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) error {
-	cfg, err := loadConfig(cmd, args, f, stderr)
+	job, plan, err := loadConfig(cmd, args, f, stderr)
 	if err != nil {
 		return err
 	}
-	job, plan := cfg.job, cfg.plan
 	// The device is opened before anything is created, so that --device cuda without a
-	// GPU leaves no output folder behind.
-	dev, closeDev, err := resolveDevice(job.Exec.Device, job.Exec.GPU, plan, stderr)
+	// GPU leaves no output folder behind. A chain without pixel stages leaves a GPU nothing
+	// to do: auto does not even load the driver then.
+	device := job.Exec.Device
+	if device == "auto" && len(plan.Pixels) == 0 {
+		device = "cpu"
+	}
+	tgt, err := resolveDevice(device, job.Exec.GPU, "", stderr)
 	if err != nil {
 		return err
 	}
 	var runErr error
-	if closeDev != nil {
-		defer func() {
-			// After a device fault the GPU refuses further calls; the run's error says why.
-			if err := closeDev(); err != nil && runErr == nil {
-				fmt.Fprintf(stderr, "imgpipe: closing the GPU: %v\n", err)
-			}
-		}()
-	}
+	defer func() {
+		// After a device fault the GPU refuses further calls; the run's error says why.
+		if err := tgt.close(); err != nil && runErr == nil {
+			fmt.Fprintf(stderr, "imgpipe: closing the GPU: %v\n", err)
+		}
+	}()
 	var gpuOpt *pipeline.GPUOptions
-	if dev != nil {
+	if tgt.dev != nil {
 		gpuOpt = &pipeline.GPUOptions{
-			Device:      dev,
+			Device:      tgt.dev,
 			Streams:     job.Exec.Streams,
 			Batch:       job.Exec.Batch,
 			PinnedBytes: int64(job.Exec.PinnedMB) << 20,
@@ -485,7 +336,7 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	}
 	opt.GPU = gpuOpt
 	if tr != nil {
-		opt.Trace = tr.t
+		opt.Trace = tr
 	}
 	var sum pipeline.Summary
 	// The report is written through a temporary file renamed at the end, so it is never
@@ -504,8 +355,8 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	}
 	ui.finish()
 	if tr != nil {
-		if err := tr.close(); err != nil {
-			fmt.Fprintf(stderr, "imgpipe: %v\n", err)
+		if err := tr.WriteFile(job.Exec.Trace); err != nil {
+			fmt.Fprintf(stderr, "imgpipe: --trace: %v\n", err)
 		}
 	}
 	if werr != nil {

@@ -12,13 +12,9 @@ import (
 )
 
 func newStagesCmd(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	return withHelp("stages", &cobra.Command{
 		Use:   "stages [STAGE...]",
 		Short: "List the stages with their parameters",
-		Long: `List every stage with its parameters (type, default, range) and help. Name stages
-to see their full descriptions.`,
-		Example: `  imgpipe stages
-  imgpipe stages blur save`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defs := pipeline.Builtin.Stages()
 			if len(args) > 0 {
@@ -40,7 +36,7 @@ to see their full descriptions.`,
 			writeStages(stdout, defs, len(args) > 0)
 			return nil
 		},
-	}
+	})
 }
 
 // writeStages prints the stage list from the registry as one aligned table; with long set,

@@ -12,14 +12,10 @@ import (
 )
 
 func newValidateCmd(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	return withHelp("validate", &cobra.Command{
 		Use:   "validate JOB.yaml...",
 		Short: "Check job files without running them",
-		Long: `Check job files: YAML syntax, unknown keys, values, the chain (stages, parameters,
-order) and the input folder. Every problem is reported as file:line:col.
-Exit status 0 when all are valid, 2 otherwise.`,
-		Example: `  imgpipe validate samples/job.yaml`,
-		Args:    cobra.MinimumNArgs(1),
+		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var errs []error
 			for _, path := range args {
@@ -35,7 +31,7 @@ Exit status 0 when all are valid, 2 otherwise.`,
 			}
 			return nil
 		},
-	}
+	})
 }
 
 // validateJob runs every check `imgpipe run JOB.yaml` makes before processing anything.

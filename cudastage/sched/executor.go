@@ -162,9 +162,8 @@ type slot struct {
 	outBytes  int
 
 	// delivered (under Executor.mu)
-	held     int
-	freeMem  bool // Close ran while results were held: free on last release
-	rawFills int  // RunRaw: images whose pixels this slot already holds
+	held    int
+	freeMem bool // Close ran while results were held: free on last release
 }
 
 // Executor runs one device segment over a stream of images with Streams
