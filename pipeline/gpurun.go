@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,17 +13,6 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
-)
-
-// Defaults of a GPU run, chosen by measurement: on an H200, the executor over 1080p RGB
-// frames (grayscale | blur sigma=1.5 | transpose | histogram) gave 12.1 GP/s with 1
-// stream, 17.7 with 2, 16.6 with 4 and 17.0 with 8, at batch 16; batches of 8 to 32 were
-// within 1% of each other. Two streams already overlap one batch's copies with another's
-// kernels (the executor orders each engine's work across streams), so more only cost
-// memory.
-const (
-	DefaultStreams = 2
-	DefaultBatch   = 16
 )
 
 // GPUOptions runs a plan's pixel stages on an accelerator as one device segment: decode
@@ -39,21 +29,24 @@ type GPUOptions struct {
 	// Device is the accelerator: a CUDA GPU (cudastage.NewDevice) or sched.NewFake. Run
 	// neither opens nor closes it.
 	Device sched.Device
-	// Streams is the number of device streams; 0 means DefaultStreams.
+	// Streams is the number of device streams; 0 means DefaultStreams. Its range is the
+	// streams execution setting's.
 	Streams int
-	// Batch is the most images per batch; 0 means DefaultBatch.
+	// Batch is the most images per batch; 0 means DefaultBatch. Its range is the batch
+	// execution setting's.
 	Batch int
-	// Slots is the number of batches in flight, from filling to saved; 0 means Streams+2.
+	// Slots is the number of batches in flight, from filling to saved; 0 means
+	// DefaultSlots(Streams).
 	Slots int
 	// SlotBytes is a slot's input capacity in bytes; 0 means what PinnedBytes gives, or
-	// room for Batch 1080p RGB frames.
+	// DefaultSlotBytes(Batch).
 	SlotBytes int
 	// PinnedBytes, when positive, is the page-locked host memory the slots share: the slot
 	// size is what fits (about as much device memory is used), and larger slots take larger
 	// images or more of them per batch. 0 sizes slots for Batch 1080p RGB frames.
 	PinnedBytes int64
-	// Linger is how long a partly filled batch waits for more images; 0 means the
-	// executor's default (sched.DefaultLinger).
+	// Linger is how long a partly filled batch waits for more images; 0 means
+	// DefaultLinger.
 	Linger time.Duration
 }
 
@@ -102,19 +95,15 @@ func newGPURun(plan *Plan, opt Options) (*gpuRun, error) {
 		return nil, fmt.Errorf("run: negative GPU setting (streams %d, batch %d, slots %d, slot bytes %d, pinned bytes %d, linger %v)",
 			o.Streams, o.Batch, o.Slots, o.SlotBytes, o.PinnedBytes, o.Linger)
 	}
-	cfg := sched.Config{Ops: ops, Streams: o.Streams, Batch: o.Batch, Slots: o.Slots, SlotBytes: o.SlotBytes, Linger: o.Linger}
-	if cfg.Streams == 0 {
-		cfg.Streams = DefaultStreams
-	}
-	if cfg.Batch == 0 {
-		cfg.Batch = DefaultBatch
-	}
-	if cfg.Slots == 0 {
-		cfg.Slots = cfg.Streams + 2
-	}
-	if cfg.Streams > sched.MaxStreams || cfg.Batch > sched.MaxBatch || cfg.Slots > sched.MaxSlots {
+	// Every default is filled here (the executor gets a complete configuration), and
+	// streams and batch are checked by the execution settings table, as the CLI and a
+	// job's are; slots only against the executor's limit.
+	cfg := sched.Config{Ops: ops, Streams: cmp.Or(o.Streams, DefaultStreams), Batch: cmp.Or(o.Batch, DefaultBatch),
+		SlotBytes: o.SlotBytes, Linger: cmp.Or(o.Linger, DefaultLinger)}
+	cfg.Slots = cmp.Or(o.Slots, DefaultSlots(cfg.Streams))
+	if CheckSetting("streams", cfg.Streams) != nil || CheckSetting("batch", cfg.Batch) != nil || cfg.Slots > sched.MaxSlots {
 		return nil, fmt.Errorf("run: GPU settings out of range: streams %d (max %d), batch %d (max %d), slots %d (max %d)",
-			cfg.Streams, sched.MaxStreams, cfg.Batch, sched.MaxBatch, cfg.Slots, sched.MaxSlots)
+			cfg.Streams, settingMax("streams"), cfg.Batch, settingMax("batch"), cfg.Slots, sched.MaxSlots)
 	}
 	if o.PinnedBytes > 0 {
 		cfg.MaxHostBytes = o.PinnedBytes
@@ -124,6 +113,7 @@ func newGPURun(plan *Plan, opt Options) (*gpuRun, error) {
 			}
 		}
 	}
+	cfg.SlotBytes = cmp.Or(cfg.SlotBytes, DefaultSlotBytes(cfg.Batch))
 	return &gpuRun{dev: o.Device, cfg: cfg}, nil
 }
 
@@ -311,6 +301,10 @@ func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
 	case err != nil:
 		if rsv != nil {
 			rsv.Abort()
+		}
+		if r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()) {
+			it.dropped = true // the run ended while it waited for memory: never started
+			return false
 		}
 		failWith(res, stage, err)
 		return false
