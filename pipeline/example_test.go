@@ -3,6 +3,8 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"image"
+	"image/color"
 	"os"
 	"path/filepath"
 
@@ -90,4 +92,95 @@ func ExampleRun() {
 	// a.png -> a.jpg ok
 	// sub/b.png -> sub/b.jpg ok
 	// 2 ok
+}
+
+// threshold is a custom Go stage: gray, then 255 where the gray level is at least level and 0
+// elsewhere. It has no GPU kernel (GPU is nil), so a chain holding it runs on the CPU.
+var threshold = &pipeline.StageDef{
+	Name: "threshold",
+	Kind: pipeline.PixelKind,
+	Help: "gray level >= level: 255, else 0",
+	Params: []pipeline.ParamSpec{
+		{Name: "level", Kind: pipeline.Int, Default: int64(128), Range: &pipeline.Range{Min: 0, Max: 255},
+			Help: "the lowest gray level that becomes white"},
+	},
+	// The output is one channel of the input's size, whatever the input's channels.
+	Shape: func(in stages.Shape, _ pipeline.Params) (stages.Shape, bool) {
+		return stages.Shape{W: in.W, H: in.H, C: 1}, false
+	},
+	// CPU binds the parameters once per run and returns the per-image function.
+	CPU: func(p pipeline.Params) (pipeline.CPUFunc, error) {
+		level := byte(p.Int("level"))
+		return func(dst, src *stages.Image, _ *[256]uint64) {
+			if src.C == 3 {
+				stages.Grayscale(dst, src)
+			} else {
+				for y := 0; y < src.H; y++ {
+					copy(dst.Row(y), src.Row(y))
+				}
+			}
+			for y := 0; y < dst.H; y++ {
+				row := dst.Row(y)
+				for x, v := range row {
+					if v >= level {
+						row[x] = 255
+					} else {
+						row[x] = 0
+					}
+				}
+			}
+		}, nil
+	},
+}
+
+func ExampleRegistry_Parse() {
+	// The builtin stages plus threshold: specs parsed by reg may name any of them.
+	reg, err := pipeline.NewRegistry(append(pipeline.Builtin.Stages(), threshold)...)
+	if err != nil {
+		panic(err)
+	}
+	p, err := reg.Parse("decode | blur sigma=0.8 | threshold level=100 | histogram")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(p)
+
+	// A disc on a dark background, from the standard library, as an in-memory input.
+	disc := image.NewGray(image.Rect(0, 0, 16, 8))
+	for y := 0; y < 8; y++ {
+		for x := 0; x < 16; x++ {
+			if dx, dy := float64(x)-7.5, 2*(float64(y)-3.5); dx*dx+dy*dy < 36 {
+				disc.SetGray(x, y, color.Gray{Y: 200})
+			}
+		}
+	}
+	results := pipeline.Collect()
+	if _, err := p.Run(context.Background(), pipeline.Inputs(pipeline.ImageInput("disc", disc)), results); err != nil {
+		panic(err)
+	}
+	r := results.Results[0]
+	out := r.Image.ToImage().(*image.Gray)
+	for y := 0; y < out.Rect.Dy(); y++ {
+		for x := 0; x < out.Rect.Dx(); x++ {
+			fmt.Print(map[bool]string{true: "#", false: "."}[out.GrayAt(x, y).Y == 255])
+		}
+		fmt.Println()
+	}
+	fmt.Println(r.Histogram[255], "white,", r.Histogram[0], "black")
+
+	// The builtin registry does not know threshold.
+	_, err = pipeline.Parse("decode | threshold")
+	fmt.Println(err)
+	// Output:
+	// decode | blur sigma=0.8 | threshold level=100 | histogram
+	// ................
+	// .....######.....
+	// ...##########...
+	// ..############..
+	// ..############..
+	// ...##########...
+	// .....######.....
+	// ................
+	// 56 white, 72 black
+	// col 10: unknown stage "threshold" (stages: blur, boxblur, decode, grayscale, histogram, save, transpose)
 }

@@ -26,13 +26,19 @@ func New() *Pipeline { return Builtin.New() }
 // New starts an empty pipeline over r's stages.
 func (r *Registry) New() *Pipeline { return &Pipeline{reg: r} }
 
-// Parse builds a pipeline from a spec such as "decode | grayscale | blur sigma=1.5".
-func Parse(spec string) (*Pipeline, error) {
-	steps, err := ParseSpec(spec)
+// Parse builds a pipeline over the builtin stages from a spec such as
+// "decode | grayscale | blur sigma=1.5"; it is Builtin.Parse.
+func Parse(spec string) (*Pipeline, error) { return Builtin.Parse(spec) }
+
+// Parse builds a pipeline over r's stages from a spec, so that a spec can name stages
+// registered in r besides the builtin ones (see NewRegistry). Errors are ParseSpec's: every
+// problem, each with its column. Then and the typed methods can extend the result.
+func (r *Registry) Parse(spec string) (*Pipeline, error) {
+	steps, err := r.ParseSpec(spec)
 	if err != nil {
 		return nil, err
 	}
-	return &Pipeline{reg: Builtin, steps: steps}, nil
+	return &Pipeline{reg: r, steps: steps}, nil
 }
 
 // Then appends the stage called name with args (nil for the defaults).

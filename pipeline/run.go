@@ -86,6 +86,9 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if src == nil || sink == nil {
 		return Summary{}, errors.New("run: nil source or sink")
 	}
+	if err := checkSink(plan, sink); err != nil {
+		return Summary{}, err
+	}
 	if opt.Workers < 0 || opt.Window < 0 {
 		return Summary{}, fmt.Errorf("run: negative workers (%d) or window (%d)", opt.Workers, opt.Window)
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -59,14 +60,30 @@ type Sink interface {
 // ToFolder returns a sink that writes each output into dir at its Result.Output path,
 // creating subfolders. Writes are atomic (temporary file, fsync, rename): an output is
 // complete or absent, whatever happens to the run.
+//
+// The chain must end with a save stage, which says how outputs are encoded; a chain without
+// one would write nothing, so Pipeline.Run refuses it before taking any input (and should a
+// run get that far, every input fails with the same message). For a report-only chain such
+// as "decode | histogram", use Discard.
 func ToFolder(dir string) Sink { return folderSink{dir: dir} }
 
 type folderSink struct{ dir string }
 
+// errFolderNoSave is ToFolder's refusal of a chain without a save stage.
+var errFolderNoSave = errors.New(`the chain has no save stage, so ToFolder would write nothing: end it with save (e.g. "| save format=png"), or use Discard() for a report-only run`)
+
+// checkPlan refuses a plan whose outputs ToFolder could not write.
+func (folderSink) checkPlan(plan *Plan) error {
+	if plan.Save == nil {
+		return errFolderNoSave
+	}
+	return nil
+}
+
 func (s folderSink) Write(ctx context.Context, r *Result, enc *Encoder) error {
 	if enc == nil {
 		r.Image = nil
-		return nil
+		return errFolderNoSave
 	}
 	// IsLocal refuses "", absolute paths and ".." components, but not names that merely
 	// start with two dots ("..a.png"), which are ordinary files inside the folder.
@@ -81,6 +98,38 @@ func (s folderSink) Write(ctx context.Context, r *Result, enc *Encoder) error {
 }
 
 func (folderSink) Done(context.Context, *Result) error { return nil }
+
+// checkSink refuses, before a run takes any input, a sink that can do nothing with the
+// plan's results (ToFolder without a save stage). Sinks say so with a checkPlan method.
+func checkSink(plan *Plan, sink Sink) error {
+	if c, ok := sink.(interface{ checkPlan(*Plan) error }); ok && plan != nil {
+		if err := c.checkPlan(plan); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+	}
+	return nil
+}
+
+// Discard returns a sink that keeps no output, for report-only chains such as
+// "decode | histogram": the report, Options.Progress and each Result's Width, Height and
+// Histogram are what such a run gives. Results reach Done without their image (it is
+// dropped at once, to free memory). Should the chain have a save stage, the image is still
+// encoded, into io.Discard, so an encoder error fails the input as with ToFolder, but
+// Result.Output is left empty: no file was written.
+func Discard() Sink { return discardSink{} }
+
+type discardSink struct{}
+
+func (discardSink) Write(_ context.Context, r *Result, enc *Encoder) error {
+	m := r.Image
+	r.Image, r.Output = nil, ""
+	if enc == nil {
+		return nil
+	}
+	return enc.Encode(io.Discard, m)
+}
+
+func (discardSink) Done(context.Context, *Result) error { return nil }
 
 // Collector is a sink that keeps every result in memory, in input order, with the encoded
 // output in Result.Encoded when the chain saves. For small batches and tests.

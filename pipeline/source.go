@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"image"
 	"io"
 
 	"github.com/imgpipe/imgpipe/stages"
@@ -18,6 +19,7 @@ type Input struct {
 	// Data holds encoded bytes to decode.
 	Data []byte
 	// Image holds pixels that are already decoded; decode only checks its pixel limit.
+	// ImageInput (stages.FromImage) makes one from an image.Image.
 	Image *stages.Image
 	// OutStem is the output's relative path without extension; the save stage adds its
 	// format's. Empty means Name without its extension. Folder sources set it to apply
@@ -29,6 +31,14 @@ type Input struct {
 	// Err, when set, means the source could not provide this input (an unreadable folder,
 	// an output name clash); it is reported as the input's failure, as is.
 	Err error
+}
+
+// ImageInput returns an input of pixels from the standard library (or any image.Image),
+// converted by stages.FromImage: gray images stay gray (C = 1), all others become RGB, alpha
+// dropped. The conversion is a copy, made now, so img may change afterwards. A result's
+// image goes back with Result.Image.ToImage().
+func ImageInput(name string, img image.Image) Input {
+	return Input{Name: name, Image: stages.FromImage(img)}
 }
 
 // Source yields the inputs of a run, one at a time, in a deterministic order.

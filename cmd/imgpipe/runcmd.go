@@ -14,14 +14,11 @@ import (
 	"github.com/imgpipe/imgpipe/stages"
 )
 
-// runFlags are `imgpipe run`'s flags; the execution ones share names (with '-' for '_')
-// and validation with the YAML job's execution mapping.
+// runFlags are `imgpipe run`'s own flags; the execution settings' flags derive from
+// pipeline's settings table (settingFlags), as the YAML job's execution mapping does.
 type runFlags struct {
-	input, output, spec, report                 string
-	device, onError, trace                      string
-	streams, batch, workers, pinnedMB, memoryMB int
-	gpu                                         int
-	resume, quiet                               bool
+	spec  string
+	quiet bool
 }
 
 const defaultReportName = "imgpipe-report.jsonl"
@@ -37,20 +34,11 @@ func newRunCmd(stderr io.Writer) *cobra.Command {
 		},
 	})
 	fl := cmd.Flags()
-	fl.StringVarP(&f.input, "input", "i", "", "input folder, walked recursively")
-	fl.StringVarP(&f.output, "output", "o", "", "output folder (created if missing)")
+	fl.StringP("input", "i", "", "input folder, walked recursively")
+	fl.StringP("output", "o", "", "output folder (created if missing)")
 	fl.StringVarP(&f.spec, "pipeline", "p", "", "the chain, e.g. 'decode | grayscale | save' (see 'imgpipe stages')")
-	fl.StringVar(&f.report, "report", "", "JSON Lines report file (default OUT/"+defaultReportName+")")
-	fl.StringVar(&f.device, "device", "auto", "auto, cpu or cuda: where pixel stages run")
-	fl.IntVar(&f.gpu, "gpu", 0, "which GPU --device auto and cuda use, counting from 0 (see 'imgpipe devices')")
-	fl.IntVar(&f.streams, "streams", pipeline.DefaultStreams, "CUDA streams (GPU only), 1..64")
-	fl.IntVar(&f.batch, "batch", pipeline.DefaultBatch, "images per GPU batch (GPU only), 1..4096")
-	fl.IntVar(&f.pinnedMB, "pinned-mb", 0, "page-locked memory for the GPU's batch slots, in MiB (GPU only); 0 sizes each slot for batch 1080p frames")
-	fl.IntVar(&f.memoryMB, "max-memory-mb", 0, "memory the images being decoded and processed at once may take together, in MiB (16 bytes per pixel each, from its header); 0 means 4096")
-	fl.IntVar(&f.workers, "workers", 0, "images processed at once on the CPU (on a GPU: decode workers, and as many save workers); 0 means one per core")
-	fl.BoolVar(&f.resume, "resume", false, "skip inputs the previous report lists as ok whose output exists")
-	fl.StringVar(&f.onError, "on-error", "skip", "skip: report a failed input and go on (exit 1); fail: stop at the first failure")
-	fl.StringVar(&f.trace, "trace", "", "write a Chrome trace-event timeline (JSON) to this file")
+	fl.String("report", "", "JSON Lines report file (default OUT/"+defaultReportName+")")
+	settingFlags(cmd, false)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar, no summary line")
 	return cmd
 }
@@ -62,18 +50,13 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 	if err != nil {
 		return nil, nil, &exitError{code: exitUsage, err: err}
 	}
-	changed := cmd.Flags().Changed
-	var errs []error
-	if changed("input") {
-		job.InputDir = f.input
+	// Only the flags set override the job.
+	for name, to := range map[string]*string{"input": &job.InputDir, "output": &job.OutputDir, "report": &job.Report} {
+		if fl := cmd.Flags().Lookup(name); fl.Changed {
+			*to = fl.Value.String()
+		}
 	}
-	if changed("output") {
-		job.OutputDir = f.output
-	}
-	if changed("report") {
-		job.Report = f.report
-	}
-	if changed("pipeline") {
+	if cmd.Flags().Changed("pipeline") {
 		steps, err := pipeline.ParseSpec(f.spec)
 		if err != nil {
 			printSpecErrors(stderr, f.spec, err)
@@ -81,23 +64,7 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 		}
 		job.Steps = steps
 	}
-	set := func(flag, setting string, v any) {
-		if changed(flag) {
-			if err := job.Exec.Set(setting, v); err != nil {
-				errs = append(errs, fmt.Errorf("--%s: %w", flag, err))
-			}
-		}
-	}
-	set("device", "device", f.device)
-	set("gpu", "gpu", f.gpu)
-	set("streams", "streams", f.streams)
-	set("batch", "batch", f.batch)
-	set("pinned-mb", "pinned_mb", f.pinnedMB)
-	set("max-memory-mb", "max_memory_mb", f.memoryMB)
-	set("workers", "workers", f.workers)
-	set("on-error", "on_error", f.onError)
-	set("resume", "resume", f.resume)
-	set("trace", "trace", f.trace)
+	errs := setFlags(cmd, &job.Exec)
 	if err := job.Complete(); err != nil {
 		errs = append(errs, pipeline.Errors(err)...)
 	}
@@ -274,19 +241,11 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 			fmt.Fprintf(stderr, "imgpipe: closing the GPU: %v\n", err)
 		}
 	}()
-	var gpuOpt *pipeline.GPUOptions
-	if tgt.dev != nil {
-		gpuOpt = &pipeline.GPUOptions{
-			Device:      tgt.dev,
-			Streams:     job.Exec.Streams,
-			Batch:       job.Exec.Batch,
-			PinnedBytes: int64(job.Exec.PinnedMB) << 20,
-		}
-		// Settings that cannot work together (a batch whose slots do not fit in
-		// --pinned-mb) are usage errors, found before anything is written.
-		if err := pipeline.CheckGPU(plan, pipeline.Options{GPU: gpuOpt}); err != nil {
-			return usageError("%v", err)
-		}
+	// On a GPU, settings that cannot work together (a batch whose slots do not fit in
+	// --pinned-mb) are usage errors, found before anything is written.
+	opt := job.Exec.RunOptions(tgt.dev)
+	if err := pipeline.CheckGPU(plan, opt); err != nil {
+		return usageError("%v", err)
 	}
 	if job.OutputDir != "" {
 		if err := os.MkdirAll(job.OutputDir, 0o755); err != nil {
@@ -324,17 +283,13 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 		}
 	}
 	var sink pipeline.Sink = pipeline.ToFolder(job.OutputDir)
+	if plan.Save == nil {
+		sink = pipeline.Discard() // a report-only chain, e.g. decode | histogram
+	}
 
 	ui := newProgress(stderr, f.quiet, job.InputDir, job.OutputDir)
-	opt := pipeline.Options{
-		Workers:      job.Exec.Workers,
-		MemoryBudget: int64(job.Exec.MaxMemoryMB) << 20,
-		StopOnError:  job.Exec.OnError == "fail",
-		Device:       "cpu",
-		Progress:     ui.update,
-		Notice:       func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) },
-	}
-	opt.GPU = gpuOpt
+	opt.Device, opt.Progress = "cpu", ui.update
+	opt.Notice = func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
 	if tr != nil {
 		opt.Trace = tr
 	}
