@@ -23,15 +23,15 @@
 //
 // # Lifecycle
 //
-// Decode workers call Reserve (or Decode) for each image; it blocks while no
-// slot is free, which is the back-pressure that bounds memory. They write
-// pixels straight into the slot's page-locked memory and Commit (or Abort on
-// a decode error: the image is dropped, the batch goes on). A slot is sealed
-// when full, when the next image does not fit, after Linger, or on
-// Flush/CloseInput, and is submitted when its last reservation resolved. Its
-// results arrive on Results once its D2H completed; the slot is reused when
-// every result was released. An image larger than a slot gives ErrTooLarge:
-// run it on the CPU path.
+// Decode workers call Reserve for each image (from stages.Decode's Alloc
+// hook); it blocks while no slot is free, which is the back-pressure that
+// bounds memory. They write pixels straight into the slot's page-locked
+// memory and Commit (or Abort on a decode error: the image is dropped, the
+// batch goes on). A slot is sealed when full, when the next image does not
+// fit, after Linger, or on Flush/CloseInput, and is submitted when its last
+// reservation resolved. Its results arrive on Results once its D2H completed;
+// the slot is reused when every result was released. An image larger than a
+// slot gives ErrTooLarge: run it on the CPU path.
 //
 // # Streams and timing
 //

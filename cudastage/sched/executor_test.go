@@ -417,6 +417,38 @@ func TestAllAbortedSlotIsFreed(t *testing.T) {
 	}
 }
 
+// decodeInto decodes data with stages.Decode straight into a reservation,
+// then commits it, or aborts it and returns the decode error: what a decode
+// worker does. A file too large for a slot gives an error wrapping
+// ErrTooLarge (nothing decoded).
+func decodeInto(ctx context.Context, e *Executor, data []byte, opt stages.DecodeOptions, tag any) error {
+	var r *Reservation
+	var allocErr error
+	_, err := stages.Decode(data, opt, func(w, h, c int) (*stages.Image, error) {
+		if r != nil {
+			return nil, errors.New("decoder asked for a second image")
+		}
+		r, allocErr = e.Reserve(ctx, w, h, c, tag)
+		if allocErr != nil {
+			return nil, allocErr
+		}
+		return r.Image(), nil
+	})
+	switch {
+	case allocErr != nil:
+		return allocErr
+	case err != nil:
+		if r != nil {
+			r.Abort()
+		}
+		return err
+	case r == nil:
+		return errors.New("decoder returned an image without allocating it")
+	}
+	r.Commit()
+	return nil
+}
+
 func TestDecodeIntoSlot(t *testing.T) {
 	ops := []Op{GrayscaleOp(), TransposeOp()}
 	dev := NewFake(FakeConfig{})
@@ -442,7 +474,7 @@ func TestDecodeIntoSlot(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = e.Decode(context.Background(), data, stages.DecodeOptions{}, i)
+			errs[i] = decodeInto(context.Background(), e, data, stages.DecodeOptions{}, i)
 		}()
 	}
 	wg.Wait()
