@@ -58,6 +58,10 @@ type Device interface {
 	// overlap from such memory.
 	HostAlloc(n int) ([]byte, error)
 	HostFree([]byte) error
+	// DevAlloc returns n bytes of device memory. The executor draws on
+	// HostAlloc and DevAlloc through pools (HostAllocator, DeviceDriver); a
+	// Device may implement OutOfMemory to say which errors mean out of
+	// memory.
 	DevAlloc(n int) (DevPtr, error)
 	DevFree(DevPtr) error
 

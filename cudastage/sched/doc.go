@@ -21,6 +21,14 @@
 // with a table of offsets, each at a 256-byte boundary, and each op's output
 // is packed separately, so the one D2H per batch copies no holes.
 //
+// The host buffers come from a page-locked pool (memory/pinned, drawing on
+// Device.HostAlloc) and the device buffers from a caching allocator
+// (cudastage/devmem, drawing on Device.DevAlloc). An executor makes its own
+// pools, with MaxHostBytes and MaxDeviceBytes as budgets, or takes shared
+// ones (Config.HostPool, Config.DevicePool) so that executors run one after
+// another on a device reuse the memory instead of allocating it again;
+// Stats gives the pools' figures.
+//
 // # Lifecycle
 //
 // Decode workers call Reserve for each image (from stages.Decode's Alloc

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
+
+	"github.com/imgpipe/imgpipe/cudastage/devmem"
+	"github.com/imgpipe/imgpipe/memory/pinned"
 )
 
 // Errors of the executor's API.
@@ -46,7 +48,8 @@ type Config struct {
 	// Slots is the number of batches in flight, from filling to released
 	// (default Streams+2: one per stream on the device, one being filled by
 	// decode workers, and one held by save workers). Memory is bounded by
-	// Slots × the slot size.
+	// Slots × the slot size: New takes every buffer from the pools, and
+	// nothing is allocated per batch.
 	Slots int
 	// Batch is the most images a slot takes (default DefaultBatch).
 	Batch int
@@ -59,8 +62,23 @@ type Config struct {
 	// negative: only when full, on Flush or on CloseInput).
 	Linger time.Duration
 	// MaxHostBytes and MaxDeviceBytes, when positive, refuse a Config whose
-	// slots would hold more page-locked or device memory, before allocating.
+	// slots would hold more page-locked or device memory, before allocating,
+	// and are the budgets of the pools the executor makes itself.
 	MaxHostBytes, MaxDeviceBytes int64
+	// HostPool, when not nil, is the page-locked pool the slots' host buffers
+	// come from: pinned.New over HostAllocator(dev), or over pinned.Heap with
+	// Pageable. Close gives the buffers back and leaves the pool open, so
+	// that executors run one after another on dev (a benchmark sweep) reuse
+	// them; New refuses slots that need more than its budget, and waits
+	// (until ctx ends) while other users hold the budget. When nil, the
+	// executor makes its own pool and closes it.
+	HostPool *pinned.Pool
+	// DevicePool, when not nil, is the device allocator the slots' device
+	// buffers and the streams' scratch come from: devmem.New over
+	// DeviceDriver(dev). Close gives the blocks back and leaves it open, like
+	// HostPool; a request over its budget fails. When nil, the executor makes
+	// its own allocator and closes it.
+	DevicePool *devmem.Allocator
 	// Pageable puts the slots' host memory on the Go heap instead of
 	// page-locked memory. The device then copies synchronously (after the
 	// stream's earlier work), which is the textbook flow: it exists to measure
@@ -137,14 +155,18 @@ type Executor struct {
 	cfg   Config
 	chain *chain
 
-	streams  []Stream
-	scratch  []DevPtr // per stream
-	base     Event
-	hostBase time.Time
-	tabOff   []int // per op, into a slot's table region
-	phases   [][2]int
-	tabBytes int
-	slots    []*slot
+	hostPool        *pinned.Pool      // where the slots' host buffers come from
+	devPool         *devmem.Allocator // where device buffers come from
+	ownHost, ownDev bool              // the pools are the executor's: Close closes them
+	streams         []Stream
+	scratch         []DevPtr        // per stream
+	scratchBlocks   []*devmem.Block // behind scratch
+	base            Event
+	hostBase        time.Time
+	tabOff          []int // per op, into a slot's table region
+	phases          [][2]int
+	tabBytes        int
+	slots           []*slot
 
 	free     chan *slot
 	ready    chan *slot
@@ -206,15 +228,19 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 	}
 	host, devBytes := e.memory()
 	e.stats.HostBytes, e.stats.DeviceBytes = host, devBytes
-	if cfg.MaxHostBytes > 0 && host > cfg.MaxHostBytes {
+	maxHost, maxDev := e.limits()
+	if maxHost > 0 && host > maxHost {
 		return nil, fmt.Errorf("executor: %d slots need %d MiB of page-locked memory, over the %d MiB limit",
-			cfg.Slots, host>>20, cfg.MaxHostBytes>>20)
+			cfg.Slots, host>>20, maxHost>>20)
 	}
-	if cfg.MaxDeviceBytes > 0 && devBytes > cfg.MaxDeviceBytes {
+	if maxDev > 0 && devBytes > maxDev {
 		return nil, fmt.Errorf("executor: %d slots need %d MiB of device memory, over the %d MiB limit",
-			cfg.Slots, devBytes>>20, cfg.MaxDeviceBytes>>20)
+			cfg.Slots, devBytes>>20, maxDev>>20)
 	}
-	if err := e.onDeviceThread(e.allocate); err != nil {
+	if err := e.openPools(host, devBytes); err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
+	if err := e.onDeviceThread(func() error { return e.allocate(ctx) }); err != nil {
 		e.onDeviceThread(e.freeAll)
 		return nil, fmt.Errorf("executor on %s: %w", dev.Name(), err)
 	}
@@ -233,14 +259,7 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 
 // onDeviceThread runs fn on the calling goroutine locked to its OS thread,
 // with the device bound to that thread.
-func (e *Executor) onDeviceThread(fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := e.dev.BindThread(); err != nil {
-		return err
-	}
-	return fn()
-}
+func (e *Executor) onDeviceThread(fn func() error) error { return bound(e.dev, fn) }
 
 // stop halts the executor with err unless it already finished or stopped.
 func (e *Executor) stop(err error) {
@@ -291,16 +310,18 @@ func (e *Executor) Close() error {
 	return e.onDeviceThread(e.freeAll)
 }
 
-// Stats returns the totals so far.
+// Stats returns the totals so far, with the pools' figures now.
 func (e *Executor) Stats() Stats {
 	e.statsMu.Lock()
-	defer e.statsMu.Unlock()
 	s := e.stats
 	s.Ops = append([]OpTime(nil), e.stats.Ops...)
+	e.statsMu.Unlock()
+	s.HostPool, s.DevicePool = e.hostPool.Stats(), e.devPool.Stats()
 	return s
 }
 
-// ResetStats zeroes the batch totals (after a warm-up, say).
+// ResetStats zeroes the batch totals (after a warm-up, say). The pools'
+// figures are not the executor's to reset.
 func (e *Executor) ResetStats() {
 	e.statsMu.Lock()
 	defer e.statsMu.Unlock()

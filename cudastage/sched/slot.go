@@ -1,8 +1,12 @@
 package sched
 
 import (
+	"context"
 	"errors"
 	"time"
+
+	"github.com/imgpipe/imgpipe/cudastage/devmem"
+	"github.com/imgpipe/imgpipe/memory/pinned"
 )
 
 // Slot events, in stream order. Each phase's start is recorded after the
@@ -34,6 +38,8 @@ type slot struct {
 	in, out, hist, tab []byte    // page-locked; out nil when no op makes an image
 	dev                [2]DevPtr // bufIn, bufMid
 	dHist, dTab        DevPtr
+	hostBufs           []*pinned.Buffer // behind in, out, hist, tab
+	devBlocks          []*devmem.Block  // behind dev, dHist, dTab
 	ev                 []Event
 	calls              []OpCall
 	at                 []time.Duration // event times from the base event
@@ -61,22 +67,36 @@ type slot struct {
 	freeMem bool // Close ran while results were held: free on last release
 }
 
-// memory is the page-locked and device memory the slots and streams hold.
+// memory is the page-locked and device memory the slots and streams hold:
+// host buffers of exactly their size, device blocks rounded as the device
+// allocator rounds them (devmem.RoundSize).
 func (e *Executor) memory() (host, dev int64) {
+	for _, n := range e.slotBufs() {
+		host += int64(n) * int64(e.cfg.Slots)
+		dev += int64(devmem.RoundSize(uint64(n))) * int64(e.cfg.Slots)
+	}
+	if n := e.scratchBytes(); n > 0 {
+		dev += int64(devmem.RoundSize(uint64(n))) * int64(e.cfg.Streams)
+	}
+	return host, dev
+}
+
+// slotBufs are the sizes of a slot's buffers, each held once in page-locked
+// memory and once on the device: the input, the output when an op makes an
+// image, the histograms when an op makes one, and the launch tables.
+func (e *Executor) slotBufs() []int {
 	c := e.cfg
-	perHost := int64(c.SlotBytes) + int64(e.tabBytes)
-	perDev := int64(c.SlotBytes) + int64(e.tabBytes)
+	bufs := []int{c.SlotBytes}
 	if e.chain.nImg > 0 {
-		perHost += int64(c.SlotBytes)
-		perDev += int64(c.SlotBytes)
+		bufs = append(bufs, c.SlotBytes)
 	}
 	if e.chain.hasHist {
-		perHost += int64(c.Batch) * HistBytes
-		perDev += int64(c.Batch) * HistBytes
+		bufs = append(bufs, c.Batch*HistBytes)
 	}
-	host = perHost * int64(c.Slots)
-	dev = perDev*int64(c.Slots) + int64(e.scratchBytes())*int64(c.Streams)
-	return host, dev
+	if e.tabBytes > 0 {
+		bufs = append(bufs, e.tabBytes)
+	}
+	return bufs
 }
 
 func (e *Executor) scratchBytes() int {
@@ -87,7 +107,10 @@ func (e *Executor) scratchBytes() int {
 	return n
 }
 
-func (e *Executor) allocate() error {
+// allocate creates the streams, their scratch, the base event and the slots,
+// taking memory from the pools (waiting for a shared pool's budget until ctx
+// ends).
+func (e *Executor) allocate(ctx context.Context) error {
 	d, c := e.dev, e.cfg
 	for range c.Streams {
 		s, err := d.NewStream()
@@ -97,9 +120,12 @@ func (e *Executor) allocate() error {
 		e.streams = append(e.streams, s)
 		var p DevPtr
 		if n := e.scratchBytes(); n > 0 {
-			if p, err = d.DevAlloc(n); err != nil {
+			b, err := e.devPool.Alloc(uint64(n), slotStream)
+			if err != nil {
 				return err
 			}
+			e.scratchBlocks = append(e.scratchBlocks, b)
+			p = DevPtr(b.Ptr)
 		}
 		e.scratch = append(e.scratch, p)
 	}
@@ -115,7 +141,7 @@ func (e *Executor) allocate() error {
 		for j := range s.calls {
 			s.calls[j].Images = make([]OpImage, 0, c.Batch)
 		}
-		if err := e.allocSlot(s); err != nil {
+		if err := e.allocSlot(ctx, s); err != nil {
 			return err
 		}
 	}
@@ -131,41 +157,36 @@ func (e *Executor) allocate() error {
 	return nil
 }
 
-func (e *Executor) allocSlot(s *slot) error {
-	d, c := e.dev, e.cfg
-	var err error
-	if s.in, err = e.hostAlloc(c.SlotBytes); err != nil {
-		return err
-	}
-	if s.dev[bufIn], err = d.DevAlloc(c.SlotBytes); err != nil {
-		return err
-	}
+// allocSlot takes a slot's buffers from the pools (see slotBufs) and makes
+// its events.
+func (e *Executor) allocSlot(ctx context.Context, s *slot) error {
+	host := []*[]byte{&s.in}
+	dev := []*DevPtr{&s.dev[bufIn]}
 	if e.chain.nImg > 0 {
-		if s.out, err = e.hostAlloc(c.SlotBytes); err != nil {
-			return err
-		}
-		if s.dev[bufMid], err = d.DevAlloc(c.SlotBytes); err != nil {
-			return err
-		}
+		host, dev = append(host, &s.out), append(dev, &s.dev[bufMid])
 	}
 	if e.chain.hasHist {
-		if s.hist, err = e.hostAlloc(c.Batch * HistBytes); err != nil {
-			return err
-		}
-		if s.dHist, err = d.DevAlloc(c.Batch * HistBytes); err != nil {
-			return err
-		}
+		host, dev = append(host, &s.hist), append(dev, &s.dHist)
 	}
 	if e.tabBytes > 0 {
-		if s.tab, err = e.hostAlloc(e.tabBytes); err != nil {
-			return err
-		}
-		if s.dTab, err = d.DevAlloc(e.tabBytes); err != nil {
-			return err
-		}
+		host, dev = append(host, &s.tab), append(dev, &s.dTab)
 	}
-	for range evOpEnd0 + len(c.Ops) + 2 {
-		ev, err := d.NewEvent()
+	for i, n := range e.slotBufs() {
+		hb, err := e.hostPool.GetExact(ctx, n)
+		if err != nil {
+			return err
+		}
+		s.hostBufs = append(s.hostBufs, hb)
+		*host[i] = hb.Bytes()
+		db, err := e.devPool.Alloc(uint64(n), slotStream)
+		if err != nil {
+			return err
+		}
+		s.devBlocks = append(s.devBlocks, db)
+		*dev[i] = DevPtr(db.Ptr)
+	}
+	for range evOpEnd0 + len(e.cfg.Ops) + 2 {
+		ev, err := e.dev.NewEvent()
 		if err != nil {
 			return err
 		}
@@ -174,38 +195,29 @@ func (e *Executor) allocSlot(s *slot) error {
 	return nil
 }
 
-// hostAlloc returns host memory for a slot: page-locked unless Pageable.
-func (e *Executor) hostAlloc(n int) ([]byte, error) {
-	if e.cfg.Pageable {
-		return make([]byte, n), nil
-	}
-	return e.dev.HostAlloc(n)
-}
-
-// freeSlot releases a slot's memory and events, keeping the first error.
+// freeSlot gives a slot's buffers back to the pools and destroys its events,
+// keeping every error.
 func (e *Executor) freeSlot(s *slot) error {
-	d := e.dev
 	var errs []error
-	for _, b := range [][]byte{s.in, s.out, s.hist, s.tab} {
-		if b != nil && !e.cfg.Pageable {
-			errs = append(errs, d.HostFree(b))
-		}
+	for _, b := range s.hostBufs {
+		errs = append(errs, e.hostPool.Put(b))
 	}
-	for _, p := range []DevPtr{s.dev[bufIn], s.dev[bufMid], s.dHist, s.dTab} {
-		if p != 0 {
-			errs = append(errs, d.DevFree(p))
-		}
+	for _, b := range s.devBlocks {
+		errs = append(errs, e.devPool.Free(b))
 	}
 	for _, ev := range s.ev {
-		errs = append(errs, d.DestroyEvent(ev))
+		errs = append(errs, e.dev.DestroyEvent(ev))
 	}
+	s.hostBufs, s.devBlocks = nil, nil
 	s.in, s.out, s.hist, s.tab, s.ev = nil, nil, nil, nil, nil
 	s.dev, s.dHist, s.dTab = [2]DevPtr{}, 0, 0
 	return errors.Join(errs...)
 }
 
 // freeAll releases everything New allocated, except slots whose results are
-// still held (they are freed on their last Release).
+// still held (they are freed on their last Release), and closes the pools
+// the executor made (whose buffers in use go back to the device when
+// freed).
 func (e *Executor) freeAll() error {
 	var errs []error
 	e.mu.Lock()
@@ -221,10 +233,8 @@ func (e *Executor) freeAll() error {
 	for _, s := range slots {
 		errs = append(errs, e.freeSlot(s))
 	}
-	for _, p := range e.scratch {
-		if p != 0 {
-			errs = append(errs, e.dev.DevFree(p))
-		}
+	for _, b := range e.scratchBlocks {
+		errs = append(errs, e.devPool.Free(b))
 	}
 	if e.base != 0 {
 		errs = append(errs, e.dev.DestroyEvent(e.base))
@@ -232,6 +242,7 @@ func (e *Executor) freeAll() error {
 	for _, s := range e.streams {
 		errs = append(errs, e.dev.DestroyStream(s))
 	}
-	e.scratch, e.streams, e.base = nil, nil, 0
+	e.scratch, e.scratchBlocks, e.streams, e.base = nil, nil, nil, 0
+	errs = append(errs, e.closePools())
 	return errors.Join(errs...)
 }
