@@ -391,4 +391,7 @@ func (s *Summary) gpuStats(st sched.Stats) {
 	s.D2HSeconds = round6(st.D2H.Seconds())
 	s.DeviceWallSeconds = round6(st.Wall.Seconds())
 	s.Overlap = round3(st.Overlap())
+	s.PinnedReservedBytes, s.PinnedPeakBytes = st.HostPool.Reserved, st.HostPool.Peak
+	s.DeviceReservedBytes, s.DevicePeakBytes = int64(st.DevicePool.Reserved), int64(st.DevicePool.PeakReserved)
+	s.PoolHits = st.PoolHits()
 }

@@ -136,6 +136,17 @@ func TestGPURunMatchesCPU(t *testing.T) {
 			if !strings.Contains(dl[len(dl)-1], `"overlap_efficiency":`) || !strings.Contains(dl[len(dl)-1], `"h2d_s":`) {
 				t.Errorf("summary line lacks the GPU figures: %s", dl[len(dl)-1])
 			}
+			// The slots' memory: 4 slots of 16 KiB in (and as much out), histograms and tables.
+			if sum.PinnedReservedBytes < 4*16<<10 || sum.PinnedPeakBytes != sum.PinnedReservedBytes ||
+				sum.DeviceReservedBytes < sum.PinnedReservedBytes || sum.DevicePeakBytes != sum.DeviceReservedBytes || sum.PoolHits != 0 {
+				t.Errorf("memory figures: pinned %d (peak %d), device %d (peak %d), %d hits", sum.PinnedReservedBytes,
+					sum.PinnedPeakBytes, sum.DeviceReservedBytes, sum.DevicePeakBytes, sum.PoolHits)
+			}
+			for _, k := range []string{`"pinned_reserved_bytes":`, `"pinned_peak_bytes":`, `"device_reserved_bytes":`, `"device_peak_bytes":`} {
+				if !strings.Contains(dl[len(dl)-1], k) {
+					t.Errorf("summary line lacks %s: %s", k, dl[len(dl)-1])
+				}
+			}
 			checkNoLeaks(t, base)
 			if l := dev.Live(); l != (sched.FakeLive{}) {
 				t.Errorf("device memory left: %+v", l)
