@@ -36,7 +36,7 @@ const (
 // batch. A device error is fatal to the run: batches on the device are abandoned and Run
 // returns the error; outputs already written are complete.
 type GPUOptions struct {
-	// Device is the accelerator: a CUDA GPU (cudastage.NewDevice) or sched.NewFake. Run
+	// Device is the accelerator: a CUDA GPU (cudastage.NewDevice) or schedtest.NewFake. Run
 	// neither opens nor closes it.
 	Device sched.Device
 	// Streams is the number of device streams; 0 means DefaultStreams.

@@ -6,9 +6,9 @@
 //
 // It is written against a small Device interface (streams, events,
 // page-locked and device memory, async copies, one batched launch per op),
-// so that the scheduling is tested on the CPU under -race with FakeDevice,
-// which runs the ops with package stages and delays its copies. The CUDA
-// adapter lives in package cudastage.
+// so that the scheduling is tested on the CPU under -race with
+// schedtest.FakeDevice, which runs each op's CPU function and delays its
+// copies. The CUDA adapter lives in package cudastage.
 //
 // # Slots and memory
 //

@@ -1,4 +1,4 @@
-package sched
+package sched_test
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	. "github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 
 	"github.com/imgpipe/imgpipe/cudastage/devmem"
 	"github.com/imgpipe/imgpipe/memory/pinned"
@@ -35,7 +38,7 @@ func runOnce(t *testing.T, dev Device, cfg Config) Stats {
 // (misses only) and give it all back on Close.
 func TestOwnPools(t *testing.T) {
 	ops := []Op{GrayscaleOp(), TransposeOp(), HistogramOp()}
-	dev := NewFake(FakeConfig{})
+	dev := schedtest.NewFake(schedtest.FakeConfig{})
 	defer dev.Close()
 	st := runOnce(t, dev, Config{Ops: ops, Streams: 2, Slots: 3, Batch: 4, SlotBytes: 20000})
 	h, d := st.HostPool, st.DevicePool
@@ -53,7 +56,7 @@ func TestOwnPools(t *testing.T) {
 			t.Errorf("String() = %q, lacks %q", st.String(), want)
 		}
 	}
-	if live := dev.Live(); live != (FakeLive{}) {
+	if live := dev.Live(); live != (schedtest.FakeLive{}) {
 		t.Errorf("left after Close: %+v", live)
 	}
 }
@@ -61,8 +64,8 @@ func TestOwnPools(t *testing.T) {
 // Executors run one after another on shared pools reuse their memory, and
 // leave it cached there until the pools are closed.
 func TestSharedPools(t *testing.T) {
-	ops := []Op{GrayscaleOp(), mustBlur(t, 1), HistogramOp()}
-	dev := NewFake(FakeConfig{})
+	ops := []Op{GrayscaleOp(), MustBlurOp(t, 1), HistogramOp()}
+	dev := schedtest.NewFake(schedtest.FakeConfig{})
 	defer dev.Close()
 	host, err := pinned.New(64<<20, HostAllocator(dev))
 	if err != nil {
@@ -93,7 +96,7 @@ func TestSharedPools(t *testing.T) {
 	if err := errors.Join(host.Close(), dmem.Close()); err != nil {
 		t.Fatal(err)
 	}
-	if live := dev.Live(); live != (FakeLive{}) {
+	if live := dev.Live(); live != (schedtest.FakeLive{}) {
 		t.Errorf("left after closing the pools: %+v", live)
 	}
 }
@@ -102,7 +105,7 @@ func TestSharedPools(t *testing.T) {
 // MaxDeviceBytes, before anything is allocated.
 func TestSharedPoolBudgets(t *testing.T) {
 	ops := []Op{GrayscaleOp()}
-	dev := NewFake(FakeConfig{})
+	dev := schedtest.NewFake(schedtest.FakeConfig{})
 	defer dev.Close()
 	host, _ := pinned.New(1<<20, HostAllocator(dev))
 	dmem, _ := devmem.New(DeviceDriver(dev), 1<<20)
@@ -118,7 +121,7 @@ func TestSharedPoolBudgets(t *testing.T) {
 		if _, err := New(context.Background(), dev, tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("New = %v, want an error with %q", err, tt.want)
 		}
-		if c := dev.Calls(); len(c) != 0 || dev.Live() != (FakeLive{}) {
+		if c := dev.Calls(); len(c) != 0 || dev.Live() != (schedtest.FakeLive{}) {
 			t.Errorf("New used the device before refusing: %v %+v", c, dev.Live())
 		}
 	}
@@ -126,14 +129,14 @@ func TestSharedPoolBudgets(t *testing.T) {
 
 // oomFake says which of its errors mean out of memory, as the CUDA device
 // does.
-type oomFake struct{ *FakeDevice }
+type oomFake struct{ *schedtest.FakeDevice }
 
 func (oomFake) IsOutOfMemory(err error) bool { return strings.Contains(err.Error(), "out of memory") }
 
 // When the device runs out of memory, a shared allocator releases the
 // blocks it caches (of a previous executor's sizes) and retries.
 func TestSharedDevicePoolReleasesItsCache(t *testing.T) {
-	fake := NewFake(FakeConfig{MaxDeviceBytes: 1 << 20})
+	fake := schedtest.NewFake(schedtest.FakeConfig{MaxDeviceBytes: 1 << 20})
 	defer fake.Close()
 	dev := oomFake{fake}
 	dmem, _ := devmem.New(DeviceDriver(dev), 1<<30)
@@ -157,7 +160,7 @@ func TestSharedDevicePoolReleasesItsCache(t *testing.T) {
 	if err := dmem.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if live := fake.Live(); live != (FakeLive{}) {
+	if live := fake.Live(); live != (schedtest.FakeLive{}) {
 		t.Errorf("left after closing the allocator: %+v", live)
 	}
 }

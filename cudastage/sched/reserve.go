@@ -38,7 +38,7 @@ const (
 // release, or the executor's slots may all wait on it.
 func (e *Executor) Reserve(ctx context.Context, w, h, c int, tag any) (*Reservation, error) {
 	in := Shape{W: w, H: h, C: c}
-	if err := checkShape(in); err != nil {
+	if err := CheckShape(in); err != nil {
 		return nil, fmt.Errorf("reserve: %w", err)
 	}
 	if in.Bytes() > e.cfg.SlotBytes {
