@@ -26,6 +26,7 @@ func HostAllocator(dev Device) pinned.Allocator { return hostMemory{dev} }
 
 type hostMemory struct{ dev Device }
 
+// Alloc implements pinned.Allocator with Device.HostAlloc.
 func (h hostMemory) Alloc(n int) (b []byte, err error) {
 	err = bound(h.dev, func() error {
 		b, err = h.dev.HostAlloc(n)
@@ -34,6 +35,7 @@ func (h hostMemory) Alloc(n int) (b []byte, err error) {
 	return b, err
 }
 
+// Free implements pinned.Allocator with Device.HostFree.
 func (h hostMemory) Free(b []byte) error {
 	return bound(h.dev, func() error { return h.dev.HostFree(b) })
 }
@@ -46,6 +48,7 @@ func DeviceDriver(dev Device) devmem.Driver { return deviceMemory{dev} }
 
 type deviceMemory struct{ dev Device }
 
+// MemAlloc implements devmem.Driver with Device.DevAlloc.
 func (d deviceMemory) MemAlloc(n uint64) (p devmem.Ptr, err error) {
 	err = bound(d.dev, func() error {
 		var q DevPtr
@@ -56,10 +59,13 @@ func (d deviceMemory) MemAlloc(n uint64) (p devmem.Ptr, err error) {
 	return p, err
 }
 
+// MemFree implements devmem.Driver with Device.DevFree.
 func (d deviceMemory) MemFree(p devmem.Ptr) error {
 	return bound(d.dev, func() error { return d.dev.DevFree(DevPtr(p)) })
 }
 
+// IsOutOfMemory implements devmem.Driver: the Device says, when it
+// implements OutOfMemory; otherwise no error counts as out of memory.
 func (d deviceMemory) IsOutOfMemory(err error) bool {
 	o, ok := d.dev.(OutOfMemory)
 	return ok && o.IsOutOfMemory(err)

@@ -84,7 +84,10 @@ type FakeError struct {
 	Broke bool // the error broke the device (it came from work that ran)
 }
 
+// Error is the call and its error: "HtoD: illegal address: ...".
 func (e *FakeError) Error() string { return e.Call + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error (an injected fault, say).
 func (e *FakeError) Unwrap() error { return e.Err }
 
 // Sticky reports that the device is unusable after the error.
