@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -31,7 +32,7 @@ func pixelsPerSec(pool *Pool, frames int, d time.Duration) float64 {
 
 func TestRunFrames(t *testing.T) {
 	ops := chainOps(t, DefaultChain(1.5))
-	dev := sched.NewFake(sched.FakeConfig{H2DRate: 200e6, D2HRate: 200e6})
+	dev := schedtest.NewFake(schedtest.FakeConfig{H2DRate: 200e6, D2HRate: 200e6})
 	defer dev.Close()
 	pool := RandomPool(64, 36, 8, 1)
 	res, err := RunFrames(context.Background(), dev, ops, pool, RunConfig{Streams: 3, Batch: 4, Frames: 50, Repeats: 1})
@@ -50,7 +51,7 @@ func TestRunFrames(t *testing.T) {
 	if got := dev.Calls()["HtoD"]; got < 2*int(st.Batches) {
 		t.Errorf("%d H2D copies for %d timed batches (and tables)", got, st.Batches)
 	}
-	if live := dev.Live(); live != (sched.FakeLive{}) {
+	if live := dev.Live(); live != (schedtest.FakeLive{}) {
 		t.Errorf("left behind: %+v", live)
 	}
 }
@@ -62,7 +63,7 @@ func TestRunFramesMedian(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := sched.NewFake(sched.FakeConfig{H2DRate: 1e9, D2HRate: 1e9})
+	dev := schedtest.NewFake(schedtest.FakeConfig{H2DRate: 1e9, D2HRate: 1e9})
 	defer dev.Close()
 	pool := RandomPool(16, 8, 3, 2)
 	cpu := c.newCPU()
@@ -94,7 +95,7 @@ func TestRunFramesMedian(t *testing.T) {
 
 // zeroCounter counts the zero bytes of every H2D source.
 type zeroCounter struct {
-	*sched.FakeDevice
+	*schedtest.FakeDevice
 	zeros, total atomic.Int64
 }
 
@@ -111,7 +112,7 @@ func (z *zeroCounter) HtoD(s sched.Stream, dst sched.DevPtr, off int, src []byte
 }
 
 func TestRunFramesAreRandom(t *testing.T) {
-	fake := sched.NewFake(sched.FakeConfig{})
+	fake := schedtest.NewFake(schedtest.FakeConfig{})
 	defer fake.Close()
 	dev := &zeroCounter{FakeDevice: fake}
 	// 3·W·H is a multiple of Align: the input copies hold no padding, so
@@ -149,18 +150,18 @@ func TestRunFramesErrors(t *testing.T) {
 		}, "boom"},
 	}
 	for _, tt := range tests {
-		dev := sched.NewFake(sched.FakeConfig{Fault: tt.fault})
+		dev := schedtest.NewFake(schedtest.FakeConfig{Fault: tt.fault})
 		_, err := RunFrames(context.Background(), dev, ops, tt.pool, tt.cfg)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: RunFrames = %v, want an error about %q", tt.name, err, tt.want)
 		}
-		if live := dev.Live(); live != (sched.FakeLive{}) {
+		if live := dev.Live(); live != (schedtest.FakeLive{}) {
 			t.Errorf("%s: left behind: %+v", tt.name, live)
 		}
 		dev.Close()
 	}
 	// Cancellation.
-	dev := sched.NewFake(sched.FakeConfig{CopyLatency: time.Millisecond})
+	dev := schedtest.NewFake(schedtest.FakeConfig{CopyLatency: time.Millisecond})
 	defer dev.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
@@ -168,13 +169,13 @@ func TestRunFramesErrors(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("cancelled RunFrames = %v", err)
 	}
-	if live := dev.Live(); live != (sched.FakeLive{}) {
+	if live := dev.Live(); live != (schedtest.FakeLive{}) {
 		t.Errorf("cancelled: left behind: %+v", live)
 	}
 }
 
 func TestMeasureCopy(t *testing.T) {
-	dev := sched.NewFake(sched.FakeConfig{H2DRate: 100e6, D2HRate: 50e6})
+	dev := schedtest.NewFake(schedtest.FakeConfig{H2DRate: 100e6, D2HRate: 50e6})
 	defer dev.Close()
 	bw, err := MeasureCopy(dev, 1<<20, 3)
 	if err != nil {
@@ -187,13 +188,13 @@ func TestMeasureCopy(t *testing.T) {
 	if math.IsNaN(bw.H2D) {
 		t.Error("NaN")
 	}
-	if live := dev.Live(); live != (sched.FakeLive{}) {
+	if live := dev.Live(); live != (schedtest.FakeLive{}) {
 		t.Errorf("left behind: %+v", live)
 	}
 	if _, err := MeasureCopy(dev, 0, 3); err == nil {
 		t.Error("MeasureCopy of 0 bytes accepted")
 	}
-	broken := sched.NewFake(sched.FakeConfig{Fault: func(c string) error {
+	broken := schedtest.NewFake(schedtest.FakeConfig{Fault: func(c string) error {
 		if c == "DtoH" {
 			return errors.New("dead")
 		}
@@ -216,7 +217,7 @@ func BenchmarkFakeOverlap(b *testing.B) {
 	pool := RandomPool(320, 240, 16, 1)
 	for _, streams := range []int{1, 2, 3, 4} {
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
-			dev := sched.NewFake(sched.FakeConfig{H2DRate: 0.25e9, D2HRate: 0.08e9})
+			dev := schedtest.NewFake(schedtest.FakeConfig{H2DRate: 0.25e9, D2HRate: 0.08e9})
 			defer dev.Close()
 			var res RunResult
 			for b.Loop() {

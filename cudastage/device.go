@@ -122,8 +122,8 @@ func (d *Device) HostAlloc(n int) ([]byte, error) {
 // HostFree implements sched.Device.
 func (d *Device) HostFree(b []byte) error { return d.g.Check(cu.MemFreeHost(b)) }
 
-// DevAlloc implements sched.Device with cuMemAlloc: the executor allocates
-// its slots once, so no caching allocator is needed.
+// DevAlloc implements sched.Device with cuMemAlloc. The executor draws on it
+// through a caching devmem.Allocator (sched.DeviceDriver).
 func (d *Device) DevAlloc(n int) (sched.DevPtr, error) {
 	if n <= 0 {
 		return 0, fmt.Errorf("cudastage: device allocation of %d bytes", n)
@@ -134,6 +134,10 @@ func (d *Device) DevAlloc(n int) (sched.DevPtr, error) {
 
 // DevFree implements sched.Device.
 func (d *Device) DevFree(p sched.DevPtr) error { return d.g.Check(cu.MemFree(cu.DevicePtr(p))) }
+
+// IsOutOfMemory implements sched.OutOfMemory: a device allocator drawing on
+// this Device releases its cache and retries when cuMemAlloc runs out.
+func (d *Device) IsOutOfMemory(err error) bool { return cu.IsOutOfMemory(err) }
 
 // HtoD implements sched.Device: an async copy from page-locked memory, or
 // (sched.Config.Pageable) a synchronous one from Go memory after the

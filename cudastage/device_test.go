@@ -19,6 +19,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/cutest"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -422,7 +423,7 @@ func BenchmarkGPURaw(b *testing.B) {
 // Batch.Check, the table fits TableBytes, and the scratch the executor sized
 // per stream covers the Batch's.
 type checkedFake struct {
-	*sched.FakeDevice
+	*schedtest.FakeDevice
 	cap, batch int
 	mu         sync.Mutex
 	errs       []error
@@ -483,7 +484,7 @@ func TestAdapterBatches(t *testing.T) {
 	}
 	for _, ops := range chains {
 		const slotBytes, batch = 1 << 17, 5
-		fake := &checkedFake{FakeDevice: sched.NewFake(sched.FakeConfig{}), cap: slotBytes, batch: batch}
+		fake := &checkedFake{FakeDevice: schedtest.NewFake(schedtest.FakeConfig{}), cap: slotBytes, batch: batch}
 		exRun(t, fake, sched.Config{Ops: ops, Streams: 2, Slots: 3, Batch: batch, SlotBytes: slotBytes}, imgs)
 		fake.Close()
 		if fake.runs == 0 || fake.checks < len(ops) {

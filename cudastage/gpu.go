@@ -3,7 +3,8 @@
 // kernel launches and the multi-stream executor.
 //
 // The CUDA driver binding itself is package cu; memory pools are
-// memory/pinned (host) and cudastage/devmem (device).
+// memory/pinned (host) and cudastage/devmem (device), which the executor
+// draws on through Device (sched.HostAllocator, sched.DeviceDriver).
 package cudastage
 
 import (
@@ -16,8 +17,6 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
-	"github.com/imgpipe/imgpipe/cudastage/devmem"
-	"github.com/imgpipe/imgpipe/memory/pinned"
 )
 
 // ErrClosed is returned by Do after Close.
@@ -175,42 +174,6 @@ func (g *GPU) Close() error {
 	g.closed = true
 	g.mu.Unlock()
 	return g.dev.PrimaryCtxRelease()
-}
-
-// HostAllocator returns a pinned.Allocator that allocates page-locked memory
-// (cuMemHostAlloc) through this GPU, for pinned.New.
-func (g *GPU) HostAllocator() pinned.Allocator { return hostAllocator{g} }
-
-type hostAllocator struct{ g *GPU }
-
-func (h hostAllocator) Alloc(n int) (b []byte, err error) {
-	err = h.g.Do(func() error {
-		b, err = cu.MemHostAlloc(n)
-		return err
-	})
-	return b, err
-}
-
-func (h hostAllocator) Free(b []byte) error {
-	return h.g.Do(func() error { return cu.MemFreeHost(b) })
-}
-
-// DeviceMemory returns the devmem.Driver that allocates device memory
-// through this GPU, for devmem.New.
-func (g *GPU) DeviceMemory() devmem.Driver { return deviceMemory{g} }
-
-type deviceMemory struct{ g *GPU }
-
-func (d deviceMemory) MemAlloc(n uint64) (p cu.DevicePtr, err error) {
-	err = d.g.Do(func() error {
-		p, err = cu.MemAlloc(n)
-		return err
-	})
-	return p, err
-}
-
-func (d deviceMemory) MemFree(p cu.DevicePtr) error {
-	return d.g.Do(func() error { return cu.MemFree(p) })
 }
 
 // WaitEvent waits until the event completes, ctx is done, or the device

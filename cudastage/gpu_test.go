@@ -13,6 +13,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/cutest"
 	"github.com/imgpipe/imgpipe/cudastage/devmem"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/memory/pinned"
 )
 
@@ -173,11 +174,16 @@ func TestGPUPoolsConcurrent(t *testing.T) {
 		iters   = 40
 		maxN    = 8 << 20
 	)
-	host, err := pinned.New(int64(workers*2*pinned.ClassSize(maxN)), g.HostAllocator())
+	d, err := NewDevice(g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, err := devmem.New(g.DeviceMemory(), 1<<30)
+	defer d.Close()
+	host, err := pinned.New(int64(workers*2*pinned.ClassSize(maxN)), sched.HostAllocator(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := devmem.New(sched.DeviceDriver(d), 1<<30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,19 +239,19 @@ func poolWorker(host *pinned.Pool, dev *devmem.Allocator, w, iters, maxN int) er
 		for i := 0; i+8 <= n; i += 8 {
 			binary.LittleEndian.PutUint64(src[i:], rng.Uint64())
 		}
-		a, err := dev.Alloc(uint64(n), s)
+		a, err := dev.Alloc(uint64(n), devmem.Stream(s))
 		if err != nil {
 			return err
 		}
-		b, err := dev.Alloc(uint64(n), s)
+		b, err := dev.Alloc(uint64(n), devmem.Stream(s))
 		if err != nil {
 			return err
 		}
 		if err := errors.Join(
-			cu.MemsetD8Async(b.Ptr, 0xee, uint64(n), s),
-			cu.MemcpyHtoDAsync(a.Ptr, src, s),
-			cu.MemcpyDtoDAsync(b.Ptr, a.Ptr, uint64(n), s),
-			cu.MemcpyDtoHAsync(out.Bytes(), b.Ptr, s),
+			cu.MemsetD8Async(cu.DevicePtr(b.Ptr), 0xee, uint64(n), s),
+			cu.MemcpyHtoDAsync(cu.DevicePtr(a.Ptr), src, s),
+			cu.MemcpyDtoDAsync(cu.DevicePtr(b.Ptr), cu.DevicePtr(a.Ptr), uint64(n), s),
+			cu.MemcpyDtoHAsync(out.Bytes(), cu.DevicePtr(b.Ptr), s),
 		); err != nil {
 			return err
 		}

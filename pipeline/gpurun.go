@@ -26,7 +26,7 @@ import (
 // batch. A device error is fatal to the run: batches on the device are abandoned and Run
 // returns the error; outputs already written are complete.
 type GPUOptions struct {
-	// Device is the accelerator: a CUDA GPU (cudastage.NewDevice) or sched.NewFake. Run
+	// Device is the accelerator: a CUDA GPU (cudastage.NewDevice) or schedtest.NewFake. Run
 	// neither opens nor closes it.
 	Device sched.Device
 	// Streams is the number of device streams; 0 means DefaultStreams. Its range is the
@@ -385,4 +385,7 @@ func (s *Summary) gpuStats(st sched.Stats) {
 	s.D2HSeconds = round6(st.D2H.Seconds())
 	s.DeviceWallSeconds = round6(st.Wall.Seconds())
 	s.Overlap = round3(st.Overlap())
+	s.PinnedReservedBytes, s.PinnedPeakBytes = st.HostPool.Reserved, st.HostPool.Peak
+	s.DeviceReservedBytes, s.DevicePeakBytes = int64(st.DevicePool.Reserved), int64(st.DevicePool.PeakReserved)
+	s.PoolHits = st.PoolHits()
 }

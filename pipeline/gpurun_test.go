@@ -18,13 +18,14 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
 // fakeGPU is a CPU stand-in for a GPU: streams are goroutines, ops run with package stages.
-func fakeGPU(t testing.TB, cfg sched.FakeConfig) *sched.FakeDevice {
+func fakeGPU(t testing.TB, cfg schedtest.FakeConfig) *schedtest.FakeDevice {
 	t.Helper()
-	d := sched.NewFake(cfg)
+	d := schedtest.NewFake(cfg)
 	t.Cleanup(d.Close)
 	return d
 }
@@ -100,7 +101,7 @@ func TestGPURunMatchesCPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dev := fakeGPU(t, sched.FakeConfig{Name: "fake0", H2DRate: 2e9, D2HRate: 2e9})
+			dev := fakeGPU(t, schedtest.FakeConfig{Name: "fake0", H2DRate: 2e9, D2HRate: 2e9})
 			gpu := &GPUOptions{Device: dev, Streams: 2, Batch: 4, SlotBytes: 16 << 10, Linger: time.Millisecond}
 			cpu, got, cpuRep, devRep, sum := runBoth(t, plan, inputs, gpu, 3)
 			if len(got.Results) != len(inputs) || len(cpu.Results) != len(inputs) {
@@ -136,8 +137,19 @@ func TestGPURunMatchesCPU(t *testing.T) {
 			if !strings.Contains(dl[len(dl)-1], `"overlap_efficiency":`) || !strings.Contains(dl[len(dl)-1], `"h2d_s":`) {
 				t.Errorf("summary line lacks the GPU figures: %s", dl[len(dl)-1])
 			}
+			// The slots' memory: 4 slots of 16 KiB in (and as much out), histograms and tables.
+			if sum.PinnedReservedBytes < 4*16<<10 || sum.PinnedPeakBytes != sum.PinnedReservedBytes ||
+				sum.DeviceReservedBytes < sum.PinnedReservedBytes || sum.DevicePeakBytes != sum.DeviceReservedBytes || sum.PoolHits != 0 {
+				t.Errorf("memory figures: pinned %d (peak %d), device %d (peak %d), %d hits", sum.PinnedReservedBytes,
+					sum.PinnedPeakBytes, sum.DeviceReservedBytes, sum.DevicePeakBytes, sum.PoolHits)
+			}
+			for _, k := range []string{`"pinned_reserved_bytes":`, `"pinned_peak_bytes":`, `"device_reserved_bytes":`, `"device_peak_bytes":`} {
+				if !strings.Contains(dl[len(dl)-1], k) {
+					t.Errorf("summary line lacks %s: %s", k, dl[len(dl)-1])
+				}
+			}
 			checkNoLeaks(t, base)
-			if l := dev.Live(); l != (sched.FakeLive{}) {
+			if l := dev.Live(); l != (schedtest.FakeLive{}) {
 				t.Errorf("device memory left: %+v", l)
 			}
 		})
@@ -197,7 +209,7 @@ func TestGPURunDecodeErrorsDoNotPoisonTheBatch(t *testing.T) {
 		}
 		inputs = append(inputs, Input{Name: fmt.Sprintf("%02d", i), Data: data})
 	}
-	dev := fakeGPU(t, sched.FakeConfig{})
+	dev := fakeGPU(t, schedtest.FakeConfig{})
 	sink := Collect()
 	// One batch holds every image: the late failures are in it with the good ones.
 	sum, err := Run(context.Background(), plan, Inputs(inputs...), sink, Options{Workers: 4,
@@ -240,7 +252,7 @@ func TestGPURunManyInputsInOrder(t *testing.T) {
 	for i := 0; i < n; i++ {
 		inputs = append(inputs, Input{Name: fmt.Sprint(i), Image: randImage(rng, 1+rng.Intn(30), 1+rng.Intn(30), 3)})
 	}
-	dev := fakeGPU(t, sched.FakeConfig{CopyLatency: 50 * time.Microsecond, KernelLatency: 50 * time.Microsecond})
+	dev := fakeGPU(t, schedtest.FakeConfig{CopyLatency: 50 * time.Microsecond, KernelLatency: 50 * time.Microsecond})
 	var order []int
 	sink := Collect()
 	sum, err := Run(context.Background(), plan, Inputs(inputs...), sink, Options{Workers: 4, Window: 1,
@@ -285,7 +297,7 @@ func TestGPURunCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := fakeGPU(t, sched.FakeConfig{H2DRate: 20e6, D2HRate: 20e6, KernelLatency: time.Millisecond})
+	dev := fakeGPU(t, schedtest.FakeConfig{H2DRate: 20e6, D2HRate: 20e6, KernelLatency: time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := t.TempDir()
@@ -303,7 +315,7 @@ func TestGPURunCancel(t *testing.T) {
 	}
 	checkOutputsMatchReport(t, out, report.String(), sum.OK)
 	checkNoLeaks(t, base)
-	if l := dev.Live(); l != (sched.FakeLive{}) {
+	if l := dev.Live(); l != (schedtest.FakeLive{}) {
 		t.Errorf("device memory left: %+v", l)
 	}
 }
@@ -356,7 +368,7 @@ func TestGPURunDeviceFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	var blurs atomic.Int32
-	dev := fakeGPU(t, sched.FakeConfig{KernelLatency: 200 * time.Microsecond, Fault: func(call string) error {
+	dev := fakeGPU(t, schedtest.FakeConfig{KernelLatency: 200 * time.Microsecond, Fault: func(call string) error {
 		if call == "Run blur" && blurs.Add(1) == 6 {
 			return errors.New("illegal address (injected)")
 		}
@@ -385,7 +397,7 @@ func TestGPURunStopOnError(t *testing.T) {
 	}
 	in := slowInputs(t, 80)
 	in[30].Data = in[30].Data[:50]
-	dev := fakeGPU(t, sched.FakeConfig{})
+	dev := fakeGPU(t, schedtest.FakeConfig{})
 	sink := Collect()
 	sum, err := Run(context.Background(), plan, Inputs(in...), sink, Options{Workers: 2, StopOnError: true,
 		GPU: &GPUOptions{Device: dev, Batch: 4, SlotBytes: 64 << 10}})
@@ -410,7 +422,7 @@ func TestGPURunFallsBackToCPU(t *testing.T) {
 	for _, spec := range []string{"decode | grayscale | cpuonly | histogram", "decode | save"} {
 		plan := compileWith(t, r, spec)
 		var notices []string
-		dev := fakeGPU(t, sched.FakeConfig{Name: "fake9"})
+		dev := fakeGPU(t, schedtest.FakeConfig{Name: "fake9"})
 		sink := Collect()
 		sum, err := Run(context.Background(), plan, Inputs(inputs...), sink, Options{
 			Notice: func(m string) { notices = append(notices, m) },
@@ -435,7 +447,7 @@ func TestGPUOptionsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := fakeGPU(t, sched.FakeConfig{MaxDeviceBytes: 1 << 20})
+	dev := fakeGPU(t, schedtest.FakeConfig{MaxDeviceBytes: 1 << 20})
 	tests := []struct {
 		name string
 		gpu  GPUOptions
@@ -473,7 +485,7 @@ func TestGPUOptionsErrors(t *testing.T) {
 				if !strings.HasPrefix(report.String(), `{"summary":`) {
 					t.Errorf("report: %q", report.String())
 				}
-				if l := dev.Live(); l != (sched.FakeLive{}) {
+				if l := dev.Live(); l != (schedtest.FakeLive{}) {
 					t.Errorf("device memory left: %+v", l)
 				}
 			}
@@ -486,7 +498,7 @@ func TestCheckGPUAcceptsGoodSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := fakeGPU(t, sched.FakeConfig{MaxDeviceBytes: 1 << 30})
+	dev := fakeGPU(t, schedtest.FakeConfig{MaxDeviceBytes: 1 << 30})
 	for _, gpu := range []*GPUOptions{nil, {Device: dev}, {Device: dev, Streams: 4, Batch: 8, PinnedBytes: 256 << 20, Linger: time.Millisecond}} {
 		if err := CheckGPU(plan, Options{GPU: gpu}); err != nil {
 			t.Errorf("%+v: %v", gpu, err)
@@ -496,7 +508,7 @@ func TestCheckGPUAcceptsGoodSettings(t *testing.T) {
 
 // --pinned-mb: the slots take what fits in the budget, and no more.
 func TestSlotBytesForBudget(t *testing.T) {
-	dev := fakeGPU(t, sched.FakeConfig{})
+	dev := fakeGPU(t, schedtest.FakeConfig{})
 	for _, spec := range []string{"grayscale | blur | transpose | histogram", "histogram", "blur sigma=3"} {
 		for _, budget := range []int64{1 << 20, 5 << 20, 17<<20 + 12345} {
 			steps, err := ParseSpec(spec)
@@ -533,7 +545,7 @@ func TestGPURunTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := fakeGPU(t, sched.FakeConfig{Name: "fake"})
+	dev := fakeGPU(t, schedtest.FakeConfig{Name: "fake"})
 	tr := sched.NewTrace("imgpipe", 0)
 	if _, err := Run(context.Background(), plan, Inputs(slowInputs(t, 40)...), Collect(),
 		Options{Workers: 2, Trace: tr, GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10}}); err != nil {

@@ -5,7 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -71,7 +71,7 @@ func TestAddStageRecipe(t *testing.T) {
 		return sink
 	}
 	cpu := run(nil)
-	dev := run(&GPUOptions{Device: fakeGPU(t, sched.FakeConfig{}), Streams: 2, Batch: 2})
+	dev := run(&GPUOptions{Device: fakeGPU(t, schedtest.FakeConfig{}), Streams: 2, Batch: 2})
 	for i, src := range in {
 		c, d := cpu.Results[i], dev.Results[i]
 		if c.Status != StatusOK || d.Status != StatusOK {

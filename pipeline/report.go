@@ -66,6 +66,16 @@ type Summary struct {
 	// Overlap is the overlap efficiency, device wall ÷ max(ΣH2D, Σkernels, ΣD2H): 1.0 when
 	// the busiest engine never waited, up to about 3 when nothing overlapped.
 	Overlap float64 `json:"overlap_efficiency,omitempty"`
+	// PinnedReservedBytes is the page-locked memory the GPU run held (its slots' host
+	// buffers), PinnedPeakBytes its high-water mark; DeviceReservedBytes and DevicePeakBytes
+	// are the same for device memory (slots and scratch). PoolHits counts the buffers the
+	// pools served from their caches rather than allocating (0 for a run's own pools, which
+	// allocate every slot once).
+	PinnedReservedBytes int64  `json:"pinned_reserved_bytes,omitempty"`
+	PinnedPeakBytes     int64  `json:"pinned_peak_bytes,omitempty"`
+	DeviceReservedBytes int64  `json:"device_reserved_bytes,omitempty"`
+	DevicePeakBytes     int64  `json:"device_peak_bytes,omitempty"`
+	PoolHits            uint64 `json:"pool_hits,omitempty"`
 	// CPUFallback counts the images of a GPU run that ran on the CPU path instead (too
 	// large for a slot); their results are the same bits.
 	CPUFallback int `json:"cpu_fallback,omitempty"`

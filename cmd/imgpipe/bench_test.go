@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 )
 
 // benchCLI runs the CLI in-process with ctx and returns its exit code, stdout and stderr.
@@ -47,14 +48,14 @@ func smallCopyLimit(t *testing.T) {
 	t.Cleanup(func() { benchCopyBytes = old })
 }
 
-func fakeGPU(cfg sched.FakeConfig) *sched.FakeDevice {
+func fakeGPU(cfg schedtest.FakeConfig) *schedtest.FakeDevice {
 	if cfg.Name == "" {
 		cfg.Name = "fake GPU"
 	}
 	if cfg.H2DRate == 0 {
 		cfg.H2DRate, cfg.D2HRate = 4e9, 4e9
 	}
-	return sched.NewFake(cfg)
+	return schedtest.NewFake(cfg)
 }
 
 // records parses JSON Lines output into maps, failing on any line that is not JSON.
@@ -193,7 +194,7 @@ func TestBenchRawCPU(t *testing.T) {
 }
 
 func TestBenchRawFakeGPUSweep(t *testing.T) {
-	withDevice(t, fakeGPU(sched.FakeConfig{}), nil)
+	withDevice(t, fakeGPU(schedtest.FakeConfig{}), nil)
 	code, stdout, stderr := benchCLI(t, context.Background(), "bench", "raw", "--device", "cuda", "--size", "64x48",
 		"--frames", "24", "--streams", "1,3", "--batch", "4,8", "--repeats", "2", "--json", "--cpu-frames", "8")
 	if code != 0 {
@@ -242,7 +243,7 @@ func TestBenchRawFakeGPUSweep(t *testing.T) {
 }
 
 func TestBenchRawFramesFileAndTrace(t *testing.T) {
-	withDevice(t, fakeGPU(sched.FakeConfig{}), nil)
+	withDevice(t, fakeGPU(schedtest.FakeConfig{}), nil)
 	dir := t.TempDir()
 	frames := make([]byte, 3*20*10*3)
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -307,7 +308,7 @@ func TestBenchRawFramesFileAndTrace(t *testing.T) {
 }
 
 func TestBenchRawPageable(t *testing.T) {
-	withDevice(t, fakeGPU(sched.FakeConfig{PageableRate: 2e9}), nil)
+	withDevice(t, fakeGPU(schedtest.FakeConfig{PageableRate: 2e9}), nil)
 	code, stdout, stderr := benchCLI(t, context.Background(), "bench", "raw", "--device", "cuda", "--size", "16x16",
 		"--frames", "8", "--batch", "4", "--streams", "1", "--pageable", "--no-cpu", "--repeats", "1", "--json")
 	if code != 0 {
@@ -320,7 +321,7 @@ func TestBenchRawPageable(t *testing.T) {
 }
 
 // differentDevice corrupts one byte of every D2H, as a wrong kernel would.
-type differentDevice struct{ *sched.FakeDevice }
+type differentDevice struct{ *schedtest.FakeDevice }
 
 func (d differentDevice) DtoH(s sched.Stream, dst []byte, src sched.DevPtr, off int) error {
 	if err := d.FakeDevice.DtoH(s, dst, src, off); err != nil {
@@ -334,7 +335,7 @@ func (d differentDevice) DtoH(s sched.Stream, dst []byte, src sched.DevPtr, off 
 }
 
 func TestBenchRawReportsMismatch(t *testing.T) {
-	withDevice(t, differentDevice{fakeGPU(sched.FakeConfig{})}, nil)
+	withDevice(t, differentDevice{fakeGPU(schedtest.FakeConfig{})}, nil)
 	code, stdout, stderr := benchCLI(t, context.Background(), "bench", "raw", "--device", "cuda", "--size", "16x8",
 		"--frames", "8", "--batch", "4", "--streams", "1", "--no-cpu", "--repeats", "1", "--json")
 	if code != 0 {
@@ -351,7 +352,7 @@ func TestBenchRawReportsMismatch(t *testing.T) {
 
 func TestBenchRawDeviceFault(t *testing.T) {
 	var runs atomic.Int64
-	withDevice(t, fakeGPU(sched.FakeConfig{Fault: func(call string) error {
+	withDevice(t, fakeGPU(schedtest.FakeConfig{Fault: func(call string) error {
 		if strings.HasPrefix(call, "Run ") && runs.Add(1) == 30 {
 			return errors.New("illegal address (injected)")
 		}
@@ -368,7 +369,7 @@ func TestBenchRawInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var runs atomic.Int64
-	withDevice(t, fakeGPU(sched.FakeConfig{Fault: func(call string) error {
+	withDevice(t, fakeGPU(schedtest.FakeConfig{Fault: func(call string) error {
 		if strings.HasPrefix(call, "Run ") && runs.Add(1) == 40 {
 			cancel() // as SIGINT does, mid-run
 		}
@@ -393,7 +394,7 @@ func TestBenchRawInterrupted(t *testing.T) {
 }
 
 func TestBenchCopyFake(t *testing.T) {
-	withDevice(t, fakeGPU(sched.FakeConfig{PageableRate: 1e9}), nil)
+	withDevice(t, fakeGPU(schedtest.FakeConfig{PageableRate: 1e9}), nil)
 	code, stdout, stderr := benchCLI(t, context.Background(), "bench", "copy", "--size", "32x16", "--batch", "4,2",
 		"--repeats", "3", "--json")
 	if code != 0 {
@@ -501,7 +502,7 @@ func TestBenchFilesCPU(t *testing.T) {
 }
 
 func TestBenchFilesFakeGPU(t *testing.T) {
-	withDevice(t, fakeGPU(sched.FakeConfig{}), nil)
+	withDevice(t, fakeGPU(schedtest.FakeConfig{}), nil)
 	in := t.TempDir()
 	benchPhotoPNG(t, filepath.Join(in, "a.png"), 31, 17, 1)
 	benchPhotoPNG(t, filepath.Join(in, "b", "c.png"), 40, 8, 2)

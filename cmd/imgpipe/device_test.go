@@ -23,6 +23,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/pipeline"
 )
 
@@ -49,11 +50,11 @@ func setOpenDevice(t *testing.T, open func(int) (sched.Device, func() error, err
 }
 
 // fakeDevice makes openDevice return a CPU fake of a GPU; closes counts its closing.
-func fakeDevice(t *testing.T, cfg sched.FakeConfig) (closes *atomic.Int32) {
+func fakeDevice(t *testing.T, cfg schedtest.FakeConfig) (closes *atomic.Int32) {
 	t.Helper()
 	closes = new(atomic.Int32)
 	setOpenDevice(t, func(int) (sched.Device, func() error, error) {
-		d := sched.NewFake(cfg)
+		d := schedtest.NewFake(cfg)
 		return d, func() error { closes.Add(1); d.Close(); return nil }, nil
 	})
 	return closes
@@ -275,7 +276,7 @@ func TestDevicesList(t *testing.T) {
 // GPU figures in the report and on stderr, and a trace with stream tracks.
 func TestRunCudaOnFakeDevice(t *testing.T) {
 	in := deviceFolder(t, [2]int{300, 200})
-	closes := fakeDevice(t, sched.FakeConfig{Name: "fake GPU", H2DRate: 1e9, D2HRate: 1e9})
+	closes := fakeDevice(t, schedtest.FakeConfig{Name: "fake GPU", H2DRate: 1e9, D2HRate: 1e9})
 	for _, spec := range []string{
 		chain,
 		"decode | boxblur radius=3 | histogram | save format=jpeg quality=90",
@@ -365,7 +366,7 @@ func TestRunCudaDeviceFault(t *testing.T) {
 		write(t, in, fmt.Sprintf("%03d.png", i), img)
 	}
 	var launches atomic.Int32
-	fakeDevice(t, sched.FakeConfig{KernelLatency: 100 * time.Microsecond, Fault: func(call string) error {
+	fakeDevice(t, schedtest.FakeConfig{KernelLatency: 100 * time.Microsecond, Fault: func(call string) error {
 		if strings.HasPrefix(call, "Run ") && launches.Add(1) == 20 {
 			return errors.New("CUDA_ERROR_ILLEGAL_ADDRESS (injected)")
 		}
@@ -401,7 +402,7 @@ func TestRunCudaInterrupted(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		write(t, in, fmt.Sprintf("d%d/%03d.png", i%3, i), img)
 	}
-	fakeDevice(t, sched.FakeConfig{H2DRate: 10e6, D2HRate: 10e6})
+	fakeDevice(t, schedtest.FakeConfig{H2DRate: 10e6, D2HRate: 10e6})
 	out := filepath.Join(t.TempDir(), "out")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

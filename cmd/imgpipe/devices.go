@@ -67,7 +67,7 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 }
 
 // openDevice opens GPU ordinal (--gpu), returning it and the function that closes it.
-// Tests replace it (with a sched.FakeDevice, or a failure).
+// Tests replace it (with a schedtest.FakeDevice, or a failure).
 var openDevice = func(ordinal int) (sched.Device, func() error, error) { return cudastage.Open(ordinal) }
 
 // target is where pixel stages run: a GPU, or the CPU when dev is nil.

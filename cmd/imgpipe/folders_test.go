@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 )
 
 // readFile returns a file's content, or "<missing>".
@@ -170,14 +170,14 @@ func TestRunEarlyFailureKeepsReport(t *testing.T) {
 	write(t, in, "a.png", pngBytes(t, photo(rng, 64, 48)))
 	tests := []struct {
 		name string
-		fake sched.FakeConfig
+		fake schedtest.FakeConfig
 		args []string
 		code int
 		want string
 	}{
-		{"slots do not fit the pinned budget", sched.FakeConfig{Name: "fake GPU"},
+		{"slots do not fit the pinned budget", schedtest.FakeConfig{Name: "fake GPU"},
 			[]string{"--batch", "4096", "--streams", "64", "--pinned-mb", "1"}, exitUsage, "too small for 66 slots of batch 4096"},
-		{"device out of memory", sched.FakeConfig{Name: "fake GPU", MaxDeviceBytes: 1 << 10},
+		{"device out of memory", schedtest.FakeConfig{Name: "fake GPU", MaxDeviceBytes: 1 << 10},
 			nil, exitFatal, "out of memory"},
 	}
 	for _, tt := range tests {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 )
 
 // recordOrdinal makes openDevice (run's and the bench's) return a fake GPU and remember the
@@ -23,7 +24,7 @@ func recordOrdinal(t *testing.T) (ordinal, opens *atomic.Int32) {
 	setOpenDevice(t, func(n int) (sched.Device, func() error, error) {
 		ordinal.Store(int32(n))
 		opens.Add(1)
-		d := fakeGPU(sched.FakeConfig{PageableRate: 1e9})
+		d := fakeGPU(schedtest.FakeConfig{PageableRate: 1e9})
 		return d, func() error { d.Close(); return nil }, nil
 	})
 	smallCopyLimit(t)

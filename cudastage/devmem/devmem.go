@@ -19,7 +19,12 @@
 // budget. When a request does not fit, cached blocks are released first; when
 // the driver reports out of memory, the whole cache is released and the
 // allocation retried once. A request that still fails returns an *OOMError
-// with the allocator's figures, which wraps ErrOutOfMemory.
+// with the allocator's figures, which wraps ErrOutOfMemory. Other driver
+// errors are returned as they are.
+//
+// The package knows no driver API: addresses and streams are plain numbers
+// (Ptr, Stream), so that any device layer (the CUDA driver, the scheduler's
+// Device, a fake) can draw on it.
 package devmem
 
 import (
@@ -27,15 +32,25 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-
-	"github.com/imgpipe/imgpipe/cudastage/cu"
 )
+
+// Ptr is a device address (a CUdeviceptr on CUDA), or any handle the driver
+// hands out.
+type Ptr uint64
+
+// Stream names the queue a block belongs to (a CUstream on CUDA). Stream 0
+// is a stream like any other: a caller that frees blocks only once the
+// device finished with them may use it for every block.
+type Stream uintptr
 
 // Driver is the device memory interface the allocator draws on: the CUDA
 // driver on a GPU (with the right context current), a fake in tests.
 type Driver interface {
-	MemAlloc(n uint64) (cu.DevicePtr, error)
-	MemFree(p cu.DevicePtr) error
+	MemAlloc(n uint64) (Ptr, error)
+	MemFree(p Ptr) error
+	// IsOutOfMemory reports whether an error of MemAlloc means that the
+	// device is out of memory, so that releasing cached blocks may help.
+	IsOutOfMemory(err error) bool
 }
 
 // ErrOutOfMemory is wrapped by every *OOMError.
@@ -128,10 +143,10 @@ func (e *OOMError) Unwrap() []error {
 
 // Block is device memory handed out by Alloc. Return it with Free.
 type Block struct {
-	Ptr    cu.DevicePtr // device address
-	Size   uint64       // bytes held (the rounded size), ≥ the request
+	Ptr    Ptr    // device address
+	Size   uint64 // bytes held (the rounded size), ≥ the request
 	n      uint64
-	stream cu.Stream
+	stream Stream
 	a      *Allocator
 }
 
@@ -139,10 +154,10 @@ type Block struct {
 func (b *Block) Len() uint64 { return b.n }
 
 // Stream returns the stream the block belongs to.
-func (b *Block) Stream() cu.Stream { return b.stream }
+func (b *Block) Stream() Stream { return b.stream }
 
 type cached struct {
-	ptr  cu.DevicePtr
+	ptr  Ptr
 	size uint64
 }
 
@@ -156,7 +171,7 @@ type Allocator struct {
 
 	mu     sync.Mutex // guards the fields below
 	closed bool
-	cache  map[cu.Stream][]cached // per stream, sorted by size
+	cache  map[Stream][]cached // per stream, sorted by size
 	stats  Stats
 }
 
@@ -168,12 +183,12 @@ func New(drv Driver, budget uint64) (*Allocator, error) {
 	if budget < minBlock {
 		return nil, fmt.Errorf("devmem: budget %d bytes is too small", budget)
 	}
-	return &Allocator{drv: drv, budget: budget, cache: map[cu.Stream][]cached{}, stats: Stats{Budget: budget}}, nil
+	return &Allocator{drv: drv, budget: budget, cache: map[Stream][]cached{}, stats: Stats{Budget: budget}}, nil
 }
 
 // Alloc returns a block of at least n bytes for use on stream s. Its contents
 // are undefined.
-func (a *Allocator) Alloc(n uint64, s cu.Stream) (*Block, error) {
+func (a *Allocator) Alloc(n uint64, s Stream) (*Block, error) {
 	if n == 0 {
 		return nil, errors.New("devmem: zero-byte allocation")
 	}
@@ -219,7 +234,7 @@ func (a *Allocator) Alloc(n uint64, s cu.Stream) (*Block, error) {
 		return nil, err
 	}
 	p, err := a.drv.MemAlloc(r)
-	if err != nil && cu.IsOutOfMemory(err) {
+	if err != nil && a.drv.IsOutOfMemory(err) {
 		// Memory cached for other streams (or used by other processes)
 		// may be what is missing: release the whole cache and retry once.
 		a.mu.Lock()
@@ -235,8 +250,8 @@ func (a *Allocator) Alloc(n uint64, s cu.Stream) (*Block, error) {
 	}
 	if err != nil {
 		a.unreserve(r)
-		if !cu.IsOutOfMemory(err) {
-			return nil, fmt.Errorf("devmem: allocating %d bytes: %w", r, err)
+		if !a.drv.IsOutOfMemory(err) {
+			return nil, err
 		}
 		a.mu.Lock()
 		a.stats.OOMs++
@@ -254,7 +269,7 @@ func (a *Allocator) Alloc(n uint64, s cu.Stream) (*Block, error) {
 
 // fromCache returns a cached block of stream s that fits (best fit, at most
 // 25% larger than r), or nil.
-func (a *Allocator) fromCache(n, r uint64, s cu.Stream) (*Block, error) {
+func (a *Allocator) fromCache(n, r uint64, s Stream) (*Block, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -308,7 +323,7 @@ func (a *Allocator) evictLocked(need uint64) []cached {
 	if len(victims) == 0 {
 		return nil
 	}
-	gone := make(map[cu.DevicePtr]bool, len(victims))
+	gone := make(map[Ptr]bool, len(victims))
 	for _, v := range victims {
 		gone[v.ptr] = true
 		a.stats.Reserved -= v.size

@@ -15,8 +15,8 @@ import (
 // told to run out of memory or fail.
 type fakeDriver struct {
 	mu       sync.Mutex
-	next     cu.DevicePtr
-	live     map[cu.DevicePtr]uint64
+	next     Ptr
+	live     map[Ptr]uint64
 	liveSize uint64
 	peak     uint64
 	capacity uint64 // driver OOM above this (0: unlimited)
@@ -27,12 +27,12 @@ type fakeDriver struct {
 }
 
 func newFakeDriver(capacity uint64) *fakeDriver {
-	return &fakeDriver{next: 1 << 32, live: map[cu.DevicePtr]uint64{}, capacity: capacity}
+	return &fakeDriver{next: 1 << 32, live: map[Ptr]uint64{}, capacity: capacity}
 }
 
 var errDriverOOM = &cu.Error{Call: "cuMemAlloc", Code: cu.ErrorOutOfMemory, Name: "CUDA_ERROR_OUT_OF_MEMORY", Msg: "out of memory"}
 
-func (f *fakeDriver) MemAlloc(n uint64) (cu.DevicePtr, error) {
+func (f *fakeDriver) MemAlloc(n uint64) (Ptr, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failWith != nil {
@@ -44,7 +44,7 @@ func (f *fakeDriver) MemAlloc(n uint64) (cu.DevicePtr, error) {
 		return 0, errDriverOOM
 	}
 	p := f.next
-	f.next += cu.DevicePtr(n + 4096)
+	f.next += Ptr(n + 4096)
 	f.live[p] = n
 	f.liveSize += n
 	f.peak = max(f.peak, f.liveSize)
@@ -52,7 +52,7 @@ func (f *fakeDriver) MemAlloc(n uint64) (cu.DevicePtr, error) {
 	return p, nil
 }
 
-func (f *fakeDriver) MemFree(p cu.DevicePtr) error {
+func (f *fakeDriver) MemFree(p Ptr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n, ok := f.live[p]
@@ -65,6 +65,10 @@ func (f *fakeDriver) MemFree(p cu.DevicePtr) error {
 	f.frees++
 	return nil
 }
+
+// IsOutOfMemory implements Driver with the CUDA driver's rule, as the fake
+// fails with CUDA's errors.
+func (f *fakeDriver) IsOutOfMemory(err error) bool { return cu.IsOutOfMemory(err) }
 
 func (f *fakeDriver) state() (live, peak uint64, allocs, frees int, err error) {
 	f.mu.Lock()
@@ -102,7 +106,7 @@ func TestNewErrors(t *testing.T) {
 func TestSteadyStateNoDriverCalls(t *testing.T) {
 	f := newFakeDriver(0)
 	a, _ := New(f, 1<<30)
-	const s = cu.Stream(7)
+	const s = Stream(7)
 	for i := range 100 {
 		// A batch: input, intermediate, output, sizes varying a little
 		// from batch to batch as images do.
@@ -329,7 +333,7 @@ func TestConcurrent(t *testing.T) {
 	f := newFakeDriver(0)
 	a, _ := New(f, budget)
 	var mu sync.Mutex
-	inUse := map[cu.DevicePtr]bool{}
+	inUse := map[Ptr]bool{}
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -352,7 +356,7 @@ func TestConcurrent(t *testing.T) {
 					release(rng.IntN(len(held)))
 				}
 				n := 1 + rng.Uint64N(3*MiB)
-				b, err := a.Alloc(n, cu.Stream(rng.IntN(3)))
+				b, err := a.Alloc(n, Stream(rng.IntN(3)))
 				if errors.Is(err, ErrOutOfMemory) {
 					continue // 8 goroutines × 3 blocks may exceed the budget
 				}

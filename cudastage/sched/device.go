@@ -17,8 +17,8 @@ type DevPtr uint64
 
 // Device is what the executor needs from an accelerator: streams, events,
 // page-locked host memory, device memory, async copies and the ops of a
-// segment. The real one adapts the CUDA driver (package cudastage); FakeDevice
-// runs everything on the CPU.
+// segment. The real one adapts the CUDA driver (package cudastage);
+// schedtest.FakeDevice runs everything on the CPU, for tests.
 //
 // Threading: a CUDA context is current per OS thread. The executor calls
 // BindThread on every goroutine that makes device calls, after
@@ -58,6 +58,10 @@ type Device interface {
 	// overlap from such memory.
 	HostAlloc(n int) ([]byte, error)
 	HostFree([]byte) error
+	// DevAlloc returns n bytes of device memory. The executor draws on
+	// HostAlloc and DevAlloc through pools (HostAllocator, DeviceDriver); a
+	// Device may implement OutOfMemory to say which errors mean out of
+	// memory.
 	DevAlloc(n int) (DevPtr, error)
 	DevFree(DevPtr) error
 

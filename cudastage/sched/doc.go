@@ -6,9 +6,9 @@
 //
 // It is written against a small Device interface (streams, events,
 // page-locked and device memory, async copies, one batched launch per op),
-// so that the scheduling is tested on the CPU under -race with FakeDevice,
-// which runs the ops with package stages and delays its copies. The CUDA
-// adapter lives in package cudastage.
+// so that the scheduling is tested on the CPU under -race with
+// schedtest.FakeDevice, which runs each op's CPU function and delays its
+// copies. The CUDA adapter lives in package cudastage.
 //
 // # Slots and memory
 //
@@ -21,17 +21,25 @@
 // with a table of offsets, each at a 256-byte boundary, and each op's output
 // is packed separately, so the one D2H per batch copies no holes.
 //
+// The host buffers come from a page-locked pool (memory/pinned, drawing on
+// Device.HostAlloc) and the device buffers from a caching allocator
+// (cudastage/devmem, drawing on Device.DevAlloc). An executor makes its own
+// pools, with MaxHostBytes and MaxDeviceBytes as budgets, or takes shared
+// ones (Config.HostPool, Config.DevicePool) so that executors run one after
+// another on a device reuse the memory instead of allocating it again;
+// Stats gives the pools' figures.
+//
 // # Lifecycle
 //
-// Decode workers call Reserve (or Decode) for each image; it blocks while no
-// slot is free, which is the back-pressure that bounds memory. They write
-// pixels straight into the slot's page-locked memory and Commit (or Abort on
-// a decode error: the image is dropped, the batch goes on). A slot is sealed
-// when full, when the next image does not fit, after Linger, or on
-// Flush/CloseInput, and is submitted when its last reservation resolved. Its
-// results arrive on Results once its D2H completed; the slot is reused when
-// every result was released. An image larger than a slot gives ErrTooLarge:
-// run it on the CPU path.
+// Decode workers call Reserve for each image (from stages.Decode's Alloc
+// hook); it blocks while no slot is free, which is the back-pressure that
+// bounds memory. They write pixels straight into the slot's page-locked
+// memory and Commit (or Abort on a decode error: the image is dropped, the
+// batch goes on). A slot is sealed when full, when the next image does not
+// fit, after Linger, or on Flush/CloseInput, and is submitted when its last
+// reservation resolved. Its results arrive on Results once its D2H completed;
+// the slot is reused when every result was released. An image larger than a
+// slot gives ErrTooLarge: run it on the CPU path.
 //
 // # Streams and timing
 //

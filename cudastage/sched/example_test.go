@@ -5,12 +5,13 @@ import (
 	"fmt"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 )
 
 // A segment grayscale | transpose | histogram over two images, on the CPU
 // fake device. With a GPU, the device is the CUDA adapter instead.
 func Example() {
-	dev := sched.NewFake(sched.FakeConfig{})
+	dev := schedtest.NewFake(schedtest.FakeConfig{})
 	defer dev.Close()
 	ops := []sched.Op{sched.GrayscaleOp(), sched.TransposeOp(), sched.HistogramOp()}
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-package sched
+package sched_test
 
 import (
 	"bytes"
@@ -13,6 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	. "github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -105,14 +108,14 @@ func TestExecutorMatchesCPU(t *testing.T) {
 		name string
 		ops  []Op
 	}{
-		{"target", []Op{GrayscaleOp(), mustBlur(t, 1.5), TransposeOp(), HistogramOp()}},
-		{"boxblur", []Op{mustBox(t, 1)}},
-		{"boxblur15-transpose", []Op{mustBox(t, 15), TransposeOp()}},
+		{"target", []Op{GrayscaleOp(), MustBlurOp(t, 1.5), TransposeOp(), HistogramOp()}},
+		{"boxblur", []Op{MustBoxBlurOp(t, 1)}},
+		{"boxblur15-transpose", []Op{MustBoxBlurOp(t, 15), TransposeOp()}},
 		{"histogram-only", []Op{HistogramOp()}},
 		{"hist-gray-hist", []Op{HistogramOp(), GrayscaleOp(), HistogramOp()}},
-		{"transpose-transpose-blur", []Op{TransposeOp(), TransposeOp(), mustBlur(t, 0.5)}},
+		{"transpose-transpose-blur", []Op{TransposeOp(), TransposeOp(), MustBlurOp(t, 0.5)}},
 		{"grayscale", []Op{GrayscaleOp()}},
-		{"blur32", []Op{mustBlur(t, 32)}},
+		{"blur32", []Op{MustBlurOp(t, 32)}},
 	}
 	configs := []Config{
 		{Streams: 1, Slots: 1, Batch: 1, SlotBytes: 20000},
@@ -123,7 +126,7 @@ func TestExecutorMatchesCPU(t *testing.T) {
 		for _, cfg := range configs {
 			t.Run(fmt.Sprintf("%s/s%d-n%d-b%d", ch.name, cfg.Streams, cfg.Slots, cfg.Batch), func(t *testing.T) {
 				t.Parallel()
-				dev := NewFake(FakeConfig{CopyLatency: 50 * time.Microsecond})
+				dev := schedtest.NewFake(schedtest.FakeConfig{CopyLatency: 50 * time.Microsecond})
 				cfg.Ops = ch.ops
 				cfg.Linger = 2 * time.Millisecond
 				e := startExec(t, context.Background(), dev, cfg)
@@ -148,7 +151,7 @@ func TestExecutorMatchesCPU(t *testing.T) {
 
 func TestResultsInReservationOrder(t *testing.T) {
 	ops := []Op{GrayscaleOp(), TransposeOp()}
-	dev := NewFake(FakeConfig{H2DRate: 50e6, D2HRate: 50e6})
+	dev := schedtest.NewFake(schedtest.FakeConfig{H2DRate: 50e6, D2HRate: 50e6})
 	e := startExec(t, context.Background(), dev, Config{Ops: ops, Streams: 3, Slots: 4, Batch: 3, SlotBytes: 30000})
 	imgs := mixedImages(7, 50)
 	go pushAll(context.Background(), e, imgs, 1)
@@ -170,27 +173,27 @@ func TestResultsInReservationOrder(t *testing.T) {
 // previous batch's D2H completed and every one of its results was released,
 // and that held results keep their bytes while later batches run.
 func TestSlotReuse(t *testing.T) {
-	ops := []Op{GrayscaleOp(), mustBlur(t, 1), HistogramOp()}
-	dev := NewFake(FakeConfig{H2DRate: 20e6, D2HRate: 10e6, CopyLatency: 100 * time.Microsecond})
+	ops := []Op{GrayscaleOp(), MustBlurOp(t, 1), HistogramOp()}
+	dev := schedtest.NewFake(schedtest.FakeConfig{H2DRate: 20e6, D2HRate: 10e6, CopyLatency: 100 * time.Microsecond})
 	e := startExec(t, context.Background(), dev, Config{Ops: ops, Streams: 2, Slots: 3, Batch: 2, SlotBytes: 30000, Linger: time.Millisecond})
 
 	var mu sync.Mutex
 	held := map[int]int{} // slot id → results delivered and not released
 	var reopened atomic.Int64
-	e.onOpen = func(s *slot) {
+	e.SetOnOpen(func(s OpenedSlot) {
 		mu.Lock()
 		defer mu.Unlock()
-		if n := held[s.id]; n != 0 {
-			t.Errorf("slot %d reopened with %d results unreleased", s.id, n)
+		if n := held[s.ID]; n != 0 {
+			t.Errorf("slot %d reopened with %d results unreleased", s.ID, n)
 		}
-		if s.held != 0 {
-			t.Errorf("slot %d reopened with held=%d", s.id, s.held)
+		if s.Held != 0 {
+			t.Errorf("slot %d reopened with held=%d", s.ID, s.Held)
 		}
-		if !dev.eventDone(s.ev[len(s.ev)-1]) {
-			t.Errorf("slot %d reopened before its D2H completed", s.id)
+		if !dev.EventDone(s.D2H) {
+			t.Errorf("slot %d reopened before its D2H completed", s.ID)
 		}
 		reopened.Add(1)
-	}
+	})
 
 	imgs := mixedImages(3, 60)
 	go pushAll(context.Background(), e, imgs, 2)
@@ -205,7 +208,7 @@ func TestSlotReuse(t *testing.T) {
 			t.Errorf("image %d changed while held: %s", i, d)
 		}
 		mu.Lock()
-		held[r.s.id]--
+		held[r.SlotID()]--
 		mu.Unlock()
 		r.Release()
 	}
@@ -213,7 +216,7 @@ func TestSlotReuse(t *testing.T) {
 	for r := range e.Results() {
 		n++
 		mu.Lock()
-		held[r.s.id]++
+		held[r.SlotID()]++
 		mu.Unlock()
 		pending = append(pending, r)
 		// Hold up to two results (less than a slot's worth across slots)
@@ -238,7 +241,7 @@ func TestSlotReuse(t *testing.T) {
 }
 
 func TestBackPressure(t *testing.T) {
-	dev := NewFake(FakeConfig{})
+	dev := schedtest.NewFake(schedtest.FakeConfig{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	e := startExec(t, ctx, dev, Config{Ops: []Op{GrayscaleOp()}, Streams: 1, Slots: 2, Batch: 1, SlotBytes: 4096, Linger: -1})
@@ -293,17 +296,17 @@ func TestBackPressure(t *testing.T) {
 	if err := e.Wait(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Wait = %v, want context.Canceled", err)
 	}
-	if n := len(e.free); n != 2 {
+	if n := e.FreeSlots(); n != 2 {
 		t.Errorf("%d slots free after all releases, want 2", n)
 	}
 }
 
 func TestCancelEndsEverything(t *testing.T) {
 	base := runtime.NumGoroutine()
-	dev := NewFake(FakeConfig{H2DRate: 5e6, D2HRate: 5e6, KernelLatency: 200 * time.Microsecond})
+	dev := schedtest.NewFake(schedtest.FakeConfig{H2DRate: 5e6, D2HRate: 5e6, KernelLatency: 200 * time.Microsecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ops := []Op{GrayscaleOp(), mustBlur(t, 2), TransposeOp(), HistogramOp()}
+	ops := []Op{GrayscaleOp(), MustBlurOp(t, 2), TransposeOp(), HistogramOp()}
 	e, err := New(ctx, dev, Config{Ops: ops, Streams: 3, Slots: 5, Batch: 3, SlotBytes: 40000, Linger: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -338,13 +341,13 @@ func TestCancelEndsEverything(t *testing.T) {
 	if err := e.Wait(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Wait = %v, want context.Canceled", err)
 	}
-	if n := len(e.free); n != 5 {
+	if n := e.FreeSlots(); n != 5 {
 		t.Errorf("%d of 5 slots free after cancel: slot leaked", n)
 	}
 	if err := e.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if live := dev.Live(); live != (FakeLive{}) {
+	if live := dev.Live(); live != (schedtest.FakeLive{}) {
 		t.Errorf("device objects left: %+v", live)
 	}
 	dev.Close()
@@ -353,7 +356,7 @@ func TestCancelEndsEverything(t *testing.T) {
 
 func TestAbortDropsOnlyThatImage(t *testing.T) {
 	ops := []Op{GrayscaleOp(), HistogramOp()}
-	dev := NewFake(FakeConfig{})
+	dev := schedtest.NewFake(schedtest.FakeConfig{})
 	e := startExec(t, context.Background(), dev, Config{Ops: ops, Streams: 2, Batch: 4, SlotBytes: 1 << 16, Linger: -1})
 	imgs := mixedImages(11, 4)
 	for i, m := range imgs {
@@ -388,7 +391,7 @@ func TestAbortDropsOnlyThatImage(t *testing.T) {
 }
 
 func TestAllAbortedSlotIsFreed(t *testing.T) {
-	dev := NewFake(FakeConfig{})
+	dev := schedtest.NewFake(schedtest.FakeConfig{})
 	e := startExec(t, context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Slots: 2, Batch: 4, SlotBytes: 4096, Linger: -1})
 	for range 3 {
 		r, err := e.Reserve(context.Background(), 3, 3, 3, nil)
@@ -409,17 +412,49 @@ func TestAllAbortedSlotIsFreed(t *testing.T) {
 	if st := e.Stats(); st.Batches != 0 {
 		t.Errorf("%d batches submitted for aborted images", st.Batches)
 	}
-	if len(e.free) != 2 {
-		t.Errorf("%d of 2 slots free", len(e.free))
+	if e.FreeSlots() != 2 {
+		t.Errorf("%d of 2 slots free", e.FreeSlots())
 	}
 	if c := dev.Calls()["HtoD"]; c != 0 {
 		t.Errorf("%d H2D copies for a batch of aborted images", c)
 	}
 }
 
+// decodeInto decodes data with stages.Decode straight into a reservation,
+// then commits it, or aborts it and returns the decode error: what a decode
+// worker does. A file too large for a slot gives an error wrapping
+// ErrTooLarge (nothing decoded).
+func decodeInto(ctx context.Context, e *Executor, data []byte, opt stages.DecodeOptions, tag any) error {
+	var r *Reservation
+	var allocErr error
+	_, err := stages.Decode(data, opt, func(w, h, c int) (*stages.Image, error) {
+		if r != nil {
+			return nil, errors.New("decoder asked for a second image")
+		}
+		r, allocErr = e.Reserve(ctx, w, h, c, tag)
+		if allocErr != nil {
+			return nil, allocErr
+		}
+		return r.Image(), nil
+	})
+	switch {
+	case allocErr != nil:
+		return allocErr
+	case err != nil:
+		if r != nil {
+			r.Abort()
+		}
+		return err
+	case r == nil:
+		return errors.New("decoder returned an image without allocating it")
+	}
+	r.Commit()
+	return nil
+}
+
 func TestDecodeIntoSlot(t *testing.T) {
 	ops := []Op{GrayscaleOp(), TransposeOp()}
-	dev := NewFake(FakeConfig{})
+	dev := schedtest.NewFake(schedtest.FakeConfig{})
 	e := startExec(t, context.Background(), dev, Config{Ops: ops, Streams: 2, Batch: 8, SlotBytes: 1 << 16, Linger: -1})
 	rng := rand.New(rand.NewPCG(2, 3))
 	var files [][]byte
@@ -442,7 +477,7 @@ func TestDecodeIntoSlot(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = e.Decode(context.Background(), data, stages.DecodeOptions{}, i)
+			errs[i] = decodeInto(context.Background(), e, data, stages.DecodeOptions{}, i)
 		}()
 	}
 	wg.Wait()
@@ -472,7 +507,7 @@ func TestDecodeIntoSlot(t *testing.T) {
 
 // poisonTable breaks one launch table, as a bad offset would on a GPU.
 type poisonTable struct {
-	*FakeDevice
+	*schedtest.FakeDevice
 	n atomic.Int64
 }
 
@@ -511,12 +546,12 @@ func TestFatalDeviceError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base := runtime.NumGoroutine()
-			fake := NewFake(FakeConfig{Fault: tt.fault, CopyLatency: 50 * time.Microsecond})
+			fake := schedtest.NewFake(schedtest.FakeConfig{Fault: tt.fault, CopyLatency: 50 * time.Microsecond})
 			var dev Device = fake
 			if tt.poison {
 				dev = &poisonTable{FakeDevice: fake}
 			}
-			ops := []Op{GrayscaleOp(), mustBlur(t, 1), HistogramOp()}
+			ops := []Op{GrayscaleOp(), MustBlurOp(t, 1), HistogramOp()}
 			e, err := New(context.Background(), dev, Config{Ops: ops, Streams: 3, Slots: 4, Batch: 2, SlotBytes: 1 << 15, Linger: time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
@@ -530,7 +565,7 @@ func TestFatalDeviceError(t *testing.T) {
 				r.Release()
 			}
 			werr := e.Wait()
-			var fe *FakeError
+			var fe *schedtest.FakeError
 			if !errors.As(werr, &fe) || !fe.Sticky() || !strings.Contains(werr.Error(), tt.wantMsg) {
 				t.Fatalf("Wait = %v, want a sticky device error with %q", werr, tt.wantMsg)
 			}
@@ -556,7 +591,7 @@ func TestNewFailsCleanly(t *testing.T) {
 		for _, n := range []int64{1, 4} {
 			t.Run(fmt.Sprintf("%s#%d", call, n), func(t *testing.T) {
 				var count atomic.Int64
-				dev := NewFake(FakeConfig{Fault: func(c string) error {
+				dev := schedtest.NewFake(schedtest.FakeConfig{Fault: func(c string) error {
 					if c == call && count.Add(1) == n {
 						return errors.New("no memory")
 					}
@@ -571,19 +606,19 @@ func TestNewFailsCleanly(t *testing.T) {
 				if !strings.Contains(err.Error(), "no memory") {
 					t.Errorf("New error %v", err)
 				}
-				if live := dev.Live(); live != (FakeLive{}) {
+				if live := dev.Live(); live != (schedtest.FakeLive{}) {
 					t.Errorf("left after a failed New: %+v", live)
 				}
 			})
 		}
 	}
 	// Out of device memory (not sticky) is an error too.
-	dev := NewFake(FakeConfig{MaxDeviceBytes: 10000})
+	dev := schedtest.NewFake(schedtest.FakeConfig{MaxDeviceBytes: 10000})
 	defer dev.Close()
 	if _, err := New(context.Background(), dev, Config{Ops: ops, Slots: 3, Batch: 2, SlotBytes: 4096}); err == nil || !strings.Contains(err.Error(), "out of memory") {
 		t.Errorf("New over device memory: %v", err)
 	}
-	if live := dev.Live(); live != (FakeLive{}) {
+	if live := dev.Live(); live != (schedtest.FakeLive{}) {
 		t.Errorf("left after a failed New: %+v", live)
 	}
 }
@@ -607,12 +642,12 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Ops: ops, Slots: 4, SlotBytes: 1 << 20, MaxDeviceBytes: 4 << 20}, "device memory"},
 	}
 	for _, tt := range tests {
-		dev := NewFake(FakeConfig{})
+		dev := schedtest.NewFake(schedtest.FakeConfig{})
 		_, err := New(context.Background(), dev, tt.cfg)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("New(%+v) = %v, want an error about %q", tt.cfg, err, tt.want)
 		}
-		if c := dev.Calls(); len(c) != 0 || dev.Live() != (FakeLive{}) {
+		if c := dev.Calls(); len(c) != 0 || dev.Live() != (schedtest.FakeLive{}) {
 			t.Errorf("New(%+v) used the device before refusing: %v %+v", tt.cfg, c, dev.Live())
 		}
 		dev.Close()
@@ -620,7 +655,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestReserveErrors(t *testing.T) {
-	dev := NewFake(FakeConfig{})
+	dev := schedtest.NewFake(schedtest.FakeConfig{})
 	e := startExec(t, context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Batch: 2, SlotBytes: 4096, Linger: -1})
 	ctx := context.Background()
 	for _, s := range []Shape{{W: 0, H: 5, C: 3}, {W: 5, H: 0, C: 3}, {W: 5, H: 5, C: 2}, {W: 5, H: 5, C: 4}, {W: MaxSide + 1, H: 1, C: 1}} {
@@ -650,8 +685,8 @@ func TestReserveErrors(t *testing.T) {
 	if err := e.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.free) != e.cfg.Slots {
-		t.Errorf("double Release corrupted the free list: %d of %d", len(e.free), e.cfg.Slots)
+	if e.FreeSlots() != e.Slots() {
+		t.Errorf("double Release corrupted the free list: %d of %d", e.FreeSlots(), e.Slots())
 	}
 }
 
@@ -660,7 +695,7 @@ func TestLinger(t *testing.T) {
 		linger time.Duration
 		sealed bool
 	}{{5 * time.Millisecond, true}, {-1, false}} {
-		dev := NewFake(FakeConfig{})
+		dev := schedtest.NewFake(schedtest.FakeConfig{})
 		e := startExec(t, context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Batch: 8, SlotBytes: 4096, Linger: tt.linger})
 		r, err := e.Reserve(context.Background(), 3, 3, 3, 1)
 		if err != nil {
@@ -689,7 +724,7 @@ func TestLinger(t *testing.T) {
 }
 
 func TestCloseWithHeldResults(t *testing.T) {
-	dev := NewFake(FakeConfig{})
+	dev := schedtest.NewFake(schedtest.FakeConfig{})
 	e, err := New(context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Slots: 2, Batch: 1, SlotBytes: 4096})
 	if err != nil {
 		t.Fatal(err)
@@ -716,7 +751,7 @@ func TestCloseWithHeldResults(t *testing.T) {
 		t.Errorf("held result after Close: %s", d)
 	}
 	held.Release()
-	if live := dev.Live(); live != (FakeLive{}) {
+	if live := dev.Live(); live != (schedtest.FakeLive{}) {
 		t.Errorf("after the last Release: %+v", live)
 	}
 	if err := e.Close(); err != nil { // twice is harmless
@@ -727,7 +762,7 @@ func TestCloseWithHeldResults(t *testing.T) {
 
 func TestPageable(t *testing.T) {
 	ops := []Op{GrayscaleOp(), TransposeOp(), HistogramOp()}
-	dev := NewFake(FakeConfig{PageableRate: 100e6})
+	dev := schedtest.NewFake(schedtest.FakeConfig{PageableRate: 100e6})
 	e := startExec(t, context.Background(), dev, Config{Ops: ops, Streams: 1, Slots: 2, Batch: 3, SlotBytes: 30000, Pageable: true})
 	imgs := mixedImages(6, 20)
 	go pushAll(context.Background(), e, imgs, 2)
@@ -745,7 +780,7 @@ func TestPageable(t *testing.T) {
 
 	// A device that refuses Go memory for copies makes a pageable run fail,
 	// rather than letting an async copy read the Go heap.
-	strict := NewFake(FakeConfig{})
+	strict := schedtest.NewFake(schedtest.FakeConfig{})
 	e2 := startExec(t, context.Background(), strict, Config{Ops: ops, Slots: 2, Batch: 1, SlotBytes: 4096, Pageable: true})
 	go pushAll(context.Background(), e2, imgs[:3], 1)
 	for r := range e2.Results() {

@@ -1,4 +1,4 @@
-package sched
+package sched_test
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	. "github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -53,27 +56,9 @@ func sameImage(a, b *stages.Image) string {
 	return ""
 }
 
-func mustBlur(t testing.TB, sigma float64) Op {
-	t.Helper()
-	op, err := BlurOp(sigma)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return op
-}
-
-func mustBox(t testing.TB, r int) Op {
-	t.Helper()
-	op, err := BoxBlurOp(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return op
-}
-
 // startExec starts an executor on dev and registers its cleanup: Close, and
 // no device object left behind.
-func startExec(t *testing.T, ctx context.Context, dev *FakeDevice, cfg Config) *Executor {
+func startExec(t *testing.T, ctx context.Context, dev *schedtest.FakeDevice, cfg Config) *Executor {
 	t.Helper()
 	e, err := New(ctx, dev, cfg)
 	if err != nil {
@@ -81,7 +66,7 @@ func startExec(t *testing.T, ctx context.Context, dev *FakeDevice, cfg Config) *
 	}
 	t.Cleanup(func() {
 		e.Close()
-		if live := dev.Live(); live != (FakeLive{}) {
+		if live := dev.Live(); live != (schedtest.FakeLive{}) {
 			t.Errorf("device objects left after Close: %+v", live)
 		}
 		dev.Close()

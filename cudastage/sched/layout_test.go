@@ -6,7 +6,7 @@ import (
 )
 
 func TestChainPlan(t *testing.T) {
-	ops := []Op{GrayscaleOp(), HistogramOp(), mustBlur(t, 1), TransposeOp()}
+	ops := []Op{GrayscaleOp(), HistogramOp(), MustBlurOp(t, 1), TransposeOp()}
 	c := newChain(ops, 1<<20)
 	if c.nImg != 3 || !c.hasHist || len(c.caps) != 4 {
 		t.Fatalf("chain: nImg %d hasHist %v caps %v", c.nImg, c.hasHist, c.caps)

@@ -16,8 +16,9 @@ type Shape = stages.Shape
 // on the way to being compared with a limit.
 const MaxSide = 1 << 20
 
-// checkShape reports whether s is an image the executor can place.
-func checkShape(s Shape) error {
+// CheckShape reports whether s is an image the executor can place (and a
+// device must run): 1 or 3 channels, sides from 1 to MaxSide.
+func CheckShape(s Shape) error {
 	switch {
 	case s.C != 1 && s.C != 3:
 		return fmt.Errorf("image has %d channels, want 1 or 3", s.C)
@@ -79,9 +80,10 @@ func (o Op) String() string {
 	return o.Name
 }
 
-// check reports whether the op is complete. Its arguments are the device's
-// to check (Device.CheckOp), since only the launcher knows what they mean.
-func (o Op) check() error {
+// Check reports whether the op is complete: it has a name and a CPU
+// function. Its arguments are the device's to check (Device.CheckOp), since
+// only the launcher knows what they mean.
+func (o Op) Check() error {
 	switch {
 	case o.Name == "":
 		return errors.New("op without a name")
@@ -99,7 +101,7 @@ func checkOps(dev Device, ops []Op) error {
 	}
 	var errs []error
 	for i, op := range ops {
-		err := op.check()
+		err := op.Check()
 		if err == nil {
 			err = dev.CheckOp(op)
 		}

@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// refusing is a device that runs no op called "blur".
-type refusing struct{ *FakeDevice }
+// refusing is a device that runs no op called "blur" (checkOps asks it
+// nothing else).
+type refusing struct{ Device }
 
 func (r refusing) CheckOp(op Op) error {
 	if op.Name == "blur" {
@@ -17,7 +18,7 @@ func (r refusing) CheckOp(op Op) error {
 }
 
 func TestCheckOps(t *testing.T) {
-	dev := refusing{NewFake(FakeConfig{})}
+	dev := refusing{}
 	tests := []struct {
 		name string
 		ops  []Op
@@ -27,8 +28,8 @@ func TestCheckOps(t *testing.T) {
 		{"empty", nil, []string{"no ops"}},
 		{"no name", []Op{{CPU: GrayscaleOp().CPU}}, []string{"op 1: op without a name"}},
 		{"no CPU", []Op{{Name: "x"}}, []string{"op 1: op x has no CPU function"}},
-		{"device refuses", []Op{GrayscaleOp(), mustBlur(t, 1)}, []string{"op 2: no blur kernel here"}},
-		{"every problem", []Op{{}, GrayscaleOp(), mustBlur(t, 1)}, []string{"op 1:", "op 3:"}},
+		{"device refuses", []Op{GrayscaleOp(), MustBlurOp(t, 1)}, []string{"op 2: no blur kernel here"}},
+		{"every problem", []Op{{}, GrayscaleOp(), MustBlurOp(t, 1)}, []string{"op 1:", "op 3:"}},
 	}
 	for _, tt := range tests {
 		err := checkOps(dev, tt.ops)
@@ -58,8 +59,8 @@ func TestOutShape(t *testing.T) {
 		{TransposeOp(), in, Shape{W: 3, H: 7, C: 3}},
 		{TransposeOp(), Shape{W: 1, H: 9, C: 1}, Shape{W: 9, H: 1, C: 1}},
 		{HistogramOp(), in, in},
-		{mustBlur(t, 2), in, in}, // no Out: same shape
-		{mustBox(t, 3), in, in},
+		{MustBlurOp(t, 2), in, in}, // no Out: same shape
+		{MustBoxBlurOp(t, 3), in, in},
 		// A histogram op passes the image through whatever Out says.
 		{Op{Name: "h", Hist: true, Out: TransposeOp().Out}, in, in},
 	}
@@ -71,7 +72,7 @@ func TestOutShape(t *testing.T) {
 }
 
 func TestSegmentString(t *testing.T) {
-	ops := []Op{GrayscaleOp(), mustBlur(t, 1.5), mustBox(t, 2), TransposeOp(), HistogramOp(), {Name: "bare"}}
+	ops := []Op{GrayscaleOp(), MustBlurOp(t, 1.5), MustBoxBlurOp(t, 2), TransposeOp(), HistogramOp(), {Name: "bare"}}
 	want := "grayscale | blur sigma=1.5 | boxblur radius=2 | transpose | histogram | bare"
 	if got := SegmentString(ops); got != want {
 		t.Errorf("SegmentString = %q, want %q", got, want)
@@ -92,8 +93,8 @@ func TestShapeCheck(t *testing.T) {
 		{Shape{W: MaxSide + 1, H: 1, C: 1}, false},
 	}
 	for _, tt := range tests {
-		if err := checkShape(tt.s); (err == nil) != tt.ok {
-			t.Errorf("checkShape(%v) = %v, want ok=%v", tt.s, err, tt.ok)
+		if err := CheckShape(tt.s); (err == nil) != tt.ok {
+			t.Errorf("CheckShape(%v) = %v, want ok=%v", tt.s, err, tt.ok)
 		}
 	}
 }

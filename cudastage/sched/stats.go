@@ -3,6 +3,9 @@ package sched
 import (
 	"fmt"
 	"time"
+
+	"github.com/imgpipe/imgpipe/cudastage/devmem"
+	"github.com/imgpipe/imgpipe/memory/pinned"
 )
 
 // Stats are an executor's totals over the batches it completed, timed by
@@ -18,7 +21,16 @@ type Stats struct {
 	Streams, Slots, Batch int
 	SlotBytes             int
 	HostBytes             int64 // page-locked host memory held by the slots
-	DeviceBytes           int64 // device memory held by the slots and streams
+	DeviceBytes           int64 // device memory held by the slots and streams (in devmem block sizes)
+
+	// HostPool and DevicePool are the figures of the page-locked pool and
+	// the device allocator the executor's memory comes from, when Stats was
+	// called: reserved, in use, peak, hits and misses. Shared pools
+	// (Config.HostPool, Config.DevicePool) count the use of every executor
+	// on them. The executor takes its memory once, in New, so its own pools
+	// show only misses; hits come from shared pools reused across executors.
+	HostPool   pinned.Stats
+	DevicePool devmem.Stats
 
 	Batches  int64
 	Images   int64
@@ -78,11 +90,19 @@ func (s Stats) Bottleneck() string {
 
 // String is a one-line summary for stderr.
 func (s Stats) String() string {
-	return fmt.Sprintf("%d batches, %d images on %s (%d streams, batch %d): wall %v, ΣH2D %v, Σkernels %v, ΣD2H %v, overlap efficiency %.2f, %.2f GP/s",
+	return fmt.Sprintf("%d batches, %d images on %s (%d streams, batch %d): wall %v, ΣH2D %v, Σkernels %v, ΣD2H %v, overlap efficiency %.2f, %.2f GP/s; "+
+		"page-locked %s reserved (peak %s), device %s reserved (peak %s), %d pool hits",
 		s.Batches, s.Images, s.Device, s.Streams, s.Batch, s.Wall.Round(time.Microsecond),
 		s.H2D.Round(time.Microsecond), s.Kernels.Round(time.Microsecond), s.D2H.Round(time.Microsecond),
-		s.Overlap(), s.GPixelsPerSec())
+		s.Overlap(), s.GPixelsPerSec(),
+		mib(s.HostPool.Reserved), mib(s.HostPool.Peak), mib(int64(s.DevicePool.Reserved)), mib(int64(s.DevicePool.PeakReserved)), s.PoolHits())
 }
+
+// PoolHits is the number of buffers the executor (and other users of
+// shared pools) got from the pools' caches, page-locked and device.
+func (s Stats) PoolHits() uint64 { return s.HostPool.Hits + s.DevicePool.Hits }
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // add accumulates one completed batch: start and end are its H2D start and
 // D2H end from the base event, dur its phase durations (H2D, each op, D2H).

@@ -3,12 +3,15 @@ package sched
 import (
 	"fmt"
 	"strconv"
+	"testing"
 
 	"github.com/imgpipe/imgpipe/stages"
 )
 
 // The builtin pixel stages as package pipeline binds them (pipeline.bindOp), rebuilt here
-// from package stages for the executor's tests: sched cannot import pipeline.
+// from package stages for the executor's tests: sched cannot import pipeline. They are
+// exported for the tests of package sched_test, which use the fake device of package
+// schedtest (an internal test cannot import it: it imports sched).
 
 func GrayscaleOp() Op {
 	return Op{Name: "grayscale", Spec: "grayscale",
@@ -42,4 +45,24 @@ func BoxBlurOp(r int) (Op, error) {
 	}
 	return Op{Name: "boxblur", Spec: "boxblur radius=" + strconv.Itoa(r), Args: r,
 		CPU: func(dst, src *stages.Image, _ *[256]uint64) { stages.BoxBlur(dst, src, r) }}, nil
+}
+
+// MustBlurOp is BlurOp, failing t on an error.
+func MustBlurOp(t testing.TB, sigma float64) Op {
+	t.Helper()
+	op, err := BlurOp(sigma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// MustBoxBlurOp is BoxBlurOp, failing t on an error.
+func MustBoxBlurOp(t testing.TB, r int) Op {
+	t.Helper()
+	op, err := BoxBlurOp(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
 }

@@ -1,4 +1,4 @@
-package sched
+package sched_test
 
 import (
 	"bytes"
@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	. "github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 )
 
 type parsedEvent struct {
@@ -40,8 +43,8 @@ func parseTrace(t *testing.T, data []byte) []parsedEvent {
 
 func TestExecutorTrace(t *testing.T) {
 	tr := NewTrace("imgpipe", 0)
-	ops := []Op{GrayscaleOp(), mustBlur(t, 1.5), TransposeOp(), HistogramOp()}
-	dev := NewFake(FakeConfig{Name: "gpu0", H2DRate: 20e6, D2HRate: 40e6})
+	ops := []Op{GrayscaleOp(), MustBlurOp(t, 1.5), TransposeOp(), HistogramOp()}
+	dev := schedtest.NewFake(schedtest.FakeConfig{Name: "gpu0", H2DRate: 20e6, D2HRate: 40e6})
 	e := startExec(t, context.Background(), dev, Config{Ops: ops, Streams: 3, Slots: 5, Batch: 4, SlotBytes: 40000, Trace: tr})
 	imgs := mixedImages(1, 40)
 	go func() {

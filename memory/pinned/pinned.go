@@ -74,6 +74,7 @@ type Stats struct {
 	Budget    int64  `json:"budget"`    // bytes the pool may hold
 	Reserved  int64  `json:"reserved"`  // bytes held from the allocator (in use + free)
 	InUse     int64  `json:"in_use"`    // bytes of buffers handed out (class sizes)
+	Peak      int64  `json:"peak"`      // high-water mark of Reserved
 	Buffers   int    `json:"buffers"`   // buffers held from the allocator
 	Hits      uint64 `json:"hits"`      // Gets served from a free buffer
 	Misses    uint64 `json:"misses"`    // Gets that allocated
@@ -148,10 +149,26 @@ func (p *Pool) Get(ctx context.Context, n int) (*Buffer, error) {
 	}
 	c := ClassSize(n)
 	if int64(c) > p.budget {
-		if int64(n) > p.budget {
-			return nil, fmt.Errorf("%w: %d bytes requested, budget is %d bytes", ErrTooLarge, n, p.budget)
-		}
-		c = n // fits only unrounded
+		c = n // fits only unrounded, if at all
+	}
+	return p.get(ctx, n, c)
+}
+
+// GetExact is Get without size classes: the buffer holds exactly n bytes
+// (Cap is n), and only a free buffer of exactly n bytes serves it. It is for
+// callers whose sizes repeat exactly and who account memory to the byte, so
+// that a budget of exactly what they need suffices (the executor's slots).
+func (p *Pool) GetExact(ctx context.Context, n int) (*Buffer, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("pinned: invalid size %d", n)
+	}
+	return p.get(ctx, n, n)
+}
+
+// get returns a buffer of n bytes held in an allocation of c ≥ n bytes.
+func (p *Pool) get(ctx context.Context, n, c int) (*Buffer, error) {
+	if int64(c) > p.budget {
+		return nil, fmt.Errorf("%w: %d bytes requested, budget is %d bytes", ErrTooLarge, n, p.budget)
 	}
 	if err := p.acquire(ctx, int64(c)); err != nil {
 		return nil, err
@@ -191,6 +208,9 @@ func (p *Pool) Get(ctx context.Context, n int) (*Buffer, error) {
 		p.sem.Release(int64(c))
 		return nil, err
 	}
+	p.mu.Lock()
+	p.stats.Peak = max(p.stats.Peak, p.stats.Reserved)
+	p.mu.Unlock()
 	return &Buffer{pool: p, mem: mem, n: n}, nil
 }
 
@@ -363,8 +383,8 @@ func (p *Pool) Stats() Stats {
 
 // String formats the stats for error messages and logs.
 func (s Stats) String() string {
-	return fmt.Sprintf("budget %s, reserved %s, in use %s, %d buffers, %d hits, %d misses, %d evictions, %d waits",
-		mib(s.Budget), mib(s.Reserved), mib(s.InUse), s.Buffers, s.Hits, s.Misses, s.Evictions, s.Waits)
+	return fmt.Sprintf("budget %s, reserved %s (peak %s), in use %s, %d buffers, %d hits, %d misses, %d evictions, %d waits",
+		mib(s.Budget), mib(s.Reserved), mib(s.Peak), mib(s.InUse), s.Buffers, s.Hits, s.Misses, s.Evictions, s.Waits)
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -123,6 +123,51 @@ func TestRequestEqualToBudgetIsNotRounded(t *testing.T) {
 	}
 }
 
+// GetExact holds exactly what it was asked for, so that a budget of exactly
+// the sum of the requests suffices, and reuses only buffers of that size.
+func TestGetExact(t *testing.T) {
+	f := newFake()
+	p, _ := New(3*5000, f) // the classes of three 5000-byte Gets would not fit
+	ctx := context.Background()
+	var bufs []*Buffer
+	for range 3 {
+		b, err := p.GetExact(ctx, 5000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Len() != 5000 || b.Cap() != 5000 {
+			t.Fatalf("Len %d Cap %d, want 5000", b.Len(), b.Cap())
+		}
+		bufs = append(bufs, b)
+	}
+	for _, b := range bufs {
+		_ = p.Put(b)
+	}
+	b, err := p.GetExact(ctx, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Put(b)
+	if s := p.Stats(); s.Hits != 1 || s.Misses != 3 || s.Reserved != 15000 || s.Peak != 15000 || s.InUse != 0 {
+		t.Errorf("stats %+v, want 1 hit, 3 misses, 15000 bytes reserved at the peak and now", s)
+	}
+	// Another size evicts what it must to stay in the budget; the peak stays.
+	b, err = p.GetExact(ctx, 6000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.Reserved != 11000 || s.Peak != 15000 || s.Evictions != 2 {
+		t.Errorf("stats %+v, want 11000 reserved after 2 evictions, peak 15000", s)
+	}
+	_ = p.Put(b)
+	if _, err := p.GetExact(ctx, 15001); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("GetExact(budget+1) = %v, want ErrTooLarge", err)
+	}
+	if _, err := p.GetExact(ctx, 0); err == nil {
+		t.Error("GetExact(0): want error")
+	}
+}
+
 func TestReuse(t *testing.T) {
 	f := newFake()
 	p, _ := New(1<<20, f)

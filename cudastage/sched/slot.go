@@ -1,0 +1,248 @@
+package sched
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/imgpipe/imgpipe/cudastage/devmem"
+	"github.com/imgpipe/imgpipe/memory/pinned"
+)
+
+// Slot events, in stream order. Each phase's start is recorded after the
+// cross-stream wait for the previous batch's phase (see submit).
+const (
+	evH2DStart = iota
+	evH2DEnd
+	evKStart
+	evOpEnd0 // op j's end is evOpEnd0+j; then D2H start and D2H end
+)
+
+// phases lists the (start, end) events of a batch's phases: H2D, each op,
+// D2H. Their durations are measured event to event, exactly, rather than as
+// differences of times from the base event, which lose precision as a run
+// gets long (CUDA gives float32 milliseconds).
+func phases(nOps int) [][2]int {
+	p := [][2]int{{evH2DStart, evH2DEnd}, {evKStart, evOpEnd0}}
+	for j := 1; j < nOps; j++ {
+		p = append(p, [2]int{evOpEnd0 + j - 1, evOpEnd0 + j})
+	}
+	return append(p, [2]int{evOpEnd0 + nOps, evOpEnd0 + nOps + 1})
+}
+
+// slot is one batch's memory and events. Its batch fields are guarded by
+// Executor.mu while it fills; between submission and delivery only the
+// submitter and then the waiter touch it, handing it over by channel.
+type slot struct {
+	id                 int
+	in, out, hist, tab []byte    // page-locked; out nil when no op makes an image
+	dev                [2]DevPtr // bufIn, bufMid
+	dHist, dTab        DevPtr
+	hostBufs           []*pinned.Buffer // behind in, out, hist, tab
+	devBlocks          []*devmem.Block  // behind dev, dHist, dTab
+	ev                 []Event
+	calls              []OpCall
+	at                 []time.Duration // event times from the base event
+	dur                []time.Duration // phase durations, see phases
+
+	// filling (under Executor.mu)
+	gen     uint64
+	res     []*Reservation
+	used    []int
+	pending int
+	sealed  bool
+	timer   *time.Timer
+
+	// submitted (submitter, then waiter)
+	live      []*Reservation
+	layouts   []imgLayout
+	seq       int64
+	stream    int
+	abandoned bool
+	inBytes   int
+	outBytes  int
+
+	// delivered (under Executor.mu)
+	held    int
+	freeMem bool // Close ran while results were held: free on last release
+}
+
+// memory is the page-locked and device memory the slots and streams hold:
+// host buffers of exactly their size, device blocks rounded as the device
+// allocator rounds them (devmem.RoundSize).
+func (e *Executor) memory() (host, dev int64) {
+	for _, n := range e.slotBufs() {
+		host += int64(n) * int64(e.cfg.Slots)
+		dev += int64(devmem.RoundSize(uint64(n))) * int64(e.cfg.Slots)
+	}
+	if n := e.scratchBytes(); n > 0 {
+		dev += int64(devmem.RoundSize(uint64(n))) * int64(e.cfg.Streams)
+	}
+	return host, dev
+}
+
+// slotBufs are the sizes of a slot's buffers, each held once in page-locked
+// memory and once on the device: the input, the output when an op makes an
+// image, the histograms when an op makes one, and the launch tables.
+func (e *Executor) slotBufs() []int {
+	c := e.cfg
+	bufs := []int{c.SlotBytes}
+	if e.chain.nImg > 0 {
+		bufs = append(bufs, c.SlotBytes)
+	}
+	if e.chain.hasHist {
+		bufs = append(bufs, c.Batch*HistBytes)
+	}
+	if e.tabBytes > 0 {
+		bufs = append(bufs, e.tabBytes)
+	}
+	return bufs
+}
+
+func (e *Executor) scratchBytes() int {
+	n := 0
+	for _, op := range e.cfg.Ops {
+		n = max(n, e.dev.ScratchBytes(op, e.cfg.SlotBytes, e.cfg.Batch))
+	}
+	return n
+}
+
+// allocate creates the streams, their scratch, the base event and the slots,
+// taking memory from the pools (waiting for a shared pool's budget until ctx
+// ends).
+func (e *Executor) allocate(ctx context.Context) error {
+	d, c := e.dev, e.cfg
+	for range c.Streams {
+		s, err := d.NewStream()
+		if err != nil {
+			return err
+		}
+		e.streams = append(e.streams, s)
+		var p DevPtr
+		if n := e.scratchBytes(); n > 0 {
+			b, err := e.devPool.Alloc(uint64(n), slotStream)
+			if err != nil {
+				return err
+			}
+			e.scratchBlocks = append(e.scratchBlocks, b)
+			p = DevPtr(b.Ptr)
+		}
+		e.scratch = append(e.scratch, p)
+	}
+	var err error
+	if e.base, err = d.NewEvent(); err != nil {
+		return err
+	}
+	nOps := len(c.Ops)
+	for i := range c.Slots {
+		s := &slot{id: i, used: make([]int, 1+e.chain.nImg), calls: make([]OpCall, nOps),
+			at: make([]time.Duration, evOpEnd0+nOps+2), dur: make([]time.Duration, nOps+2)}
+		e.slots = append(e.slots, s)
+		for j := range s.calls {
+			s.calls[j].Images = make([]OpImage, 0, c.Batch)
+		}
+		if err := e.allocSlot(ctx, s); err != nil {
+			return err
+		}
+	}
+	// The base event anchors device times on the host clock: once it has
+	// completed, the host's now is (within the wait's latency) its time.
+	if err := d.Record(e.base, e.streams[0]); err != nil {
+		return err
+	}
+	if err := d.WaitEvent(e.base); err != nil {
+		return err
+	}
+	e.hostBase = time.Now()
+	return nil
+}
+
+// allocSlot takes a slot's buffers from the pools (see slotBufs) and makes
+// its events.
+func (e *Executor) allocSlot(ctx context.Context, s *slot) error {
+	host := []*[]byte{&s.in}
+	dev := []*DevPtr{&s.dev[bufIn]}
+	if e.chain.nImg > 0 {
+		host, dev = append(host, &s.out), append(dev, &s.dev[bufMid])
+	}
+	if e.chain.hasHist {
+		host, dev = append(host, &s.hist), append(dev, &s.dHist)
+	}
+	if e.tabBytes > 0 {
+		host, dev = append(host, &s.tab), append(dev, &s.dTab)
+	}
+	for i, n := range e.slotBufs() {
+		hb, err := e.hostPool.GetExact(ctx, n)
+		if err != nil {
+			return err
+		}
+		s.hostBufs = append(s.hostBufs, hb)
+		*host[i] = hb.Bytes()
+		db, err := e.devPool.Alloc(uint64(n), slotStream)
+		if err != nil {
+			return err
+		}
+		s.devBlocks = append(s.devBlocks, db)
+		*dev[i] = DevPtr(db.Ptr)
+	}
+	for range evOpEnd0 + len(e.cfg.Ops) + 2 {
+		ev, err := e.dev.NewEvent()
+		if err != nil {
+			return err
+		}
+		s.ev = append(s.ev, ev)
+	}
+	return nil
+}
+
+// freeSlot gives a slot's buffers back to the pools and destroys its events,
+// keeping every error.
+func (e *Executor) freeSlot(s *slot) error {
+	var errs []error
+	for _, b := range s.hostBufs {
+		errs = append(errs, e.hostPool.Put(b))
+	}
+	for _, b := range s.devBlocks {
+		errs = append(errs, e.devPool.Free(b))
+	}
+	for _, ev := range s.ev {
+		errs = append(errs, e.dev.DestroyEvent(ev))
+	}
+	s.hostBufs, s.devBlocks = nil, nil
+	s.in, s.out, s.hist, s.tab, s.ev = nil, nil, nil, nil, nil
+	s.dev, s.dHist, s.dTab = [2]DevPtr{}, 0, 0
+	return errors.Join(errs...)
+}
+
+// freeAll releases everything New allocated, except slots whose results are
+// still held (they are freed on their last Release), and closes the pools
+// the executor made (whose buffers in use go back to the device when
+// freed).
+func (e *Executor) freeAll() error {
+	var errs []error
+	e.mu.Lock()
+	var slots []*slot
+	for _, s := range e.slots {
+		if s.held > 0 {
+			s.freeMem = true
+		} else {
+			slots = append(slots, s)
+		}
+	}
+	e.mu.Unlock()
+	for _, s := range slots {
+		errs = append(errs, e.freeSlot(s))
+	}
+	for _, b := range e.scratchBlocks {
+		errs = append(errs, e.devPool.Free(b))
+	}
+	if e.base != 0 {
+		errs = append(errs, e.dev.DestroyEvent(e.base))
+	}
+	for _, s := range e.streams {
+		errs = append(errs, e.dev.DestroyStream(s))
+	}
+	e.scratch, e.scratchBlocks, e.streams, e.base = nil, nil, nil, 0
+	errs = append(errs, e.closePools())
+	return errors.Join(errs...)
+}
