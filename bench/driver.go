@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -36,13 +37,14 @@ type RunResult struct {
 type rawTag struct{ frame int }
 
 // RunFrames is the raw-frame driver: it pushes pool's frames through an executor on dev
-// running ops, with Streams+2 slots of Batch frames and batches that never linger. First a
-// priming pass of two rounds of every slot writes the pool into every slot place (each place
-// gets the next frame of the pool once, and later batches reuse the frames in place, as the
-// peers cycle through their pool) and checks the first batch; then cfg.Warmup untimed runs,
-// then cfg.Repeats timed runs of cfg.Frames frames. Each run's time is host wall from its
-// first Reserve to its last result; the device stats are reset before each run, and those of
-// the median run are kept. Tracing covers the last timed run only.
+// running ops, with as many slots of Batch frames as a GPU run has (pipeline.DefaultSlots)
+// and batches that never linger. First a priming pass of two rounds of every slot writes the
+// pool into every slot place (each place gets the next frame of the pool once, and later
+// batches reuse the frames in place, as the peers cycle through their pool) and checks the
+// first batch; then cfg.Warmup untimed runs, then cfg.Repeats timed runs of cfg.Frames
+// frames. Each run's time is host wall from its first Reserve to its last result; the device
+// stats are reset before each run, and those of the median run are kept. Tracing covers the
+// last timed run only.
 func RunFrames(ctx context.Context, dev sched.Device, ops []sched.Op, pool *Pool, cfg RunConfig) (res RunResult, err error) {
 	switch {
 	case pool.w < 1 || pool.h < 1 || len(pool.frames) == 0:
@@ -56,7 +58,7 @@ func RunFrames(ctx context.Context, dev sched.Device, ops []sched.Op, pool *Pool
 		return res, fmt.Errorf("batch %d of %dx%d frames exceeds a slot's %d bytes", cfg.Batch, pool.w, pool.h, int64(sched.MaxSlotBytes))
 	}
 	var gate *gatedTracer
-	scfg := sched.Config{Ops: ops, Streams: cfg.Streams, Slots: cfg.Streams + 2, Batch: cfg.Batch,
+	scfg := sched.Config{Ops: ops, Streams: cfg.Streams, Slots: pipeline.DefaultSlots(cfg.Streams), Batch: cfg.Batch,
 		SlotBytes: cfg.Batch * step, Linger: -1, Pageable: cfg.Pageable}
 	if cfg.Trace != nil {
 		gate = &gatedTracer{t: cfg.Trace}

@@ -40,11 +40,11 @@ type Files struct {
 // NewFiles checks c, compiles "decode | chain | save format=png" and makes the output
 // folder. Bad settings are *OptionErrors. Close removes a temporary output folder.
 func NewFiles(c FilesConfig, chain *Chain) (*Files, error) {
-	if c.Workers < 0 || c.Workers > MaxWorkers {
-		return nil, optionErrorf("--workers %d out of range [0, %d]", c.Workers, MaxWorkers)
+	if err := pipeline.CheckSetting("workers", c.Workers); err != nil {
+		return nil, optionErrorf("--workers: %v", err)
 	}
-	if c.PinnedMB < 0 || c.PinnedMB > MaxPoolMB {
-		return nil, optionErrorf("--pinned-mb %d out of range [0, %d]", c.PinnedMB, MaxPoolMB)
+	if err := pipeline.CheckSetting("pinned_mb", c.PinnedMB); err != nil {
+		return nil, optionErrorf("--pinned-mb: %v", err)
 	}
 	fi, err := os.Stat(c.Dir)
 	if err != nil {

@@ -9,16 +9,18 @@ import (
 	"strings"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/pipeline"
 )
 
 // Limits checked before anything is allocated. The frame limit matches decode's default
-// max_pixels and the peers' (bench/peers/common.py).
+// max_pixels and the peers' (bench/peers/common.py). The settings bench shares with
+// 'imgpipe run' (--streams, --batch, --workers, --pinned-mb) are checked by pipeline's
+// execution settings table (pipeline.CheckSetting), not here.
 const (
 	MaxFramePixels = 100_000_000 // pixels of one --size frame
 	MaxFrames      = 1 << 24     // --frames and --cpu-frames
 	MaxRepeats     = 1000        // --warmup and --repeats
-	MaxPoolMB      = 1 << 20     // --max-pool-mb and --pinned-mb
-	MaxWorkers     = 4096        // --workers
+	MaxPoolMB      = 1 << 20     // --max-pool-mb
 )
 
 // DefaultCopyBytes is the buffer MeasureCopy times to find the copy limit: large enough for
@@ -121,9 +123,9 @@ func optionErrorf(format string, args ...any) error {
 	return &OptionError{Err: fmt.Errorf(format, args...)}
 }
 
-// ParseList parses "4" or "1,2,4,8" (--streams, --batch) into distinct values in [lo, hi],
-// in the order given.
-func ParseList(s string, lo, hi int) ([]int, error) {
+// ParseList parses "4" or "1,2,4,8" (--streams, --batch) into distinct values, in the
+// order given, each a valid value of the execution setting called setting ("streams").
+func ParseList(s, setting string) ([]int, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, errors.New("empty list")
 	}
@@ -134,8 +136,8 @@ func ParseList(s string, lo, hi int) ([]int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a whole number", part)
 		}
-		if n < lo || n > hi {
-			return nil, fmt.Errorf("%d out of range [%d, %d]", n, lo, hi)
+		if err := pipeline.CheckSetting(setting, n); err != nil {
+			return nil, err
 		}
 		if slices.Contains(out, n) {
 			return nil, fmt.Errorf("%d is listed twice", n)

@@ -25,7 +25,7 @@ func TestParseIntList(t *testing.T) {
 		{"2,4,2", nil, "listed twice"},
 	}
 	for _, tt := range tests {
-		got, err := ParseList(tt.in, 1, 64)
+		got, err := ParseList(tt.in, "streams") // streams: [1, 64]
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("ParseList(%q) error = %v, want one containing %q", tt.in, err, tt.wantErr)

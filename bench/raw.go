@@ -39,8 +39,8 @@ func (c *RawConfig) Pool(o *Options) (*Pool, error) {
 	if c.CPUFrames < 0 || c.CPUFrames > MaxFrames {
 		errs = append(errs, fmt.Errorf("--cpu-frames %d out of range [0, %d]", c.CPUFrames, MaxFrames))
 	}
-	if c.Workers < 0 || c.Workers > MaxWorkers {
-		errs = append(errs, fmt.Errorf("--workers %d out of range [0, %d]", c.Workers, MaxWorkers))
+	if err := pipeline.CheckSetting("workers", c.Workers); err != nil {
+		errs = append(errs, fmt.Errorf("--workers: %w", err))
 	}
 	if len(errs) > 0 {
 		return nil, &OptionError{Err: pipeline.ErrorList(errs)}

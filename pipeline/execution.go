@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
@@ -41,9 +42,35 @@ type Execution struct {
 // when the GPU is opened.
 const MaxGPUOrdinal = 1023
 
+// Defaults of a GPU run, chosen by measurement: on an H200, the executor over 1080p RGB
+// frames (grayscale | blur sigma=1.5 | transpose | histogram) gave 12.1 GP/s with 1
+// stream, 17.7 with 2, 16.6 with 4 and 17.0 with 8, at batch 16; batches of 8 to 32 were
+// within 1% of each other. Two streams already overlap one batch's copies with another's
+// kernels (the executor orders each engine's work across streams), so more only cost
+// memory. They are the streams and batch settings' defaults (executionSettings).
+const (
+	DefaultStreams = 2
+	DefaultBatch   = 16
+)
+
+// DefaultLinger is how long a partly filled GPU batch waits for more images
+// (GPUOptions.Linger): long enough for the decode workers to fill a batch, short enough
+// that a slow or paused input never holds images back.
+const DefaultLinger = 20 * time.Millisecond
+
+// DefaultSlots is the number of batches a GPU run on streams streams keeps in flight, from
+// filling to saved: one per stream on the device, one being filled by the decode workers
+// and one held by the save workers. Every GPU run (and imgpipe bench) sizes its slots so.
+func DefaultSlots(streams int) int { return streams + 2 }
+
+// DefaultSlotBytes is a slot's input capacity when neither GPUOptions.SlotBytes nor a
+// page-locked budget sets it: room for batch 1080p RGB frames.
+func DefaultSlotBytes(batch int) int { return batch * int(alignTo(1920*1080*3, sched.Align)) }
+
 // executionSettings defines every Execution field once: its name, type, default, range and
-// help. The defaults for streams and batch are DefaultStreams and DefaultBatch, chosen by
-// measurement (see there).
+// help. It is the only place that holds them: the YAML job's execution mapping, the CLI's
+// flags and their --help, imgpipe bench's flags and GPUOptions' checks all derive from it.
+// The upper bounds of streams, batch and pinned_mb are the executor's limits.
 var executionSettings = []ParamSpec{
 	{Name: "device", Kind: Enum, Default: "auto", Values: []string{"auto", "cpu", "cuda"},
 		Help: "where pixel stages run: auto uses a working GPU, else the CPU"},
@@ -54,22 +81,77 @@ var executionSettings = []ParamSpec{
 	{Name: "batch", Kind: Int, Default: int64(DefaultBatch), Range: &Range{Min: 1, Max: sched.MaxBatch},
 		Help: "images per GPU batch (GPU only)"},
 	{Name: "pinned_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: sched.MaxSlotBytes >> 20},
-		Help: "page-locked memory budget of the GPU slots in MiB (GPU only); 0 sizes slots for batch 1080p frames"},
+		Help: "page-locked memory for the GPU's batch slots, in MiB (GPU only); 0 sizes each slot for batch 1080p frames"},
 	{Name: "max_memory_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 1 << 24},
-		Help: "memory the images being decoded and processed at once may take together, in MiB (16 bytes per pixel each); 0 means 4096"},
+		Help: fmt.Sprintf("memory the images being decoded and processed at once may take together, in MiB "+
+			"(16 bytes per pixel each, from its header); 0 means %d", DefaultMemoryBudget>>20)},
 	{Name: "workers", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 4096},
-		Help: "images processed at once on the CPU (on a GPU: decode workers, and as many save workers); 0 means one per core (GOMAXPROCS)"},
+		Help: "images processed at once on the CPU (on a GPU: decode workers, and as many save workers); 0 means one per core"},
 	{Name: "on_error", Kind: Enum, Default: "skip", Values: []string{"skip", "fail"},
-		Help: "skip: report a failed input and go on; fail: stop at the first failure"},
+		Help: "skip: report a failed input and go on (exit 1); fail: stop at the first failure"},
 	{Name: "resume", Kind: Bool, Default: false,
 		Help: "skip inputs the previous report lists as ok whose output exists"},
 	{Name: "trace", Kind: String, Default: "",
-		Help: "write a Chrome trace-event timeline to this file"},
+		Help: "write a Chrome trace-event timeline (JSON) to this file"},
 }
 
-// ExecutionSettings returns the definitions of the execution settings, for help texts.
+// ExecutionSettings returns the definitions of the execution settings, in table order, for
+// help texts and flags.
 func ExecutionSettings() []ParamSpec {
 	return append([]ParamSpec(nil), executionSettings...)
+}
+
+// ExecutionSetting returns the definition of the setting called name (as written in YAML:
+// "on_error").
+func ExecutionSetting(name string) (ParamSpec, error) {
+	ps, err := executionSetting(name)
+	if err != nil {
+		return ParamSpec{}, err
+	}
+	return *ps, nil
+}
+
+// CheckSetting reports whether v (a string, int or bool) is a valid value of the setting
+// called name, with the message Set gives. It is the one range check of the execution
+// settings: Set, SetText, GPUOptions and imgpipe bench's lists all go through it.
+func CheckSetting(name string, v any) error {
+	ps, err := executionSetting(name)
+	if err == nil {
+		_, err = ps.convert(v)
+	}
+	return err
+}
+
+// SettingUsage is the help line of a setting on a command line: its help with its range or
+// its values appended, e.g. "CUDA streams (GPU only) (1..64)". (The flag package appends the
+// default.)
+func SettingUsage(ps ParamSpec) string {
+	if r := ps.Range; r != nil {
+		return fmt.Sprintf("%s (%d..%d)", ps.Help, int64(r.Min), int64(r.Max))
+	} else if ps.Kind == Enum {
+		return ps.Help + " (" + strings.Join(ps.Values, "|") + ")"
+	}
+	return ps.Help
+}
+
+// RunOptions returns the options of a run that the settings give: workers, memory budget,
+// on_error, and on dev (nil for the CPU) the GPU's streams, batch and page-locked budget.
+// Device, resume and trace are the caller's to act on: they open things.
+func (e Execution) RunOptions(dev sched.Device) Options {
+	opt := Options{Workers: e.Workers, MemoryBudget: int64(e.MaxMemoryMB) << 20, StopOnError: e.OnError == "fail"}
+	if dev != nil {
+		opt.GPU = &GPUOptions{Device: dev, Streams: e.Streams, Batch: e.Batch, PinnedBytes: int64(e.PinnedMB) << 20}
+	}
+	return opt
+}
+
+// settingMax is the upper bound of the Int setting called name.
+func settingMax(name string) int64 {
+	ps, err := executionSetting(name)
+	if err != nil || ps.Range == nil {
+		panic("pipeline: no range for execution setting " + name)
+	}
+	return int64(ps.Range.Max)
 }
 
 // DefaultExecution returns the settings used when neither a job nor a flag sets them.

@@ -1,8 +1,12 @@
 package pipeline
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 )
 
 func TestExecutionGPU(t *testing.T) {
@@ -98,5 +102,94 @@ func TestExecutionSetText(t *testing.T) {
 	}
 	if err := e.SetText("on_error", "fail"); err != nil || e.OnError != "fail" {
 		t.Errorf("SetText(on_error, fail): %v, on_error %s", err, e.OnError)
+	}
+}
+
+// The settings table owns every default, range and help line: each entry is consistent,
+// its bounds are exactly what CheckSetting accepts, and the measured defaults and the
+// executor's limits are the ones it holds.
+func TestExecutionSettingsTable(t *testing.T) {
+	e := DefaultExecution()
+	if e.Streams != DefaultStreams || e.Batch != DefaultBatch || DefaultStreams != 2 || DefaultBatch != 16 {
+		t.Errorf("defaults: streams %d batch %d (DefaultStreams %d, DefaultBatch %d)", e.Streams, e.Batch, DefaultStreams, DefaultBatch)
+	}
+	for _, ps := range ExecutionSettings() {
+		if err := ps.check(); err != nil {
+			t.Errorf("%s: %v", ps.Name, err)
+		}
+		if got, err := ExecutionSetting(ps.Name); err != nil || got.Name != ps.Name {
+			t.Errorf("ExecutionSetting(%s) = %v, %v", ps.Name, got.Name, err)
+		}
+		if r := ps.Range; r != nil {
+			lo, hi := int(r.Min), int(r.Max)
+			for n, ok := range map[int]bool{lo - 1: false, lo: true, hi: true, hi + 1: false} {
+				if err := CheckSetting(ps.Name, n); (err == nil) != ok {
+					t.Errorf("CheckSetting(%s, %d) = %v", ps.Name, n, err)
+				}
+			}
+			if want := fmt.Sprintf("%s (%d..%d)", ps.Help, lo, hi); SettingUsage(ps) != want {
+				t.Errorf("SettingUsage(%s) = %q, want %q", ps.Name, SettingUsage(ps), want)
+			}
+		}
+	}
+	if settingMax("streams") != sched.MaxStreams || settingMax("batch") != sched.MaxBatch || settingMax("pinned_mb") != sched.MaxSlotBytes>>20 {
+		t.Errorf("the table's bounds are not the executor's limits")
+	}
+	device, _ := ExecutionSetting("device")
+	streams, _ := ExecutionSetting("streams")
+	resume, _ := ExecutionSetting("resume")
+	for ps, want := range map[*ParamSpec]string{
+		&device:  "where pixel stages run: auto uses a working GPU, else the CPU (auto|cpu|cuda)",
+		&streams: "CUDA streams (GPU only) (1..64)",
+		&resume:  resume.Help,
+	} {
+		if got := SettingUsage(*ps); got != want {
+			t.Errorf("SettingUsage(%s) = %q, want %q", ps.Name, got, want)
+		}
+	}
+	if _, err := ExecutionSetting("stream"); err == nil || !strings.Contains(err.Error(), `did you mean "streams"`) {
+		t.Errorf("ExecutionSetting(stream) = %v", err)
+	}
+}
+
+// A GPU run's defaults are the settings' (the executor gets a complete configuration), and
+// its streams and batch are checked by the table: its bounds are accepted, one past refused.
+func TestGPURunDefaultsFromSettings(t *testing.T) {
+	plan, err := Compile(mustSteps(t, "decode | grayscale"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := fakeGPU(t, schedtest.FakeConfig{})
+	g, err := newGPURun(plan, Options{GPU: &GPUOptions{Device: dev}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := g.cfg
+	if c.Streams != DefaultStreams || c.Batch != DefaultBatch || c.Slots != DefaultSlots(DefaultStreams) || c.Slots != DefaultStreams+2 ||
+		c.SlotBytes != DefaultSlotBytes(DefaultBatch) || c.SlotBytes%sched.Align != 0 || c.SlotBytes < DefaultBatch*1920*1080*3 || c.Linger != DefaultLinger {
+		t.Errorf("config %+v", c)
+	}
+	e := DefaultExecution()
+	e.PinnedMB, e.Workers, e.MaxMemoryMB, e.OnError = 64, 3, 100, "fail"
+	opt := e.RunOptions(dev)
+	if opt.Workers != 3 || opt.MemoryBudget != 100<<20 || !opt.StopOnError || opt.GPU == nil ||
+		*opt.GPU != (GPUOptions{Device: dev, Streams: e.Streams, Batch: e.Batch, PinnedBytes: 64 << 20}) {
+		t.Errorf("RunOptions: %+v, GPU %+v", opt, opt.GPU)
+	}
+	if DefaultExecution().RunOptions(nil).GPU != nil {
+		t.Error("RunOptions(nil) has GPU options")
+	}
+	for _, name := range []string{"streams", "batch"} {
+		hi := int(settingMax(name))
+		for n, ok := range map[int]bool{1: true, hi: true, hi + 1: false} {
+			o := &GPUOptions{Device: dev, Streams: n}
+			if name == "batch" {
+				o = &GPUOptions{Device: dev, Batch: n}
+			}
+			err := CheckGPU(plan, Options{GPU: o})
+			if ok && err != nil || !ok && (err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%s %d (max %d)", name, n, hi))) {
+				t.Errorf("%s %d: %v", name, n, err)
+			}
+		}
 	}
 }

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/bench"
-	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
 )
 
@@ -20,14 +18,15 @@ import (
 var benchCopyBytes = 0
 
 // benchFlags are the options every bench mode shares (persistent flags of `imgpipe bench`);
-// those bench.Options takes as they are go straight into o.
+// those bench.Options takes as they are go straight into o. The execution settings' flags
+// (--device, --gpu, --streams, --batch, files' --workers and --pinned-mb) derive from
+// pipeline's settings table, as run's do; options checks them into exec.
 type benchFlags struct {
-	device                      string
-	gpu                         int
-	streams, batch, chain, size string // streams and batch: "2" or a list, "1,2,4,8"
+	chain, size, streams, batch string // streams and batch: "2" or a list, "1,2,4,8"
 	sigma                       float64
 	json                        bool
 	o                           bench.Options
+	exec                        pipeline.Execution
 }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -41,10 +40,11 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	})
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&f.device, "device", "auto", "auto, cpu or cuda")
-	pf.IntVar(&f.gpu, "gpu", 0, "which GPU to use, counting from 0 (see 'imgpipe devices')")
-	pf.StringVar(&f.streams, "streams", "2", "CUDA streams, or a list to sweep: 1,2,4,8")
-	pf.StringVar(&f.batch, "batch", "16", "images per GPU batch, or a list to sweep: 4,8,16,32")
+	settingFlags(cmd, true, "device", "gpu")
+	ps, _ := pipeline.ExecutionSetting("streams") // lists to sweep, each value checked by the table (bench.ParseList)
+	pf.StringVar(&f.streams, "streams", fmt.Sprint(ps.Default), pipeline.SettingUsage(ps)+", or a list to sweep: 1,2,4,8")
+	ps, _ = pipeline.ExecutionSetting("batch")
+	pf.StringVar(&f.batch, "batch", fmt.Sprint(ps.Default), pipeline.SettingUsage(ps)+", or a list to sweep: 4,8,16,32")
 	pf.StringVar(&f.chain, "chain", "", "pixel stages to run (default \""+bench.DefaultChain(bench.DefaultSigma)+"\")")
 	pf.Float64Var(&f.sigma, "sigma", bench.DefaultSigma, "blur sigma of the default chain")
 	pf.StringVar(&f.size, "size", "1920x1080", "raw frame size WxH")
@@ -94,7 +94,7 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 			if !cmd.Flags().Changed("frames") {
 				o.Frames = 0 // every file, unless --frames says otherwise
 			}
-			fc.Dir = args[0]
+			fc.Dir, fc.Workers, fc.PinnedMB = args[0], f.exec.Workers, f.exec.PinnedMB
 			fb, err := bench.NewFiles(fc, o.Chain)
 			if err != nil {
 				return benchError(cmd.Context(), err)
@@ -104,8 +104,7 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	})
 	files.Flags().StringVar(&fc.Out, "out", "", "output folder (default: a temporary folder, removed at the end)")
-	files.Flags().IntVar(&fc.Workers, "workers", 0, "CPU workers; on a GPU, decode workers and as many save workers (default one per core)")
-	files.Flags().IntVar(&fc.PinnedMB, "pinned-mb", 0, "GPU: page-locked memory the slots share, which sets the largest image per batch (default: batch 1080p frames per slot)")
+	settingFlags(files, false, "workers", "pinned_mb")
 
 	cp := withHelp("bench-copy", &cobra.Command{
 		Use:   "copy [flags]",
@@ -116,7 +115,7 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 			switch {
 			case err != nil:
 				return err
-			case f.device == "cpu":
+			case f.exec.Device == "cpu":
 				return usageError("bench copy measures a GPU's copies; --device cpu leaves nothing to measure")
 			case o.Trace != "":
 				return usageError("--trace: bench copy records no timeline; use bench raw --trace")
@@ -147,19 +146,13 @@ func (f *benchFlags) options(cmd *cobra.Command, stdout, stderr io.Writer) (*ben
 		o.Text = stderr
 		o.Record = func(r *bench.Record) error { return json.NewEncoder(stdout).Encode(r) }
 	}
-	var errs []error
-	if !slices.Contains([]string{"auto", "cpu", "cuda"}, f.device) {
-		errs = append(errs, fmt.Errorf("--device %q: want auto, cpu or cuda", f.device))
-	}
-	// The same check as run's --gpu and a job's execution.gpu.
-	if err := new(pipeline.Execution).Set("gpu", f.gpu); err != nil {
-		errs = append(errs, fmt.Errorf("--gpu: %w", err))
-	}
+	f.exec = pipeline.DefaultExecution()
+	errs := setFlags(cmd, &f.exec) // the same checks as run's flags and a job's execution
 	var err error
-	if o.Streams, err = bench.ParseList(f.streams, 1, sched.MaxStreams); err != nil {
+	if o.Streams, err = bench.ParseList(f.streams, "streams"); err != nil {
 		errs = append(errs, fmt.Errorf("--streams: %w", err))
 	}
-	if o.Batch, err = bench.ParseList(f.batch, 1, sched.MaxBatch); err != nil {
+	if o.Batch, err = bench.ParseList(f.batch, "batch"); err != nil {
 		errs = append(errs, fmt.Errorf("--batch: %w", err))
 	}
 	if o.Width, o.Height, err = bench.ParseSize(f.size); err != nil {
@@ -192,7 +185,7 @@ func (f *benchFlags) options(cmd *cobra.Command, stdout, stderr io.Writer) (*ben
 
 // withDevice opens --device (as 'imgpipe run' does), runs measure on it and closes it.
 func (f *benchFlags) withDevice(ctx context.Context, o *bench.Options, need string, stderr io.Writer, measure func() error) error {
-	tgt, err := resolveDevice(f.device, f.gpu, need, stderr)
+	tgt, err := resolveDevice(f.exec.Device, f.exec.GPU, need, stderr)
 	if err != nil {
 		return err
 	}
