@@ -36,10 +36,10 @@
 // bounds memory. They write pixels straight into the slot's page-locked
 // memory and Commit (or Abort on a decode error: the image is dropped, the
 // batch goes on). A slot is sealed when full, when the next image does not
-// fit, after Linger, or on Flush/CloseInput, and is submitted when its last
-// reservation resolved. Its results arrive on Results once its D2H completed;
-// the slot is reused when every result was released. An image larger than a
-// slot gives ErrTooLarge: run it on the CPU path.
+// fit, after Linger (when positive), or on Flush/CloseInput, and is submitted
+// when its last reservation resolved. Its results arrive on Results once its
+// D2H completed; the slot is reused when every result was released. An image
+// larger than a slot gives ErrTooLarge: run it on the CPU path.
 //
 // # Streams and timing
 //
@@ -49,10 +49,13 @@
 // works on one batch at a time in submission order. This costs no overlap
 // (the copy engines serialize anyway) and makes the events around each phase
 // time the engine's work, not its queueing: Stats gives exact ΣH2D, Σkernels
-// and ΣD2H, and the overlap efficiency wall ÷ max of the three. Three streams
-// suffice for a full three-stage pipeline; the default of four absorbs
-// jitter. Slots default to Streams+2: one batch per stream on the device, one
-// filling, one held by the consumers.
+// and ΣD2H, and the overlap efficiency wall ÷ max of the three. Two streams
+// already overlap one batch's copies with another's kernels, and three
+// suffice for a full three-stage pipeline. The executor has no defaults: the
+// caller sets Streams, Slots, Batch, SlotBytes and Linger. Package pipeline
+// holds a run's defaults (two streams, batches of 16), and
+// pipeline.DefaultSlots gives Streams+2 slots: one batch per stream on the
+// device, one filling, one held by the consumers.
 //
 // # Threads and errors
 //

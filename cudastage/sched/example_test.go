@@ -3,6 +3,7 @@ package sched_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
@@ -15,7 +16,7 @@ func Example() {
 	defer dev.Close()
 	ops := []sched.Op{sched.GrayscaleOp(), sched.TransposeOp(), sched.HistogramOp()}
 	ctx := context.Background()
-	e, err := sched.New(ctx, dev, sched.Config{Ops: ops, Streams: 2, Batch: 4, SlotBytes: 1 << 16})
+	e, err := sched.New(ctx, dev, sched.Config{Ops: ops, Streams: 2, Slots: 4, Batch: 4, SlotBytes: 1 << 16, Linger: 20 * time.Millisecond})
 	if err != nil {
 		fmt.Println(err)
 		return

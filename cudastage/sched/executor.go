@@ -22,44 +22,44 @@ var (
 	ErrClosed = errors.New("executor closed")
 )
 
-// Defaults and limits of Config.
+// Limits of Config. The executor has no defaults: the caller sets every
+// field (package pipeline holds the defaults of a run: DefaultStreams,
+// DefaultBatch, DefaultSlots, DefaultSlotBytes, DefaultLinger).
 const (
-	DefaultStreams = 4
-	DefaultBatch   = 16
-	DefaultLinger  = 20 * time.Millisecond
-	MaxStreams     = 64
-	MaxSlots       = 256
-	MaxBatch       = 4096
-	MaxSlotBytes   = 1 << 36
+	MaxStreams   = 64
+	MaxSlots     = 256
+	MaxBatch     = 4096
+	MaxSlotBytes = 1 << 36
 )
-
-// DefaultSlotBytes holds batch 1080p RGB frames.
-func DefaultSlotBytes(batch int) int { return batch * alignUp(1920*1080*3) }
 
 // Config sets up an Executor.
 type Config struct {
 	// Ops is the device segment: the pixel ops every image goes through.
 	Ops []Op
-	// Streams is the number of device streams (default DefaultStreams).
-	// With the executor's cross-stream ordering (see Stats), 3 streams are
-	// enough to overlap one batch's H2D, the previous one's kernels and the
-	// one before's D2H; a 4th absorbs jitter.
+	// Streams is the number of device streams, in [1, MaxStreams]; the
+	// caller sets it. With the executor's cross-stream ordering (see Stats),
+	// 2 streams already overlap one batch's copies with another's kernels,
+	// and 3 overlap one batch's H2D, the previous one's kernels and the one
+	// before's D2H.
 	Streams int
-	// Slots is the number of batches in flight, from filling to released
-	// (default Streams+2: one per stream on the device, one being filled by
-	// decode workers, and one held by save workers). Memory is bounded by
-	// Slots × the slot size: New takes every buffer from the pools, and
-	// nothing is allocated per batch.
+	// Slots is the number of batches in flight, from filling to released, in
+	// [1, MaxSlots]; the caller sets it. pipeline.DefaultSlots gives
+	// Streams+2: one per stream on the device, one being filled by decode
+	// workers, and one held by save workers. Memory is bounded by Slots × the
+	// slot size: New takes every buffer from the pools, and nothing is
+	// allocated per batch.
 	Slots int
-	// Batch is the most images a slot takes (default DefaultBatch).
+	// Batch is the most images a slot takes, in [1, MaxBatch]; the caller
+	// sets it.
 	Batch int
-	// SlotBytes is a slot's input capacity in bytes (default
-	// DefaultSlotBytes(Batch)). Every buffer of the segment has this
+	// SlotBytes is a slot's input capacity in bytes, in [Align,
+	// MaxSlotBytes]; the caller sets it (pipeline.DefaultSlotBytes gives room
+	// for Batch 1080p RGB frames). Every buffer of the segment has this
 	// capacity, since no op makes more bytes than it reads.
 	SlotBytes int
-	// Linger seals a partly filled slot this long after it opened, so that a
-	// slow or paused input never holds images back (default DefaultLinger;
-	// negative: only when full, on Flush or on CloseInput).
+	// Linger, when positive, seals a partly filled slot this long after it
+	// opened, so that a slow or paused input never holds images back. Zero or
+	// negative: a slot is sealed only when full, on Flush or on CloseInput.
 	Linger time.Duration
 	// MaxHostBytes and MaxDeviceBytes, when positive, refuse a Config whose
 	// slots would hold more page-locked or device memory, before allocating,
@@ -89,26 +89,12 @@ type Config struct {
 	Trace Tracer
 }
 
-func (c Config) withDefaults(dev Device) (Config, error) {
-	if err := checkOps(dev, c.Ops); err != nil {
-		return c, err
-	}
-	if c.Streams == 0 {
-		c.Streams = DefaultStreams
-	}
-	if c.Slots == 0 {
-		c.Slots = c.Streams + 2
-	}
-	if c.Batch == 0 {
-		c.Batch = DefaultBatch
-	}
-	if c.SlotBytes == 0 {
-		c.SlotBytes = DefaultSlotBytes(c.Batch)
-	}
-	if c.Linger == 0 {
-		c.Linger = DefaultLinger
-	}
+// check validates c for dev without changing it, and reports every problem.
+func (c Config) check(dev Device) error {
 	var errs []error
+	if err := checkOps(dev, c.Ops); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Streams < 1 || c.Streams > MaxStreams {
 		errs = append(errs, fmt.Errorf("streams %d out of range [1, %d]", c.Streams, MaxStreams))
 	}
@@ -121,7 +107,7 @@ func (c Config) withDefaults(dev Device) (Config, error) {
 	if c.SlotBytes < Align || c.SlotBytes > MaxSlotBytes {
 		errs = append(errs, fmt.Errorf("slot bytes %d out of range [%d, %d]", c.SlotBytes, Align, MaxSlotBytes))
 	}
-	return c, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // Executor runs one device segment over a stream of images with Streams
@@ -201,8 +187,7 @@ type Executor struct {
 // New allocates the slots and streams on dev and starts the executor. The
 // executor stops when ctx is cancelled. The caller must call Close.
 func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
-	cfg, err := cfg.withDefaults(dev)
-	if err != nil {
+	if err := cfg.check(dev); err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
 	e := &Executor{

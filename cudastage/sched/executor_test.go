@@ -357,7 +357,7 @@ func TestCancelEndsEverything(t *testing.T) {
 func TestAbortDropsOnlyThatImage(t *testing.T) {
 	ops := []Op{GrayscaleOp(), HistogramOp()}
 	dev := schedtest.NewFake(schedtest.FakeConfig{})
-	e := startExec(t, context.Background(), dev, Config{Ops: ops, Streams: 2, Batch: 4, SlotBytes: 1 << 16, Linger: -1})
+	e := startExec(t, context.Background(), dev, Config{Ops: ops, Streams: 2, Slots: 4, Batch: 4, SlotBytes: 1 << 16, Linger: -1})
 	imgs := mixedImages(11, 4)
 	for i, m := range imgs {
 		r, err := e.Reserve(context.Background(), m.W, m.H, m.C, i)
@@ -392,7 +392,7 @@ func TestAbortDropsOnlyThatImage(t *testing.T) {
 
 func TestAllAbortedSlotIsFreed(t *testing.T) {
 	dev := schedtest.NewFake(schedtest.FakeConfig{})
-	e := startExec(t, context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Slots: 2, Batch: 4, SlotBytes: 4096, Linger: -1})
+	e := startExec(t, context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Streams: 2, Slots: 2, Batch: 4, SlotBytes: 4096, Linger: -1})
 	for range 3 {
 		r, err := e.Reserve(context.Background(), 3, 3, 3, nil)
 		if err != nil {
@@ -455,7 +455,7 @@ func decodeInto(ctx context.Context, e *Executor, data []byte, opt stages.Decode
 func TestDecodeIntoSlot(t *testing.T) {
 	ops := []Op{GrayscaleOp(), TransposeOp()}
 	dev := schedtest.NewFake(schedtest.FakeConfig{})
-	e := startExec(t, context.Background(), dev, Config{Ops: ops, Streams: 2, Batch: 8, SlotBytes: 1 << 16, Linger: -1})
+	e := startExec(t, context.Background(), dev, Config{Ops: ops, Streams: 2, Slots: 4, Batch: 8, SlotBytes: 1 << 16, Linger: -1})
 	rng := rand.New(rand.NewPCG(2, 3))
 	var files [][]byte
 	var want []*stages.Image
@@ -598,7 +598,8 @@ func TestNewFailsCleanly(t *testing.T) {
 					return nil
 				}})
 				defer dev.Close()
-				e, err := New(context.Background(), dev, Config{Ops: ops, Slots: 3, Batch: 2, SlotBytes: 4096})
+				// Four streams, so that the 4th NewStream is called.
+				e, err := New(context.Background(), dev, Config{Ops: ops, Streams: 4, Slots: 3, Batch: 2, SlotBytes: 4096, Linger: 20 * time.Millisecond})
 				if err == nil {
 					e.Close()
 					t.Fatal("New succeeded despite the fault")
@@ -615,7 +616,7 @@ func TestNewFailsCleanly(t *testing.T) {
 	// Out of device memory (not sticky) is an error too.
 	dev := schedtest.NewFake(schedtest.FakeConfig{MaxDeviceBytes: 10000})
 	defer dev.Close()
-	if _, err := New(context.Background(), dev, Config{Ops: ops, Slots: 3, Batch: 2, SlotBytes: 4096}); err == nil || !strings.Contains(err.Error(), "out of memory") {
+	if _, err := New(context.Background(), dev, Config{Ops: ops, Streams: 4, Slots: 3, Batch: 2, SlotBytes: 4096, Linger: 20 * time.Millisecond}); err == nil || !strings.Contains(err.Error(), "out of memory") {
 		t.Errorf("New over device memory: %v", err)
 	}
 	if live := dev.Live(); live != (schedtest.FakeLive{}) {
@@ -625,27 +626,51 @@ func TestNewFailsCleanly(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	ops := []Op{GrayscaleOp()}
+	// with is a valid config but for what set changes, so that each case
+	// fails for its own reason only.
+	with := func(set func(*Config)) Config {
+		c := testConfig(ops)
+		set(&c)
+		return c
+	}
+	zero := []string{ // the messages of zero Streams, Slots, Batch and SlotBytes
+		fmt.Sprintf("streams 0 out of range [1, %d]", MaxStreams),
+		fmt.Sprintf("slots 0 out of range [1, %d]", MaxSlots),
+		fmt.Sprintf("batch 0 out of range [1, %d]", MaxBatch),
+		fmt.Sprintf("slot bytes 0 out of range [%d, %d]", Align, MaxSlotBytes),
+	}
 	tests := []struct {
 		cfg  Config
-		want string
+		want []string // one line of the error each
 	}{
-		{Config{}, "no ops"},
-		{Config{Ops: []Op{{Name: "boxblur"}}}, "no CPU function"},
-		{Config{Ops: ops, Streams: -1}, "streams"},
-		{Config{Ops: ops, Streams: MaxStreams + 1}, "streams"},
-		{Config{Ops: ops, Slots: -3}, "slots"},
-		{Config{Ops: ops, Slots: MaxSlots + 1}, "slots"},
-		{Config{Ops: ops, Batch: MaxBatch + 1}, "batch"},
-		{Config{Ops: ops, SlotBytes: 100}, "slot bytes"},
-		{Config{Ops: ops, SlotBytes: MaxSlotBytes + 1}, "slot bytes"},
-		{Config{Ops: ops, Slots: 4, SlotBytes: 1 << 20, MaxHostBytes: 4 << 20}, "page-locked"},
-		{Config{Ops: ops, Slots: 4, SlotBytes: 1 << 20, MaxDeviceBytes: 4 << 20}, "device memory"},
+		{with(func(c *Config) { c.Ops = nil }), []string{"no ops"}},
+		{with(func(c *Config) { c.Ops = []Op{{Name: "boxblur"}} }), []string{"no CPU function"}},
+		{with(func(c *Config) { c.Streams = -1 }), []string{"streams"}},
+		{with(func(c *Config) { c.Streams = MaxStreams + 1 }), []string{"streams"}},
+		{with(func(c *Config) { c.Slots = -3 }), []string{"slots"}},
+		{with(func(c *Config) { c.Slots = MaxSlots + 1 }), []string{"slots"}},
+		{with(func(c *Config) { c.Batch = MaxBatch + 1 }), []string{"batch"}},
+		{with(func(c *Config) { c.SlotBytes = 100 }), []string{"slot bytes"}},
+		{with(func(c *Config) { c.SlotBytes = MaxSlotBytes + 1 }), []string{"slot bytes"}},
+		{with(func(c *Config) { c.Slots, c.SlotBytes, c.MaxHostBytes = 4, 1<<20, 4<<20 }), []string{"page-locked"}},
+		{with(func(c *Config) { c.Slots, c.SlotBytes, c.MaxDeviceBytes = 4, 1<<20, 4<<20 }), []string{"device memory"}},
+		// The executor has no defaults: a zero field is refused, not filled.
+		{with(func(c *Config) { c.Streams = 0 }), zero[0:1]},
+		{with(func(c *Config) { c.Slots = 0 }), zero[1:2]},
+		{with(func(c *Config) { c.Batch = 0 }), zero[2:3]},
+		{with(func(c *Config) { c.SlotBytes = 0 }), zero[3:4]},
+		{Config{Ops: ops}, zero}, // every problem is reported
 	}
 	for _, tt := range tests {
 		dev := schedtest.NewFake(schedtest.FakeConfig{})
 		_, err := New(context.Background(), dev, tt.cfg)
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("New(%+v) = %v, want an error about %q", tt.cfg, err, tt.want)
+		if err == nil || strings.Count(err.Error(), "\n") != len(tt.want)-1 {
+			t.Errorf("New(%+v) = %v, want an error of %d line(s) about %q", tt.cfg, err, len(tt.want), tt.want)
+		}
+		for _, want := range tt.want {
+			if err != nil && !strings.Contains(err.Error(), want) {
+				t.Errorf("New(%+v) = %v, want an error about %q", tt.cfg, err, want)
+			}
 		}
 		if c := dev.Calls(); len(c) != 0 || dev.Live() != (schedtest.FakeLive{}) {
 			t.Errorf("New(%+v) used the device before refusing: %v %+v", tt.cfg, c, dev.Live())
@@ -656,7 +681,7 @@ func TestConfigErrors(t *testing.T) {
 
 func TestReserveErrors(t *testing.T) {
 	dev := schedtest.NewFake(schedtest.FakeConfig{})
-	e := startExec(t, context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Batch: 2, SlotBytes: 4096, Linger: -1})
+	e := startExec(t, context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Streams: 2, Slots: 4, Batch: 2, SlotBytes: 4096, Linger: -1})
 	ctx := context.Background()
 	for _, s := range []Shape{{W: 0, H: 5, C: 3}, {W: 5, H: 0, C: 3}, {W: 5, H: 5, C: 2}, {W: 5, H: 5, C: 4}, {W: MaxSide + 1, H: 1, C: 1}} {
 		if _, err := e.Reserve(ctx, s.W, s.H, s.C, nil); err == nil || errors.Is(err, ErrTooLarge) {
@@ -694,9 +719,9 @@ func TestLinger(t *testing.T) {
 	for _, tt := range []struct {
 		linger time.Duration
 		sealed bool
-	}{{5 * time.Millisecond, true}, {-1, false}} {
+	}{{5 * time.Millisecond, true}, {0, false}, {-1, false}} {
 		dev := schedtest.NewFake(schedtest.FakeConfig{})
-		e := startExec(t, context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Batch: 8, SlotBytes: 4096, Linger: tt.linger})
+		e := startExec(t, context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Streams: 2, Slots: 4, Batch: 8, SlotBytes: 4096, Linger: tt.linger})
 		r, err := e.Reserve(context.Background(), 3, 3, 3, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -725,7 +750,7 @@ func TestLinger(t *testing.T) {
 
 func TestCloseWithHeldResults(t *testing.T) {
 	dev := schedtest.NewFake(schedtest.FakeConfig{})
-	e, err := New(context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Slots: 2, Batch: 1, SlotBytes: 4096})
+	e, err := New(context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Streams: 2, Slots: 2, Batch: 1, SlotBytes: 4096, Linger: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -781,7 +806,7 @@ func TestPageable(t *testing.T) {
 	// A device that refuses Go memory for copies makes a pageable run fail,
 	// rather than letting an async copy read the Go heap.
 	strict := schedtest.NewFake(schedtest.FakeConfig{})
-	e2 := startExec(t, context.Background(), strict, Config{Ops: ops, Slots: 2, Batch: 1, SlotBytes: 4096, Pageable: true})
+	e2 := startExec(t, context.Background(), strict, Config{Ops: ops, Streams: 2, Slots: 2, Batch: 1, SlotBytes: 4096, Linger: 20 * time.Millisecond, Pageable: true})
 	go pushAll(context.Background(), e2, imgs[:3], 1)
 	for r := range e2.Results() {
 		r.Release()

@@ -22,5 +22,5 @@ func (r *Result) SlotID() int { return r.s.id }
 // FreeSlots is the number of slots on the free list.
 func (e *Executor) FreeSlots() int { return len(e.free) }
 
-// Slots is the number of slots, after defaults.
+// Slots is the number of slots.
 func (e *Executor) Slots() int { return e.cfg.Slots }

@@ -56,6 +56,16 @@ func sameImage(a, b *stages.Image) string {
 	return ""
 }
 
+// testConfig is a valid Config over ops with the values of a default run
+// (pipeline's defaults: 2 streams, Streams+2 slots, batches of 16 1080p RGB
+// frames, 20 ms linger). The executor has no defaults of its own.
+func testConfig(ops []Op) Config {
+	return Config{Ops: ops, Streams: 2, Slots: 4, Batch: 16, SlotBytes: 16 * testFrameBytes, Linger: 20 * time.Millisecond}
+}
+
+// testFrameBytes is a 1080p RGB frame's bytes, aligned as a slot packs it.
+const testFrameBytes = (1920*1080*3 + Align - 1) &^ (Align - 1)
+
 // startExec starts an executor on dev and registers its cleanup: Close, and
 // no device object left behind.
 func startExec(t *testing.T, ctx context.Context, dev *schedtest.FakeDevice, cfg Config) *Executor {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
@@ -115,8 +116,8 @@ func TestSharedPoolBudgets(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Ops: ops, Slots: 4, SlotBytes: 1 << 20, HostPool: host}, "page-locked memory, over the 1 MiB limit"},
-		{Config{Ops: ops, Slots: 4, SlotBytes: 1 << 20, DevicePool: dmem}, "device memory, over the 1 MiB limit"},
+		{Config{Ops: ops, Streams: 2, Slots: 4, Batch: 16, SlotBytes: 1 << 20, Linger: 20 * time.Millisecond, HostPool: host}, "page-locked memory, over the 1 MiB limit"},
+		{Config{Ops: ops, Streams: 2, Slots: 4, Batch: 16, SlotBytes: 1 << 20, Linger: 20 * time.Millisecond, DevicePool: dmem}, "device memory, over the 1 MiB limit"},
 	} {
 		if _, err := New(context.Background(), dev, tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("New = %v, want an error with %q", err, tt.want)
