@@ -8,13 +8,11 @@
 package cudastage
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"sync"
-	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 )
@@ -174,28 +172,4 @@ func (g *GPU) Close() error {
 	g.closed = true
 	g.mu.Unlock()
 	return g.dev.PrimaryCtxRelease()
-}
-
-// WaitEvent waits until the event completes, ctx is done, or the device
-// reports an error, polling cu.Event.Query with a backoff from 20 µs to
-// 1 ms. Unlike Event.Synchronize it can be cancelled, so a caller never
-// hangs on a device that stopped making progress. The context must be
-// current (inside Do or Bind).
-func WaitEvent(ctx context.Context, e cu.Event) error {
-	delay := 20 * time.Microsecond
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	for {
-		done, err := e.Query()
-		if err != nil || done {
-			return err
-		}
-		t.Reset(delay)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-		delay = min(2*delay, time.Millisecond)
-	}
 }

@@ -119,54 +119,6 @@ func TestGPUDoAndBind(t *testing.T) {
 	}
 }
 
-func TestGPUWaitEvent(t *testing.T) {
-	g := requireGPU(t)
-	err := g.Do(func() error {
-		s, err := cu.StreamCreate(true)
-		if err != nil {
-			return err
-		}
-		defer s.Destroy()
-		e, err := cu.EventCreate(false)
-		if err != nil {
-			return err
-		}
-		defer e.Destroy()
-		const n = 256 << 20
-		a, err := cu.MemAlloc(n)
-		if err != nil {
-			return err
-		}
-		defer cu.MemFree(a)
-		if err := errors.Join(cu.MemsetD8Async(a, 1, n, s), e.Record(s)); err != nil {
-			return err
-		}
-		if err := WaitEvent(context.Background(), e); err != nil {
-			return err
-		}
-		if done, err := e.Query(); !done || err != nil {
-			return fmt.Errorf("event not done after WaitEvent: %v", err)
-		}
-		// A cancelled context returns at once even if the work is not done.
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		if err := errors.Join(cu.MemsetD8Async(a, 2, n, s), e.Record(s)); err != nil {
-			return err
-		}
-		if err := WaitEvent(ctx, e); err != nil && !errors.Is(err, context.Canceled) {
-			return err
-		}
-		return s.Synchronize()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestGPUPoolsConcurrent uses the pinned pool and the device allocator from
-// several goroutines at once, each with its own stream, and checks every
-// round trip byte for byte, the budgets and the steady state (no driver
-// allocation once warm).
 func TestGPUPoolsConcurrent(t *testing.T) {
 	g := requireGPU(t)
 	const (

@@ -3,7 +3,6 @@ package cudastage
 import (
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
@@ -85,16 +84,6 @@ func register(name string, l *launcher) {
 		panic("cudastage: launcher for " + name + " registered twice or without passes")
 	}
 	launchers[name] = l
-}
-
-// Stages returns the names of the stages that have a GPU launcher, sorted.
-func Stages() []string {
-	names := make([]string, 0, len(launchers))
-	for n := range launchers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // launcherFor returns op's launcher after checking op's arguments.

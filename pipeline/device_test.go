@@ -83,52 +83,26 @@ func deviceTestRegistry(t testing.TB) *Registry {
 	return r
 }
 
-func describeSegments(segs []Segment) string {
-	var parts []string
-	for _, s := range segs {
-		var names []string
-		for _, ps := range s.Steps {
-			names = append(names, ps.Def.Name)
-		}
-		where := "host"
-		if s.OnDevice {
-			where = "device"
-		}
-		parts = append(parts, where+"["+strings.Join(names, " ")+"]")
-	}
-	return strings.Join(parts, " ")
-}
-
-func TestSplitOnGPU(t *testing.T) {
+// A plan runs on a device only when every pixel stage has a kernel: DeviceOps gives the one
+// device segment's ops, or fails (the GPU runner then runs the chain on the CPU).
+func TestPlanDeviceOps(t *testing.T) {
 	r := deviceTestRegistry(t)
 	tests := []struct {
 		spec      string
-		want      string
 		deviceOps string // "" when DeviceOps must fail
-		gpuRun    bool   // the GPU runner can take the plan as it is
 	}{
-		{"decode | save", "", "", false},
-		{"decode | grayscale | save", "device[grayscale]", "grayscale", true},
-		{"decode | grayscale | blur sigma=1.5 | transpose | histogram | save",
-			"device[grayscale blur transpose histogram]", "grayscale | blur sigma=1.5 | transpose | histogram", true},
-		{"decode | cpuonly | save", "host[cpuonly]", "", false},
-		{"decode | grayscale | cpuonly | save", "device[grayscale] host[cpuonly]", "", false},
-		{"decode | cpuonly | grayscale", "host[cpuonly] device[grayscale]", "", false},
-		{"decode | grayscale | cpuonly | blur | histogram", "device[grayscale] host[cpuonly] device[blur histogram]", "", false},
-		{"decode | cpuonly | cpuonly | histogram | transpose", "host[cpuonly cpuonly] device[histogram transpose]", "", false},
+		{"decode | save", ""},
+		{"decode | grayscale | save", "grayscale"},
+		{"decode | grayscale | blur sigma=1.5 | transpose | histogram | save", "grayscale | blur sigma=1.5 | transpose | histogram"},
+		{"decode | cpuonly | save", ""},
+		{"decode | grayscale | cpuonly | save", ""},
+		{"decode | cpuonly | grayscale", ""},
+		{"decode | grayscale | cpuonly | blur | histogram", ""},
+		{"decode | cpuonly | cpuonly | histogram | transpose", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
 			plan := compileWith(t, r, tt.spec)
-			segs := plan.Split(OnGPU)
-			if got := describeSegments(segs); got != tt.want {
-				t.Errorf("Split = %s, want %s", got, tt.want)
-			}
-			for _, s := range segs {
-				if s.OnDevice && len(s.Ops()) != len(s.Steps) {
-					t.Errorf("device segment with %d steps has %d ops", len(s.Steps), len(s.Ops()))
-				}
-			}
 			ops, err := plan.DeviceOps()
 			if tt.deviceOps == "" {
 				if err == nil {
@@ -136,9 +110,6 @@ func TestSplitOnGPU(t *testing.T) {
 				}
 			} else if err != nil || sched.SegmentString(ops) != tt.deviceOps {
 				t.Errorf("DeviceOps = %q, %v; want %q", sched.SegmentString(ops), err, tt.deviceOps)
-			}
-			if got := gpuRunnable(plan); got != tt.gpuRun {
-				t.Errorf("gpuRunnable = %v, want %v", got, tt.gpuRun)
 			}
 		})
 	}

@@ -237,44 +237,6 @@ func (p *Plan) OutShape(in stages.Shape) stages.Shape {
 	return in
 }
 
-// Segment is a maximal run of consecutive pixel stages that run in one place: on a device
-// (one upload at its entry, one download at its exit, intermediates in device memory) or on
-// the host.
-type Segment struct {
-	OnDevice bool
-	Steps    []PixelStep
-}
-
-// Split cuts the pixel stages into segments: maximal runs for which onDevice gives the same
-// answer. A device executor passes "this stage has a GPU implementation"; with no device,
-// the whole chain is one host segment.
-func (p *Plan) Split(onDevice func(PixelStep) bool) []Segment {
-	var segs []Segment
-	for _, ps := range p.Pixels {
-		dev := onDevice != nil && onDevice(ps)
-		if n := len(segs); n == 0 || segs[n-1].OnDevice != dev {
-			segs = append(segs, Segment{OnDevice: dev})
-		}
-		segs[len(segs)-1].Steps = append(segs[len(segs)-1].Steps, ps)
-	}
-	return segs
-}
-
-// OnGPU is the Split predicate of a device run: the stage has a GPU implementation.
-func OnGPU(ps PixelStep) bool { return ps.GPU != nil }
-
-// Ops returns the segment's device ops, in order. It is meaningful for a device segment
-// (every step has a GPU op); steps without one are left out.
-func (s Segment) Ops() []sched.Op {
-	ops := make([]sched.Op, 0, len(s.Steps))
-	for _, ps := range s.Steps {
-		if ps.GPU != nil {
-			ops = append(ops, *ps.GPU)
-		}
-	}
-	return ops
-}
-
 // DeviceOps returns the plan's pixel stages as one device segment's ops, for an executor
 // that runs the whole pixel chain on the GPU. It fails when the plan has no pixel stage
 // (there is nothing for a device to do) or when a stage has no GPU implementation, naming
@@ -347,13 +309,4 @@ func DeviceOps(steps []Step) ([]sched.Op, error) {
 		return nil, err
 	}
 	return ops, nil
-}
-
-// gpuRunnable reports whether the GPU runner can take the plan as it is: its pixel stages
-// form exactly one device segment. Plans that would need host pixel steps between or
-// around device segments run wholly on the CPU (the runner says so once), since the
-// builtin registry cannot produce them: every builtin pixel stage has a kernel.
-func gpuRunnable(p *Plan) bool {
-	segs := p.Split(OnGPU)
-	return len(segs) == 1 && segs[0].OnDevice
 }

@@ -132,34 +132,6 @@ func TestPlanShapes(t *testing.T) {
 	}
 }
 
-func TestPlanSplit(t *testing.T) {
-	plan, err := Compile(mustSteps(t, "decode | grayscale | blur | boxblur | transpose | histogram | save"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	describe := describeSegments
-	tests := []struct {
-		onDevice func(PixelStep) bool
-		want     string
-	}{
-		{nil, "host[grayscale blur boxblur transpose histogram]"},
-		{func(PixelStep) bool { return true }, "device[grayscale blur boxblur transpose histogram]"},
-		{func(ps PixelStep) bool { return ps.Def.Name != "boxblur" }, "device[grayscale blur] host[boxblur] device[transpose histogram]"},
-		{func(ps PixelStep) bool { return ps.Def.Name == "grayscale" }, "device[grayscale] host[blur boxblur transpose histogram]"},
-	}
-	for _, tt := range tests {
-		if got := describe(plan.Split(tt.onDevice)); got != tt.want {
-			t.Errorf("got %s, want %s", got, tt.want)
-		}
-	}
-	empty, _ := Compile(mustSteps(t, "decode | save"))
-	if segs := empty.Split(nil); len(segs) != 0 {
-		t.Errorf("no pixel stages: %v", segs)
-	}
-}
-
-// TestDecodeBackend checks that decode's JPEG backend is chosen by parameter and that asking for
-// libjpeg-turbo where it cannot be loaded is a planning error that says why, not a per-file one.
 func TestDecodeBackend(t *testing.T) {
 	if _, err := Compile(mustSteps(t, "decode backend=go | save")); err != nil {
 		t.Fatalf("backend=go: %v", err)
