@@ -56,8 +56,8 @@ func (r *Registry) Compile(steps []Step) (*Plan, error) {
 	if len(steps) == 0 {
 		return nil, fmt.Errorf("empty chain: it must start with %s", r.kindNames(SourceKind))
 	}
-	if len(steps) > maxSteps {
-		return nil, fmt.Errorf("chain has %d stages, over the limit of %d", len(steps), maxSteps)
+	if len(steps) > MaxSteps {
+		return nil, fmt.Errorf("chain has %d stages, over the limit of %d", len(steps), MaxSteps)
 	}
 	var errs []error
 	fail := func(s Step, format string, args ...any) {

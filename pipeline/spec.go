@@ -12,7 +12,6 @@ const (
 	// MaxSteps bounds the number of stages in one chain, however it is written (a spec, a
 	// YAML job's pipeline list, the Go builder).
 	MaxSteps = 256
-	maxSteps = MaxSteps
 )
 
 // Step is one stage of a chain with its parameters parsed and validated.
@@ -72,8 +71,8 @@ func (r *Registry) ParseSpec(spec string) ([]Step, error) {
 		case len(toks) == 0:
 			errs = append(errs, errorAt(Pos{Col: col(i)}, "empty stage before '|'"))
 		default:
-			if len(steps)+len(errs) >= maxSteps {
-				return nil, errorAt(Pos{Col: col(toks[0].off)}, "more than %d stages", maxSteps)
+			if len(steps)+len(errs) >= MaxSteps {
+				return nil, errorAt(Pos{Col: col(toks[0].off)}, "more than %d stages", MaxSteps)
 			}
 			st, err := r.parseStage(toks, col)
 			if err != nil {
