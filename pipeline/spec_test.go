@@ -145,7 +145,7 @@ func TestParseSpecErrors(t *testing.T) {
 }
 
 func TestParseSpecLimits(t *testing.T) {
-	long := strings.Repeat("grayscale | ", maxSteps+1)
+	long := strings.Repeat("grayscale | ", MaxSteps+1)
 	if _, err := ParseSpec("decode | " + long + "save"); err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Errorf("too many stages: %v", err)
 	}
