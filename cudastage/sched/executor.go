@@ -166,8 +166,12 @@ type Executor struct {
 	streamTracks []string
 	submitTrack  string
 
-	mu          sync.Mutex
-	open        *slot
+	mu   sync.Mutex
+	open *slot
+	// opened is closed (and replaced) whenever a slot opens, so that a Reserve waiting for
+	// a free slot looks again at the open one: with no linger timer, the open slot would
+	// otherwise never be sealed while another reserver waits beside it.
+	opened      chan struct{}
 	outstanding int // slots open or sealed, not yet handed to the submitter or freed
 	inputClosed bool
 	readyClosed bool
@@ -196,6 +200,7 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 		chain:    newChain(cfg.Ops, cfg.SlotBytes),
 		phases:   phases(len(cfg.Ops)),
 		free:     make(chan *slot, cfg.Slots),
+		opened:   make(chan struct{}),
 		ready:    make(chan *slot, cfg.Slots),
 		inflight: make(chan *slot, cfg.Slots),
 		results:  make(chan *Result, cfg.Slots*cfg.Batch),

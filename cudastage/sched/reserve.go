@@ -64,11 +64,14 @@ func (e *Executor) Reserve(ctx context.Context, w, h, c int, tag any) (*Reservat
 			}
 			e.sealLocked(s)
 		}
+		opened := e.opened
 		e.mu.Unlock()
 
 		var s *slot
 		select {
 		case s = <-e.free:
+		case <-opened:
+			continue // another Reserve opened a slot: try it
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		case <-e.quit:
@@ -101,6 +104,8 @@ func (e *Executor) openLocked(s *slot) {
 		e.onOpen(s)
 	}
 	e.open = s
+	close(e.opened)
+	e.opened = make(chan struct{})
 	e.outstanding++
 	s.gen++
 	if e.cfg.Linger > 0 {
