@@ -1,0 +1,52 @@
+package sched
+
+import "github.com/imgpipe/imgpipe/stages"
+
+// Codecs on the device: a segment may start from encoded files that the
+// device decodes itself (only the file's bytes cross the link), and it may end
+// with an op that encodes each image into a file (only the file comes back).
+//
+// This file is the contract between the executor, the CUDA device (nvJPEG
+// decode, the PNG encoder's kernels) and the fake device.
+
+// DecodeImage is one image of a DecodeCall.
+type DecodeImage struct {
+	// Data is the whole file, in the slot's page-locked host memory.
+	Data []byte
+	// Shape is the decoded image after orientation, as the chain sees it;
+	// C is 3 (decode gives RGB, gray files included).
+	Shape Shape
+	// Orient is the EXIF orientation, 1 to 8, that the device applies after
+	// decoding (1: none), with the meaning stages.Orient gives it.
+	Orient int
+	// DstOff is the byte offset of the decoded image in DecodeCall.Dst,
+	// tightly packed (row stride W·C).
+	DstOff int
+
+	// Decoder is set by Device.Decode: the decoder that took the image, for
+	// the report ("nvjpeg-hw", "nvjpeg-cuda").
+	Decoder string
+	// Err is set by Device.Decode when this image could not be decoded (its
+	// bytes in Dst are then undefined); the batch's other images go on.
+	Err error
+}
+
+// DecodeCall decodes the encoded images of one batch into the segment's
+// input buffer, before the first op runs.
+type DecodeCall struct {
+	Images []DecodeImage
+	Dst    DevPtr
+}
+
+// EncodeOp makes an Op the segment's encoder: it turns each image into a
+// file of at most Bound(in) bytes, and the device writes each image's length.
+// It must be the segment's last op.
+type EncodeOp struct {
+	// Format names the encoding, for traces and the report ("png-fast").
+	Format string
+	// Bound is the largest file the op can produce from an image of shape in.
+	Bound func(in Shape) int
+	// CPU is the reference: it writes the file for src into dst (Bound long)
+	// and returns its length. A device must give the same bytes.
+	CPU func(dst []byte, src *stages.Image) int
+}
