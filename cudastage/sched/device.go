@@ -117,6 +117,9 @@ type OpCall struct {
 	TableOff int
 	// Scratch is the stream's scratch buffer (ScratchBytes long), or 0.
 	Scratch DevPtr
+	// Lens receives an encoding op's file lengths (Op.Encode): one
+	// little-endian uint32 per image, in the order of Images. 0 otherwise.
+	Lens DevPtr
 }
 
 // HistBytes is the size of one image's histogram on the device and in host

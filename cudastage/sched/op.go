@@ -57,6 +57,9 @@ type Op struct {
 	// taps, say), bound once per run from the stage's parameters; nil for a
 	// stage that has none.
 	Args any
+	// Encode, when set, makes the op the segment's encoder (see EncodeOp):
+	// its output per image is a file, not an image.
+	Encode *EncodeOp
 }
 
 // OutShape is the shape of the image the op produces from an input of shape
