@@ -23,10 +23,11 @@ type DecodeImage struct {
 	// tightly packed (row stride W·C).
 	DstOff int
 
-	// Decoder is set by Device.Decode: the decoder that took the image, for
-	// the report ("nvjpeg-hw", "nvjpeg-cuda").
+	// Decoder is the device decoder that takes the image, as
+	// FileDecoder.DecodeRoute named it ("nvjpeg-hw", "nvjpeg-cuda"); the
+	// report shows it.
 	Decoder string
-	// Err is set by Device.Decode when this image could not be decoded (its
+	// Err is set by FileDecoder.Decode when this image could not be decoded (its
 	// bytes in Dst are then undefined); the batch's other images go on.
 	Err error
 }
@@ -36,6 +37,22 @@ type DecodeImage struct {
 type DecodeCall struct {
 	Images []DecodeImage
 	Dst    DevPtr
+}
+
+// FileDecoder is implemented by a Device that decodes files itself.
+type FileDecoder interface {
+	// DecodeRoute names the device decoder that would take the file:
+	// "nvjpeg-hw" (the hardware engines, batched), "nvjpeg-cuda" (the CUDA
+	// decoder, one image at a time), or "" when none accepts it. It parses
+	// the stream and asks the library; it never guesses from bytes.
+	DecodeRoute(data []byte) string
+	// Decode enqueues on s the decoding of every image of call into
+	// call.Dst, each by the decoder its Decoder field names. An image that
+	// cannot be decoded gets its Err set without failing the others (after
+	// a failed batched call the device decodes the batch's images one by one
+	// to find the bad ones); the returned error is a device failure, fatal
+	// like any other Device error.
+	Decode(s Stream, call *DecodeCall) error
 }
 
 // EncodeOp makes an Op the segment's encoder: it turns each image into a
