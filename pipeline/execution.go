@@ -35,6 +35,9 @@ type Execution struct {
 	Resume bool
 	// Trace is a file to write a Chrome trace-event timeline to; "" for none.
 	Trace string
+	// Shard is "I/N" to process only the inputs of shard I out of N (see Shard and
+	// ParseShard); "" for all.
+	Shard string
 }
 
 // MaxGPUOrdinal bounds the gpu setting. It is far above the GPUs any one host has; the
@@ -93,6 +96,8 @@ var executionSettings = []ParamSpec{
 		Help: "skip inputs the previous report lists as ok whose output exists"},
 	{Name: "trace", Kind: String, Default: "",
 		Help: "write a Chrome trace-event timeline (JSON) to this file"},
+	{Name: "shard", Kind: String, Default: "",
+		Help: "I/N: process only the inputs whose relative path hashes to shard I of N (FNV-1a 64 mod N)"},
 }
 
 // ExecutionSettings returns the definitions of the execution settings, in table order, for
@@ -235,6 +240,13 @@ func (e *Execution) assign(name string, v any) error {
 		e.Resume = v.(bool)
 	case "trace":
 		e.Trace = v.(string)
+	case "shard":
+		if s := v.(string); s != "" {
+			if _, _, err := ParseShard(s); err != nil {
+				return err
+			}
+		}
+		e.Shard = v.(string)
 	default:
 		return fmt.Errorf("execution setting %s has no field", name)
 	}

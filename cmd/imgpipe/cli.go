@@ -85,6 +85,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newRunCmd(stderr), newValidateCmd(stdout), newStagesCmd(stdout), newVersionCmd(stdout))
 	root.AddCommand(newDevicesCmd(stdout))
 	root.AddCommand(newBenchCmd(stdout, stderr))
+	root.AddCommand(newSubmitCmd(stdout, stderr), newWorkerCmd(stderr), newWaitCmd(stderr), newReportCmd(stdout))
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
 }

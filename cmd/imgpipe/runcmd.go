@@ -33,14 +33,20 @@ func newRunCmd(stderr io.Writer) *cobra.Command {
 			return runRun(cmd, args, &f, stderr)
 		},
 	})
+	jobFlags(cmd, &f)
+	settingFlags(cmd, false)
+	return cmd
+}
+
+// jobFlags registers the flags that loadConfig merges into a job: the folders, the chain
+// and the report, and --quiet.
+func jobFlags(cmd *cobra.Command, f *runFlags) {
 	fl := cmd.Flags()
 	fl.StringP("input", "i", "", "input folder, walked recursively")
 	fl.StringP("output", "o", "", "output folder (created if missing)")
 	fl.StringVarP(&f.spec, "pipeline", "p", "", "the chain, e.g. 'decode | grayscale | save' (see 'imgpipe stages')")
 	fl.String("report", "", "JSON Lines report file (default OUT/"+defaultReportName+")")
-	settingFlags(cmd, false)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar, no summary line")
-	return cmd
 }
 
 // loadConfig merges the job file and the flags into a run's complete configuration, checks
@@ -263,7 +269,7 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 		return err
 	}
 
-	var src pipeline.Source = pipeline.Folder(job.InputDir, job.OutputDir)
+	src := folderSource(job)
 	if job.Exec.Resume {
 		prev, err := os.Open(reportPath)
 		switch {

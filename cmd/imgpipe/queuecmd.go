@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/job"
+	"github.com/imgpipe/imgpipe/queue"
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// queueFlags are the flags the queue commands share.
+type queueFlags struct {
+	url  string
+	name string
+}
+
+func (q *queueFlags) register(cmd *cobra.Command, nameHelp string) {
+	cmd.Flags().StringVar(&q.url, "queue", "", "the NATS server with JetStream, nats://HOST:PORT (required)")
+	cmd.Flags().StringVar(&q.name, "name", "", nameHelp)
+}
+
+// connect checks the flags and connects; a bad flag is a usage error, an unreachable
+// server a fatal one.
+func (q *queueFlags) connect(client string, needName bool) (*nats.Conn, jetstream.JetStream, error) {
+	if q.url == "" {
+		return nil, nil, usageError("--queue is required (nats://HOST:PORT)")
+	}
+	if needName && q.name == "" {
+		return nil, nil, usageError("--name is required: the name submit printed")
+	}
+	if q.name != "" {
+		if err := queue.CheckName(q.name); err != nil {
+			return nil, nil, usageError("--name: %v", err)
+		}
+	}
+	nc, js, err := queue.Connect(q.url, client)
+	if err != nil {
+		return nil, nil, fatalError("%v", err)
+	}
+	return nc, js, nil
+}
+
+func clientID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+func newSubmitCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f runFlags
+	var q queueFlags
+	s := queue.DefaultSettings()
+	cmd := withHelp("submit", &cobra.Command{
+		Use:   "submit [JOB.yaml] --queue nats://HOST:PORT [--name NAME] [flags]",
+		Short: "Put a job's inputs on a NATS JetStream work queue for 'imgpipe worker'",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSubmit(cmd, args, &f, &q, s, stdout, stderr)
+		},
+	})
+	q.register(cmd, "the job's name on the queue (default: job- and a digest of the job, so the same job gets the same name)")
+	jobFlags(cmd, &f)
+	settingFlags(cmd, false)
+	fl := cmd.Flags()
+	fl.DurationVar(&s.AckWait, "ack-wait", s.AckWait, "how long a task may go without news from its worker before another worker gets it")
+	fl.IntVar(&s.Attempts, "attempts", s.Attempts, fmt.Sprintf("how many times a failing task is tried before its failure is final (1..%d)", queue.MaxAttempts))
+	fl.DurationVar(&s.RetryDelay, "retry-delay", s.RetryDelay, "pause before a failed task is tried again, times the attempt number")
+	return cmd
+}
+
+func runSubmit(cmd *cobra.Command, args []string, f *runFlags, q *queueFlags, s queue.Settings, stdout, stderr io.Writer) error {
+	if err := s.Check(); err != nil {
+		return usageError("%v", err)
+	}
+	j, plan, err := loadConfig(cmd, args, f, stderr)
+	if err != nil {
+		return err
+	}
+	rec := queue.Job{Pipeline: plan.String(), Exec: j.Exec, Settings: s}
+	for _, p := range []struct{ from, to *string }{{&j.InputDir, &rec.Input}, {&j.OutputDir, &rec.Output}} {
+		if *p.from != "" {
+			if *p.to, err = filepath.Abs(*p.from); err != nil {
+				return usageError("%v", err)
+			}
+		}
+	}
+	if rec.Report, err = filepath.Abs(reportPath(j)); err != nil {
+		return usageError("%v", err)
+	}
+	tasks, err := listTasks(cmd.Context(), j)
+	if err != nil {
+		return fatalError("%v", err)
+	}
+	rec.Name = q.name
+	if rec.Name == "" {
+		rec.Name = queue.DefaultName(rec, tasks)
+	}
+	nc, js, err := q.connect(clientID(), false)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	fresh, err := queue.Submit(cmd.Context(), js, &rec, tasks)
+	switch {
+	case errors.Is(err, queue.ErrConflict):
+		return usageError("%v", err)
+	case err != nil:
+		return fatalError("%v", err)
+	}
+	if !f.quiet {
+		if fresh {
+			fmt.Fprintf(stderr, "imgpipe: submitted %d inputs as job %s\n", rec.Tasks, rec.Name)
+		} else {
+			fmt.Fprintf(stderr, "imgpipe: job %s was already submitted (%d inputs); nothing added\n", rec.Name, rec.Tasks)
+		}
+	}
+	fmt.Fprintln(stdout, rec.Name)
+	return nil
+}
+
+// listTasks walks the job's input folder (its shard, if it names one) into tasks.
+func listTasks(ctx context.Context, j *job.Job) ([]queue.Task, error) {
+	src := folderSource(j)
+	var tasks []queue.Task
+	for {
+		in, err := src.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return tasks, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(tasks) == queue.MaxTasks {
+			return nil, fmt.Errorf("the input folder holds over %d images, the limit of one job; split it (--shard)", queue.MaxTasks)
+		}
+		t := queue.Task{Index: len(tasks), Name: in.Name, OutStem: in.OutStem}
+		if in.Err == nil {
+			fi, serr := os.Stat(in.Path)
+			if serr != nil {
+				in.Err = fmt.Errorf("stat: %w", errors.Unwrap(serr))
+			} else {
+				t.Size, t.ModTime = fi.Size(), fi.ModTime().UTC()
+			}
+		}
+		if in.Err != nil {
+			t.Err = in.Err.Error()
+		}
+		tasks = append(tasks, t)
+	}
+}
+
+// workerSettings are the execution settings a worker may set for itself; the rest are the
+// job's.
+var workerSettings = []string{"device", "gpu", "streams", "batch", "pinned_mb", "max_memory_mb", "workers"}
+
+func newWorkerCmd(stderr io.Writer) *cobra.Command {
+	var q queueFlags
+	var idle time.Duration
+	var quiet bool
+	cmd := withHelp("worker", &cobra.Command{
+		Use:   "worker --queue nats://HOST:PORT --name NAME [flags]",
+		Short: "Process a submitted job's tasks from a NATS JetStream work queue",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runWorker(cmd, &q, idle, quiet, stderr)
+		},
+	})
+	q.register(cmd, "the job's name, as submit printed it (required)")
+	cmd.Flags().DurationVar(&idle, "exit-when-idle", 0, "exit once no task came for this long (0: never); set it above the job's --ack-wait")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no summary line")
+	settingFlags(cmd, false, workerSettings...)
+	return cmd
+}
+
+func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool, stderr io.Writer) error {
+	ctx := cmd.Context()
+	if idle < 0 {
+		return usageError("--exit-when-idle %v: want 0 or more", idle)
+	}
+	id := clientID()
+	nc, js, err := q.connect(id, true)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	j, err := awaitJob(ctx, js, q.name, idle, stderr)
+	if err != nil {
+		return err
+	}
+	if j == nil {
+		return nil // idle before the job came
+	}
+	steps, err := pipeline.ParseSpec(j.Pipeline)
+	if err != nil {
+		return fatalError("job %s: its chain: %v", j.Name, err)
+	}
+	plan, err := pipeline.Compile(steps)
+	if err != nil {
+		return fatalError("job %s: its chain: %v", j.Name, err)
+	}
+	exec := j.Exec
+	if errs := setFlags(cmd, &exec); len(errs) > 0 {
+		return &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
+	}
+	device := exec.Device
+	if device == "auto" && len(plan.Pixels) == 0 {
+		device = "cpu"
+	}
+	tgt, err := resolveDevice(device, exec.GPU, "", stderr)
+	if err != nil {
+		return err
+	}
+	defer tgt.close()
+	opt := exec.RunOptions(tgt.dev)
+	if err := pipeline.CheckGPU(plan, opt); err != nil {
+		return usageError("%v", err)
+	}
+	opt.Device = "cpu"
+	opt.Notice = func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
+	sink := pipeline.Discard()
+	if plan.Save != nil {
+		if err := os.MkdirAll(j.Output, 0o755); err != nil {
+			return fatalError("output folder: %v", err)
+		}
+		sink = pipeline.ToFolder(j.Output)
+	}
+	sum, st, err := queue.Work(ctx, js, j, plan, sink, opt, queue.WorkOptions{ID: id, IdleExit: idle, Notice: opt.Notice})
+	if !quiet {
+		fmt.Fprintf(stderr, "imgpipe: worker %s: %d tasks done, %d retried, %d handed back; %s\n", id, st.Done, st.Retried, st.Abandoned, summaryLine(sum))
+	}
+	switch {
+	case ctx.Err() != nil:
+		return reported{code: exitInterrupted}
+	case err != nil:
+		return fatalError("%v", err)
+	}
+	return nil
+}
+
+// awaitJob loads the job, waiting for it to be submitted (workers may start first, as in
+// a Deployment); with an idle limit it gives up after that long and returns nil.
+func awaitJob(ctx context.Context, js jetstream.JetStream, name string, idle time.Duration, stderr io.Writer) (*queue.Job, error) {
+	start := time.Now()
+	for told := false; ; told = true {
+		j, err := queue.LoadJob(ctx, js, name)
+		switch {
+		case err == nil:
+			return j, nil
+		case ctx.Err() != nil:
+			return nil, reported{code: exitInterrupted}
+		case !errors.Is(err, queue.ErrNoJob):
+			return nil, fatalError("%v", err)
+		case idle > 0 && time.Since(start) >= idle:
+			fmt.Fprintf(stderr, "imgpipe: job %s was not submitted within %v; exiting\n", name, idle)
+			return nil, nil
+		case !told:
+			fmt.Fprintf(stderr, "imgpipe: job %s is not submitted yet; waiting for it\n", name)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(queue.DefaultPoll):
+		}
+	}
+}
+
+func newWaitCmd(stderr io.Writer) *cobra.Command {
+	var q queueFlags
+	var report string
+	var quiet bool
+	cmd := withHelp("wait", &cobra.Command{
+		Use:   "wait --queue nats://HOST:PORT --name NAME [--report FILE]",
+		Short: "Wait until a submitted job is done and write its report",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runWait(cmd.Context(), &q, report, quiet, stderr)
+		},
+	})
+	q.register(cmd, "the job's name, as submit printed it (required)")
+	cmd.Flags().StringVar(&report, "report", "", "where to write the merged report (default: the job's report path)")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no summary line")
+	return cmd
+}
+
+func runWait(ctx context.Context, q *queueFlags, report string, quiet bool, stderr io.Writer) error {
+	nc, js, err := q.connect(clientID(), true)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	j, err := queue.LoadJob(ctx, js, q.name)
+	if err != nil {
+		return fatalError("%v", err)
+	}
+	lines, sum, err := queue.Wait(ctx, js, j, nil)
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintf(stderr, "imgpipe: interrupted; no report written (the job goes on)\n")
+		return reported{code: exitInterrupted}
+	case err != nil:
+		return fatalError("%v", err)
+	}
+	if report == "" {
+		report = j.Report
+	}
+	if err := stages.WriteFileAtomic(report, func(w io.Writer) error { return pipeline.WriteReport(w, lines, sum) }); err != nil {
+		return fatalError("report %s: %v", report, err)
+	}
+	if !quiet {
+		fmt.Fprintln(stderr, summaryLine(sum))
+	}
+	if sum.Failed > 0 {
+		return reported{code: exitSomeFailed}
+	}
+	return nil
+}
