@@ -1,0 +1,174 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/imgpipe/imgpipe/pipeline"
+)
+
+// testChain is the chain the tests run: every stage kind, and a save.
+const testChain = "decode | grayscale | blur sigma=1 | histogram | save format=png"
+
+// natsServer is an embedded JetStream server on a local port, restartable on the same
+// port and store.
+type natsServer struct {
+	t    *testing.T
+	dir  string
+	port int
+	srv  *server.Server
+}
+
+func startServer(t *testing.T) *natsServer {
+	t.Helper()
+	s := &natsServer{t: t, dir: t.TempDir(), port: -1}
+	s.start()
+	t.Cleanup(func() { s.srv.Shutdown(); s.srv.WaitForShutdown() })
+	return s
+}
+
+func (s *natsServer) start() {
+	s.t.Helper()
+	srv, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: s.port, JetStream: true, StoreDir: s.dir, NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		s.t.Fatal("nats server did not start")
+	}
+	s.srv = srv
+	s.port = srv.Addr().(*net.TCPAddr).Port
+}
+
+// restart stops the server and starts it again on the same port and store.
+func (s *natsServer) restart() {
+	s.srv.Shutdown()
+	s.srv.WaitForShutdown()
+	s.start()
+}
+
+func (s *natsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.port) }
+
+func (s *natsServer) connect(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	nc, js, err := Connect(s.url(), t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return js
+}
+
+// writeImages writes n small PNGs of distinct sizes and content, some in a subfolder, and
+// returns their relative names in walk order.
+func writeImages(t *testing.T, dir string, n int) []string {
+	t.Helper()
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("img%03d.png", i)
+		if i%4 == 3 {
+			name = "sub/" + name
+		}
+		m := image.NewRGBA(image.Rect(0, 0, 5+i%7, 4+i%5))
+		for y := range m.Bounds().Dy() {
+			for x := range m.Bounds().Dx() {
+				m.Set(x, y, color.RGBA{uint8(x*40 + i), uint8(y * 50), uint8(i * 7), 255})
+			}
+		}
+		var b bytes.Buffer
+		if err := png.Encode(&b, m); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// newJob makes a job over dir's images, as submit would, with its tasks.
+func newJob(t *testing.T, name, in, out string, s Settings) (*Job, []Task, *pipeline.Plan) {
+	t.Helper()
+	steps, err := pipeline.ParseSpec(testChain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pipeline.Compile(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &Job{Name: name, Pipeline: plan.String(), Input: in, Output: out, Exec: pipeline.DefaultExecution(), Settings: s}
+	src := pipeline.Folder(in, out)
+	var tasks []Task
+	for {
+		in, err := src.Next(context.Background())
+		if err != nil {
+			break
+		}
+		tk := Task{Index: len(tasks), Name: in.Name, OutStem: in.OutStem}
+		if fi, err := os.Stat(in.Path); err == nil {
+			tk.Size, tk.ModTime = fi.Size(), fi.ModTime().UTC()
+		}
+		tasks = append(tasks, tk)
+	}
+	return j, tasks, plan
+}
+
+// fastSettings make retries and redeliveries quick.
+func fastSettings() Settings {
+	return Settings{AckWait: 500 * time.Millisecond, Attempts: 2, RetryDelay: 10 * time.Millisecond}
+}
+
+// reference runs the chain over in on one machine and returns its report lines and outputs.
+func reference(t *testing.T, plan *pipeline.Plan, in string) ([]pipeline.ReportLine, map[string][]byte) {
+	t.Helper()
+	out := t.TempDir()
+	var rep bytes.Buffer
+	if _, err := pipeline.Run(context.Background(), plan, pipeline.Folder(in), pipeline.ToFolder(out), pipeline.Options{Workers: 2, Report: &rep}); err != nil {
+		t.Fatal(err)
+	}
+	lines, _, err := pipeline.ReadReport(&rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines, readTree(t, out)
+}
+
+// readTree reads every file under dir, by slash path.
+func readTree(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
