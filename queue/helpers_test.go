@@ -7,66 +7,30 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/queue/queuetest"
 )
 
 // testChain is the chain the tests run: every stage kind, and a save.
 const testChain = "decode | grayscale | blur sigma=1 | histogram | save format=png"
 
-// natsServer is an embedded JetStream server on a local port, restartable on the same
-// port and store.
-type natsServer struct {
-	t    *testing.T
-	dir  string
-	port int
-	srv  *server.Server
-}
+func startServer(t *testing.T) *natsServer { return &natsServer{queuetest.Start(t)} }
 
-func startServer(t *testing.T) *natsServer {
-	t.Helper()
-	s := &natsServer{t: t, dir: t.TempDir(), port: -1}
-	s.start()
-	t.Cleanup(func() { s.srv.Shutdown(); s.srv.WaitForShutdown() })
-	return s
-}
+// natsServer adds a connection helper to the embedded server.
+type natsServer struct{ *queuetest.Server }
 
-func (s *natsServer) start() {
-	s.t.Helper()
-	srv, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: s.port, JetStream: true, StoreDir: s.dir, NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		s.t.Fatal("nats server did not start")
-	}
-	s.srv = srv
-	s.port = srv.Addr().(*net.TCPAddr).Port
-}
-
-// restart stops the server and starts it again on the same port and store.
-func (s *natsServer) restart() {
-	s.srv.Shutdown()
-	s.srv.WaitForShutdown()
-	s.start()
-}
-
-func (s *natsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.port) }
+func (s *natsServer) restart() { s.Restart() }
 
 func (s *natsServer) connect(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	nc, js, err := Connect(s.url(), t.Name())
+	nc, js, err := Connect(s.URL(), t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/imgpipe/imgpipe/pipeline"
@@ -88,6 +89,11 @@ func Work(ctx context.Context, js jetstream.JetStream, j *Job, plan *pipeline.Pl
 		delete(w.inflight, idx)
 	}
 	w.mu.Unlock()
+	// Acknowledgements are sent without waiting; make sure they left before the process
+	// may exit.
+	if ferr := js.Conn().FlushTimeout(5 * time.Second); ferr != nil {
+		w.notice("queue: flushing acknowledgements: %v", ferr)
+	}
 	return sum, w.stats, err
 }
 
@@ -104,6 +110,7 @@ type worker struct {
 	inflight map[int]*entry
 	next     int // the run's index of the next input handed out
 	stats    WorkStats
+	retryDue time.Time // when the last task handed back for a retry is offered again
 	warned   atomic.Bool
 }
 
@@ -153,18 +160,32 @@ func (s *source) Next(ctx context.Context) (pipeline.Input, error) {
 		}
 		wait := w.opt.Poll
 		if w.opt.IdleExit > 0 {
-			left := w.opt.IdleExit - time.Since(idleSince)
+			// A task this worker handed back for a retry is still to come: idle time
+			// counts from when it is due.
+			w.mu.Lock()
+			from := idleSince
+			if w.retryDue.After(from) {
+				from = w.retryDue
+			}
+			w.mu.Unlock()
+			left := w.opt.IdleExit - time.Since(from)
 			if left <= 0 {
 				return pipeline.Input{}, io.EOF
 			}
 			wait = min(wait, left)
 		}
-		fctx, cancel := context.WithTimeout(ctx, wait)
-		msg, err := w.cons.Next(jetstream.FetchContext(fctx))
-		timedOut := fctx.Err() != nil
-		cancel()
+		// The pull request is not cancelled with ctx: a task the server sent meanwhile
+		// would be lost to everyone for AckWait. It is handed back instead.
+		t0 := time.Now()
+		msg, err := w.cons.Next(jetstream.FetchMaxWait(wait))
+		if ctx.Err() != nil {
+			if msg != nil {
+				msg.Nak()
+			}
+			return pipeline.Input{}, ctx.Err()
+		}
 		if err != nil {
-			if !timedOut && !errors.Is(err, context.DeadlineExceeded) {
+			if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) && time.Since(t0) < wait {
 				// The server is gone or restarting: the connection reconnects by itself;
 				// ask again after a pause.
 				if w.warned.CompareAndSwap(false, true) {
@@ -260,9 +281,13 @@ func (w *worker) Done(ctx context.Context, r *pipeline.Result) error {
 		return fmt.Errorf("queue: a result for input %d (%s) that no task gave", r.Index, r.Input)
 	}
 	if r.Status == pipeline.StatusFailed && e.retriable && e.attempt < w.job.Settings.Attempts {
-		e.msg.NakWithDelay(time.Duration(e.attempt) * w.job.Settings.RetryDelay)
+		delay := time.Duration(e.attempt) * w.job.Settings.RetryDelay
+		e.msg.NakWithDelay(delay)
 		w.mu.Lock()
 		w.stats.Retried++
+		if due := time.Now().Add(delay); due.After(w.retryDue) {
+			w.retryDue = due
+		}
 		w.mu.Unlock()
 		return nil
 	}

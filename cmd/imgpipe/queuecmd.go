@@ -312,6 +312,14 @@ func runWait(ctx context.Context, q *queueFlags, report string, quiet bool, stde
 	if report == "" {
 		report = j.Report
 	}
+	// Every task is final, so no worker of the job writes any more (a straggler still
+	// redoing a task would only fail a duplicate that the report ignores): the temporary
+	// files of workers killed mid-write can go.
+	if j.Output != "" {
+		if _, err := stages.RemoveTemps(j.Output); err != nil {
+			fmt.Fprintf(stderr, "imgpipe: removing temporary files killed workers left: %v\n", err)
+		}
+	}
 	if err := stages.WriteFileAtomic(report, func(w io.Writer) error { return pipeline.WriteReport(w, lines, sum) }); err != nil {
 		return fatalError("report %s: %v", report, err)
 	}
