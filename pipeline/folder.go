@@ -99,7 +99,7 @@ func (s *folderSource) Next(ctx context.Context) (Input, error) {
 		top.i++
 		rel := path.Join(top.rel, e.name)
 		if !e.dir {
-			in := Input{Name: rel, Path: filepath.Join(s.root, filepath.FromSlash(rel)), OutStem: path.Join(top.rel, e.outStem)}
+			in := Input{Name: rel, Path: filepath.Join(s.root, filepath.FromSlash(rel)), OutStem: e.outStem}
 			if e.err != nil {
 				in.Err = e.err
 			}
@@ -140,7 +140,6 @@ func (s *folderSource) list(rel string) (*dirList, error) {
 		return nil, err
 	}
 	l := &dirList{rel: rel}
-	stems := map[string]int{}
 	for _, de := range des {
 		name := de.Name()
 		switch t := de.Type(); {
@@ -160,28 +159,48 @@ func (s *folderSource) list(rel string) (*dirList, error) {
 			continue
 		}
 		l.entries = append(l.entries, dirEntry{name: name})
-		stems[strings.ToLower(stem(name))]++
 	}
-	owner := map[string]string{}
+	var names []string
+	var files []*dirEntry
 	for i := range l.entries {
-		e := &l.entries[i]
-		if e.dir {
-			continue
+		if e := &l.entries[i]; !e.dir {
+			names, files = append(names, e.name), append(files, e)
 		}
-		e.outStem = stem(e.name)
-		if stems[strings.ToLower(e.outStem)] > 1 {
-			e.outStem = e.name
-		}
-		// Names that differ in case only come from inputs that differ in case only, which
-		// coexist only on a case-sensitive file system: compare exactly.
-		key := e.outStem
-		if first, taken := owner[key]; taken {
-			e.err = fmt.Errorf("save: output name %s.* is already that of %s; rename one of them", path.Join(rel, e.outStem), path.Join(rel, first))
-			continue
-		}
-		owner[key] = e.name
+	}
+	stems, errs := OutStems(rel, names)
+	for i, e := range files {
+		e.outStem, e.err = stems[i], errs[i]
 	}
 	return l, nil
+}
+
+// OutStems applies Folder's name clash rule to the image files of one folder: rel is the
+// folder's slash path ("" for the root), names its image files in walk order. It returns
+// each file's output stem (its relative path without extension) and, for a file whose
+// output name is already taken by an earlier one, the error that fails it. Sources of
+// other stores (object storage) use it so that every source names outputs alike.
+func OutStems(rel string, names []string) ([]string, []error) {
+	count := map[string]int{}
+	for _, n := range names {
+		count[strings.ToLower(stem(n))]++
+	}
+	stems, errs := make([]string, len(names)), make([]error, len(names))
+	owner := map[string]string{}
+	for i, n := range names {
+		st := stem(n)
+		if count[strings.ToLower(st)] > 1 {
+			st = n
+		}
+		stems[i] = path.Join(rel, st)
+		// Names that differ in case only come from inputs that differ in case only, which
+		// coexist only on a case-sensitive store: compare exactly.
+		if first, taken := owner[st]; taken {
+			errs[i] = fmt.Errorf("save: output name %s.* is already that of %s; rename one of them", path.Join(rel, st), path.Join(rel, first))
+			continue
+		}
+		owner[st] = n
+	}
+	return stems, errs
 }
 
 // stem is a file name without its extension.

@@ -55,10 +55,21 @@ func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, re
 		return dst, func() {}, nil
 	}
 	data := in.Data
-	if data == nil {
-		if in.Path == "" {
-			return nil, nil, errors.New("input has no path, data or image")
+	switch {
+	case data != nil:
+	case in.Open != nil:
+		rc, size, err := in.Open(r.ctx)
+		if err != nil {
+			return nil, nil, err
 		}
+		data, err = readLimited(rc, size, r.plan.Decode)
+		rc.Close()
+		if err != nil {
+			return nil, nil, err
+		}
+	case in.Path == "":
+		return nil, nil, errors.New("input has no path, data or image")
+	default:
 		if data, err = readFile(in.Path, r.plan.Decode); err != nil {
 			return nil, nil, err
 		}
@@ -89,7 +100,6 @@ func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, re
 // file over the decoder's size limit, and a file whose first bytes the decoder refuses
 // are refused before the file is read whole.
 func readFile(path string, dec *Decoder) ([]byte, error) {
-	limit := dec.MaxFileBytes()
 	// O_NONBLOCK so that a FIFO (or a file swapped for one since the folder was walked) is
 	// opened without waiting for a writer; the checks below then look at what was opened.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -104,12 +114,19 @@ func readFile(path string, dec *Decoder) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, errors.New("not a regular file")
 	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("file is %d bytes, over the %d-byte limit that max_pixels implies", fi.Size(), limit)
+	return readLimited(f, fi.Size(), dec)
+}
+
+// readLimited reads a whole input of the given size from f. A size over the decoder's
+// limit, and first bytes the decoder refuses, are refused before the input is read whole.
+func readLimited(f io.Reader, size int64, dec *Decoder) ([]byte, error) {
+	limit := dec.MaxFileBytes()
+	if size > limit {
+		return nil, fmt.Errorf("file is %d bytes, over the %d-byte limit that max_pixels implies", size, limit)
 	}
 	var buf bytes.Buffer
 	if dec.Head != nil {
-		buf.Grow(int(min(fi.Size(), HeadBytes)) + bytes.MinRead)
+		buf.Grow(int(min(size, HeadBytes)) + bytes.MinRead)
 		if _, err := buf.ReadFrom(io.LimitReader(f, HeadBytes)); err != nil {
 			return nil, pathless(err)
 		}
@@ -117,7 +134,7 @@ func readFile(path string, dec *Decoder) ([]byte, error) {
 			return nil, err
 		}
 	}
-	buf.Grow(int(fi.Size()) - buf.Len() + bytes.MinRead)
+	buf.Grow(int(size) - buf.Len() + bytes.MinRead)
 	// Read at most limit+1 bytes, in case the file grew since Stat.
 	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1-int64(buf.Len()))); err != nil {
 		return nil, pathless(err)

@@ -18,6 +18,10 @@ type Input struct {
 	Path string
 	// Data holds encoded bytes to decode.
 	Data []byte
+	// Open, when set, opens the encoded bytes in another store than the local file system
+	// (an object in a bucket): the worker that decodes the input reads them, with the
+	// same size limit as a file's. size is the object's size.
+	Open func(ctx context.Context) (r io.ReadCloser, size int64, err error)
 	// Image holds pixels that are already decoded; decode only checks its pixel limit.
 	// ImageInput (stages.FromImage) makes one from an image.Image.
 	Image *stages.Image

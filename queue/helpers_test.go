@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/queue/queuetest"
 )
@@ -82,7 +83,8 @@ func newJob(t *testing.T, name, in, out string, s Settings) (*Job, []Task, *pipe
 		t.Fatal(err)
 	}
 	j := &Job{Name: name, Pipeline: plan.String(), Input: in, Output: out, Exec: pipeline.DefaultExecution(), Settings: s}
-	src := pipeline.Folder(in, out)
+	store := openStore(t, in)
+	src := store.Source(out)
 	var tasks []Task
 	for {
 		in, err := src.Next(context.Background())
@@ -90,12 +92,34 @@ func newJob(t *testing.T, name, in, out string, s Settings) (*Job, []Task, *pipe
 			break
 		}
 		tk := Task{Index: len(tasks), Name: in.Name, OutStem: in.OutStem}
-		if fi, err := os.Stat(in.Path); err == nil {
-			tk.Size, tk.ModTime = fi.Size(), fi.ModTime().UTC()
+		if size, mtime, err := store.Stat(context.Background(), in.Name); err == nil {
+			tk.Size, tk.ModTime = size, mtime
 		}
 		tasks = append(tasks, tk)
 	}
 	return j, tasks, plan
+}
+
+// openStore opens a folder or bucket for the test.
+func openStore(t *testing.T, loc string) blobio.Store {
+	t.Helper()
+	st, err := blobio.OpenStore(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// openSink opens a folder or bucket as the job's output.
+func openSink(t *testing.T, loc string) pipeline.Sink {
+	t.Helper()
+	sink, closeSink, err := blobio.Output(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeSink() })
+	return sink
 }
 
 // fastSettings make retries and redeliveries quick.

@@ -22,7 +22,7 @@ import (
 func work(t *testing.T, js jetstream.JetStream, j *Job, plan *pipeline.Plan, opt pipeline.Options) WorkStats {
 	t.Helper()
 	opt.Workers = max(opt.Workers, 1)
-	_, st, err := Work(context.Background(), js, j, plan, pipeline.ToFolder(j.Output), opt,
+	_, st, err := Work(context.Background(), js, j, plan, openStore(t, j.Input), openSink(t, j.Output), opt,
 		WorkOptions{ID: t.Name(), IdleExit: 2 * j.Settings.AckWait, Poll: 100 * time.Millisecond})
 	if err != nil {
 		t.Error(err)
@@ -64,12 +64,17 @@ func TestWorkersMatchOneRun(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		workers int
-	}{{"one", 1}, {"three", 3}} {
+		buckets bool // input and output as file:// bucket URLs
+	}{{"one", 1, false}, {"three", 3, false}, {"buckets", 2, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			js := srv.connect(t)
 			in, out := t.TempDir(), t.TempDir()
 			writeImages(t, in, 24)
-			j, tasks, plan := newJob(t, "match-"+tc.name, in, out, fastSettings())
+			inLoc, outLoc := in, out
+			if tc.buckets {
+				inLoc, outLoc = "file://"+filepath.ToSlash(in), "file://"+filepath.ToSlash(out)+"?metadata=skip&no_tmp_dir=1"
+			}
+			j, tasks, plan := newJob(t, "match-"+tc.name, inLoc, outLoc, fastSettings())
 			if _, err := Submit(context.Background(), js, j, tasks); err != nil {
 				t.Fatal(err)
 			}
@@ -291,11 +296,11 @@ func TestInterrupt(t *testing.T) {
 			cancel()
 		}
 	}}
-	_, st, err := Work(ctx, js, j, plan, pipeline.ToFolder(out), opt, WorkOptions{ID: "first", Poll: 100 * time.Millisecond})
+	_, st, err := Work(ctx, js, j, plan, openStore(t, in), pipeline.ToFolder(out), opt, WorkOptions{ID: "first", Poll: 100 * time.Millisecond})
 	if !errors.Is(err, context.Canceled) || st.Done < 3 || st.Done == len(tasks) {
 		t.Fatalf("interrupted worker: %+v, %v; want some but not all done, and ctx's error", st, err)
 	}
-	_, st2, err := Work(context.Background(), js, j, plan, pipeline.ToFolder(out), pipeline.Options{Workers: 2},
+	_, st2, err := Work(context.Background(), js, j, plan, openStore(t, in), pipeline.ToFolder(out), pipeline.Options{Workers: 2},
 		WorkOptions{ID: "second", IdleExit: 300 * time.Millisecond, Poll: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

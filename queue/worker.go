@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/pipeline"
 )
 
@@ -47,8 +47,8 @@ type WorkStats struct {
 	Abandoned int
 }
 
-// Work pulls job j's tasks and runs them through plan with pipeline.Run, writing outputs
-// through sink (pipeline.ToFolder on j.Output, typically). A task is acknowledged only
+// Work pulls job j's tasks and runs them through plan with pipeline.Run, reading inputs
+// from store (j.Input opened) and writing outputs through sink (j.Output opened). A task is acknowledged only
 // after sink.Write returned (the output's atomic write is durable) and its result is
 // stored on the server. A task that fails is handed back, after a pause, until its last
 // attempt, whose failure is final. While a task is in flight the worker tells the server
@@ -58,7 +58,7 @@ type WorkStats struct {
 // Work returns when ctx is cancelled (the error is ctx's; finished inputs are
 // acknowledged, the others handed back unacknowledged), when IdleExit passed without a
 // task (nil), or on a fatal error of the run.
-func Work(ctx context.Context, js jetstream.JetStream, j *Job, plan *pipeline.Plan, sink pipeline.Sink, opt pipeline.Options, wo WorkOptions) (pipeline.Summary, WorkStats, error) {
+func Work(ctx context.Context, js jetstream.JetStream, j *Job, plan *pipeline.Plan, store blobio.Store, sink pipeline.Sink, opt pipeline.Options, wo WorkOptions) (pipeline.Summary, WorkStats, error) {
 	if wo.Poll <= 0 {
 		wo.Poll = DefaultPoll
 	}
@@ -69,7 +69,7 @@ func Work(ctx context.Context, js jetstream.JetStream, j *Job, plan *pipeline.Pl
 	if err != nil {
 		return pipeline.Summary{}, WorkStats{}, fmt.Errorf("job %s: tasks: %w", j.Name, err)
 	}
-	w := &worker{js: js, job: j, cons: cons, opt: wo, inner: sink, inflight: map[int]*entry{}}
+	w := &worker{js: js, job: j, cons: cons, opt: wo, store: store, inner: sink, inflight: map[int]*entry{}}
 	w.device = opt.Device
 	keep, stopKeep := context.WithCancel(context.Background())
 	var kept sync.WaitGroup
@@ -103,6 +103,7 @@ type worker struct {
 	job    *Job
 	cons   jetstream.Consumer
 	opt    WorkOptions
+	store  blobio.Store
 	inner  pipeline.Sink
 	device string
 
@@ -235,8 +236,9 @@ func (w *worker) accept(ctx context.Context, msg jetstream.Msg) (pipeline.Input,
 	case !filepath.IsLocal(filepath.FromSlash(t.Name)):
 		in.Err = fmt.Errorf("queue: task names %q, not a relative path inside the input folder", t.Name)
 	default:
-		in.Path = filepath.Join(w.job.Input, filepath.FromSlash(t.Name))
-		in.Err = unchanged(in.Path, t)
+		in = w.store.Input(t.Name)
+		in.OutStem = t.OutStem
+		in.Err = w.unchanged(ctx, t)
 	}
 	if in.Err != nil {
 		e.retriable = false
@@ -250,14 +252,14 @@ func (w *worker) accept(ctx context.Context, msg jetstream.Msg) (pipeline.Input,
 
 // unchanged checks that the file is the one submitted. A missing or unreadable file is
 // left for the decoder to report, like in a run.
-func unchanged(path string, t Task) error {
-	fi, err := os.Stat(path)
+func (w *worker) unchanged(ctx context.Context, t Task) error {
+	size, mtime, err := w.store.Stat(ctx, t.Name)
 	if err != nil {
 		return nil
 	}
-	if fi.Size() != t.Size || !fi.ModTime().Equal(t.ModTime) {
+	if size != t.Size || !mtime.Equal(t.ModTime) {
 		return fmt.Errorf("queue: the file changed since it was submitted (%d bytes at %s then, %d bytes at %s now); submit it again under a new name",
-			t.Size, t.ModTime.Format(time.RFC3339Nano), fi.Size(), fi.ModTime().UTC().Format(time.RFC3339Nano))
+			t.Size, t.ModTime.Format(time.RFC3339Nano), size, mtime.Format(time.RFC3339Nano))
 	}
 	return nil
 }

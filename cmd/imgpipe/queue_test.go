@@ -59,7 +59,7 @@ func results(t *testing.T, url, name string) <-chan string {
 // startWorker starts `imgpipe worker` as a child process.
 func startWorker(t *testing.T, url, name string, extra ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(binaryPath, append([]string{"worker", "--queue", url, "--name", name, "-q"}, extra...)...)
+	cmd := exec.Command(binaryPath, append([]string{"worker", "--queue", url, "--name", name, "-q", "--device", "cpu"}, extra...)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -116,6 +116,7 @@ func sameAsRun(t *testing.T, in, out, report string) {
 	}
 	gotFiles, wantFiles := files(t, out), files(t, ref)
 	delete(wantFiles, defaultReportName)
+	delete(gotFiles, defaultReportName) // a bucket output holds its report
 	if len(gotFiles) != len(wantFiles) {
 		t.Errorf("%d outputs, want %d", len(gotFiles), len(wantFiles))
 	}
@@ -271,5 +272,35 @@ func TestShardsMerge(t *testing.T) {
 	}
 	if code, _, _ := cli(t, "report", "merge", filepath.Join(out, "missing.jsonl")); code != 2 {
 		t.Errorf("merging a missing report: exit %d, want 2", code)
+	}
+}
+
+// TestRunBuckets runs with file:// bucket URLs for -i and -o: the outputs and report are
+// those of a run between folders, the report lands in the bucket, and misuse is refused.
+func TestRunBuckets(t *testing.T) {
+	in, out := queueFolder(t, 6), t.TempDir()
+	inURL, outURL := "file://"+filepath.ToSlash(in), "file://"+filepath.ToSlash(out)+"?metadata=skip&no_tmp_dir=1"
+	if code, _, stderr := cli(t, "run", "-i", inURL, "-o", outURL, "-p", chain, "-q"); code != 1 {
+		t.Fatalf("run: exit %d (want 1: the corrupt file), %s", code, stderr)
+	}
+	sameAsRun(t, in, out, filepath.Join(out, defaultReportName))
+	for _, tc := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"output is input", []string{"-i", inURL, "-o", inURL}, "output is the input"},
+		{"resume", []string{"-i", in, "-o", outURL, "--resume"}, "--resume with a bucket output"},
+		{"report URL", []string{"-i", in, "-o", outURL, "--report", outURL}, "a report goes to a local file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := cli(t, append([]string{"run", "-p", chain}, tc.args...)...)
+			if code != 2 || !strings.Contains(stderr, tc.msg) {
+				t.Errorf("exit %d, %q; want 2 with %q", code, stderr, tc.msg)
+			}
+		})
+	}
+	if code, _, stderr := cli(t, "run", "-i", "nosuch://x", "-o", out, "-p", chain); code != 3 || !strings.Contains(stderr, "input") {
+		t.Errorf("unknown scheme: exit %d, %s", code, stderr)
 	}
 }

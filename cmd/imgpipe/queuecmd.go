@@ -7,12 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/job"
 	"github.com/imgpipe/imgpipe/queue"
@@ -87,19 +89,23 @@ func runSubmit(cmd *cobra.Command, args []string, f *runFlags, q *queueFlags, s 
 		return err
 	}
 	rec := queue.Job{Pipeline: plan.String(), Exec: j.Exec, Settings: s}
-	for _, p := range []struct{ from, to *string }{{&j.InputDir, &rec.Input}, {&j.OutputDir, &rec.Output}} {
-		if *p.from != "" {
+	// Workers elsewhere must find the same places: folders become absolute paths, bucket
+	// URLs stay as they are, and a bucket output's report goes into the bucket.
+	report := reportPath(j)
+	if j.Report == "" && blobio.IsURL(j.OutputDir) {
+		report = ""
+	}
+	for _, p := range []struct{ from, to *string }{{&j.InputDir, &rec.Input}, {&j.OutputDir, &rec.Output}, {&report, &rec.Report}} {
+		*p.to = *p.from
+		if *p.from != "" && !blobio.IsURL(*p.from) {
 			if *p.to, err = filepath.Abs(*p.from); err != nil {
 				return usageError("%v", err)
 			}
 		}
 	}
-	if rec.Report, err = filepath.Abs(reportPath(j)); err != nil {
-		return usageError("%v", err)
-	}
 	tasks, err := listTasks(cmd.Context(), j)
 	if err != nil {
-		return fatalError("%v", err)
+		return err
 	}
 	rec.Name = q.name
 	if rec.Name == "" {
@@ -128,9 +134,14 @@ func runSubmit(cmd *cobra.Command, args []string, f *runFlags, q *queueFlags, s 
 	return nil
 }
 
-// listTasks walks the job's input folder (its shard, if it names one) into tasks.
+// listTasks walks the job's input folder or bucket (its shard, if it names one) into
+// tasks.
 func listTasks(ctx context.Context, j *job.Job) ([]queue.Task, error) {
-	src := folderSource(j)
+	src, store, err := inputSource(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
 	var tasks []queue.Task
 	for {
 		in, err := src.Next(ctx)
@@ -138,18 +149,18 @@ func listTasks(ctx context.Context, j *job.Job) ([]queue.Task, error) {
 			return tasks, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, fatalError("%v", err)
 		}
 		if len(tasks) == queue.MaxTasks {
-			return nil, fmt.Errorf("the input folder holds over %d images, the limit of one job; split it (--shard)", queue.MaxTasks)
+			return nil, fatalError("the input holds over %d images, the limit of one job; split it (--shard)", queue.MaxTasks)
 		}
 		t := queue.Task{Index: len(tasks), Name: in.Name, OutStem: in.OutStem}
 		if in.Err == nil {
-			fi, serr := os.Stat(in.Path)
+			size, mtime, serr := store.Stat(ctx, in.Name)
 			if serr != nil {
-				in.Err = fmt.Errorf("stat: %w", errors.Unwrap(serr))
+				in.Err = fmt.Errorf("stat: %v", serr)
 			} else {
-				t.Size, t.ModTime = fi.Size(), fi.ModTime().UTC()
+				t.Size, t.ModTime = size, mtime
 			}
 		}
 		if in.Err != nil {
@@ -227,14 +238,26 @@ func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool
 	}
 	opt.Device = "cpu"
 	opt.Notice = func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
+	store, err := blobio.OpenStore(ctx, j.Input)
+	if err != nil {
+		return fatalError("input: %v", err)
+	}
+	defer store.Close()
 	sink := pipeline.Discard()
 	if plan.Save != nil {
-		if err := os.MkdirAll(j.Output, 0o755); err != nil {
-			return fatalError("output folder: %v", err)
+		if !blobio.IsURL(j.Output) {
+			if err := os.MkdirAll(j.Output, 0o755); err != nil {
+				return fatalError("output folder: %v", err)
+			}
 		}
-		sink = pipeline.ToFolder(j.Output)
+		out, closeOut, err := blobio.Output(ctx, j.Output)
+		if err != nil {
+			return fatalError("output: %v", err)
+		}
+		defer closeOut()
+		sink = out
 	}
-	sum, st, err := queue.Work(ctx, js, j, plan, sink, opt, queue.WorkOptions{ID: id, IdleExit: idle, Notice: opt.Notice})
+	sum, st, err := queue.Work(ctx, js, j, plan, store, sink, opt, queue.WorkOptions{ID: id, IdleExit: idle, Notice: opt.Notice})
 	if !quiet {
 		fmt.Fprintf(stderr, "imgpipe: worker %s: %d tasks done, %d retried, %d handed back; %s\n", id, st.Done, st.Retried, st.Abandoned, summaryLine(sum))
 	}
@@ -315,12 +338,19 @@ func runWait(ctx context.Context, q *queueFlags, report string, quiet bool, stde
 	// Every task is final, so no worker of the job writes any more (a straggler still
 	// redoing a task would only fail a duplicate that the report ignores): the temporary
 	// files of workers killed mid-write can go.
-	if j.Output != "" {
+	if j.Output != "" && !blobio.IsURL(j.Output) {
 		if _, err := stages.RemoveTemps(j.Output); err != nil {
 			fmt.Fprintf(stderr, "imgpipe: removing temporary files killed workers left: %v\n", err)
 		}
 	}
-	if err := stages.WriteFileAtomic(report, func(w io.Writer) error { return pipeline.WriteReport(w, lines, sum) }); err != nil {
+	write := func(w io.Writer) error { return pipeline.WriteReport(w, lines, sum) }
+	if report == "" { // a bucket output's report goes into the bucket
+		report = strings.TrimSuffix(j.Output, "/") + "/" + defaultReportName
+		err = blobio.WriteObject(ctx, j.Output, defaultReportName, write)
+	} else {
+		err = stages.WriteFileAtomic(report, write)
+	}
+	if err != nil {
 		return fatalError("report %s: %v", report, err)
 	}
 	if !quiet {

@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/job"
 	"github.com/imgpipe/imgpipe/stages"
@@ -101,6 +103,9 @@ func reportPath(job *job.Job) string {
 	if job.Report != "" {
 		return job.Report
 	}
+	if blobio.IsURL(job.OutputDir) {
+		return strings.TrimSuffix(job.OutputDir, "/") + "/" + defaultReportName // for messages
+	}
 	return filepath.Join(job.OutputDir, defaultReportName)
 }
 
@@ -118,6 +123,9 @@ func checkFolders(job *job.Job) error {
 			return ""
 		}
 		return job.PosOf(field).String() + ": "
+	}
+	if handled, err := checkBuckets(job); handled {
+		return err
 	}
 	fi, err := os.Stat(job.InputDir)
 	if err != nil {
@@ -253,13 +261,15 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	if err := pipeline.CheckGPU(plan, opt); err != nil {
 		return usageError("%v", err)
 	}
-	if job.OutputDir != "" {
+	if job.OutputDir != "" && !blobio.IsURL(job.OutputDir) {
 		if err := os.MkdirAll(job.OutputDir, 0o755); err != nil {
 			return fatalError("output folder: %v", err)
 		}
 	}
 	reportPath := reportPath(job)
-	if n, err := removeTemps(job.OutputDir, reportPath); err != nil {
+	if blobio.IsURL(job.OutputDir) {
+		// An object store has no temporary files: an object is whole or absent.
+	} else if n, err := removeTemps(job.OutputDir, reportPath); err != nil {
 		fmt.Fprintf(stderr, "imgpipe: removing temporary files a previous run left: %v\n", err)
 	} else if n > 0 && !f.quiet {
 		fmt.Fprintf(stderr, "imgpipe: removed %d temporary files a previous run left (it was killed mid-write)\n", n)
@@ -269,7 +279,11 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 		return err
 	}
 
-	src := folderSource(job)
+	src, store, err := inputSource(cmd.Context(), job)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
 	if job.Exec.Resume {
 		prev, err := os.Open(reportPath)
 		switch {
@@ -288,9 +302,14 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 			return fatalError("--resume: %v", err)
 		}
 	}
-	var sink pipeline.Sink = pipeline.ToFolder(job.OutputDir)
-	if plan.Save == nil {
-		sink = pipeline.Discard() // a report-only chain, e.g. decode | histogram
+	sink := pipeline.Discard() // a report-only chain, e.g. decode | histogram
+	if plan.Save != nil {
+		out, closeOut, err := blobio.Output(cmd.Context(), job.OutputDir)
+		if err != nil {
+			return fatalError("output: %v", err)
+		}
+		defer closeOut()
+		sink = out
 	}
 
 	ui := newProgress(stderr, f.quiet, job.InputDir, job.OutputDir)
@@ -302,7 +321,7 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	var sum pipeline.Summary
 	// The report is written through a temporary file renamed at the end, so it is never
 	// half-written, even when the run is interrupted.
-	werr := stages.WriteFileAtomic(reportPath, func(w io.Writer) error {
+	werr := writeReport(cmd.Context(), job, reportPath, func(w io.Writer) error {
 		opt.Report = w
 		sum, runErr = pipeline.Run(cmd.Context(), plan, src, sink, opt)
 		if runErr != nil && sum.Total() == 0 {
