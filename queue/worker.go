@@ -310,7 +310,10 @@ func (w *worker) finish(e *entry, line pipeline.ReportLine) {
 		ctx, cancel := context.WithTimeout(context.Background(), min(5*time.Second, w.job.Settings.AckWait))
 		_, err := w.js.Publish(ctx, resultsPrefix+w.job.Name, data, jetstream.WithMsgID(msgID(w.job.Name, e.task.Index)))
 		if err == nil {
-			err = e.msg.DoubleAck(ctx)
+			// The acknowledgement is not waited for: were it lost, the task would be done
+			// again and its second result dropped by Wait, while waiting would cost a
+			// round trip per image.
+			err = e.msg.Ack()
 			cancel()
 			w.mu.Lock()
 			if err == nil {
