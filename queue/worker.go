@@ -70,7 +70,16 @@ func Work(ctx context.Context, js jetstream.JetStream, j *Job, plan *pipeline.Pl
 		return pipeline.Summary{}, WorkStats{}, fmt.Errorf("job %s: tasks: %w", j.Name, err)
 	}
 	w := &worker{js: js, job: j, cons: cons, opt: wo, store: store, inner: sink, inflight: map[int]*entry{}}
-	w.device = opt.Device
+	// The device results name: the GPU's when the run has one (a chain it cannot run
+	// there runs on the CPU and says so once), else the options' or "cpu", as Run has it.
+	switch {
+	case opt.GPU != nil && opt.GPU.Device != nil:
+		w.device = opt.GPU.Device.Name()
+	case opt.Device != "":
+		w.device = opt.Device
+	default:
+		w.device = "cpu"
+	}
 	keep, stopKeep := context.WithCancel(context.Background())
 	var kept sync.WaitGroup
 	kept.Add(1)

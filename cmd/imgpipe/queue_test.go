@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/queue"
 	"github.com/imgpipe/imgpipe/queue/queuetest"
 )
@@ -302,5 +303,36 @@ func TestRunBuckets(t *testing.T) {
 	}
 	if code, _, stderr := cli(t, "run", "-i", "nosuch://x", "-o", out, "-p", chain); code != 3 || !strings.Contains(stderr, "input") {
 		t.Errorf("unknown scheme: exit %d, %s", code, stderr)
+	}
+}
+
+// TestShardInJob takes the shard from a YAML job's execution mapping, and checks it there.
+func TestShardInJob(t *testing.T) {
+	in, out := queueFolder(t, 10), t.TempDir()
+	dir := t.TempDir()
+	jobFile := func(shard string) string {
+		p := filepath.Join(dir, "job-"+strings.ReplaceAll(shard, "/", "-")+".yaml")
+		yaml := fmt.Sprintf("input: {dir: %q}\npipeline: %q\noutput: {dir: %q, report: %q}\nexecution: {shard: %q}\n",
+			in, chain, out, filepath.Join(dir, "r.jsonl"), shard)
+		if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	code, _, stderr := cli(t, "run", jobFile("1/3"), "-q")
+	if code > 1 {
+		t.Fatalf("run: exit %d, %s", code, stderr)
+	}
+	lines, _ := readReport(t, filepath.Join(dir, "r.jsonl"))
+	if len(lines) == 0 || len(lines) >= 11 {
+		t.Errorf("shard 1/3 has %d of 11 inputs", len(lines))
+	}
+	for _, l := range lines {
+		if got := pipeline.ShardOf(l.Input, 3); got != 1 {
+			t.Errorf("%s is in shard %d, not 1", l.Input, got)
+		}
+	}
+	if code, _, stderr := cli(t, "validate", jobFile("3/3")); code != 2 || !strings.Contains(stderr, "execution.shard") {
+		t.Errorf("validate with shard 3/3: exit %d, %s", code, stderr)
 	}
 }
