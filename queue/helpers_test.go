@@ -22,7 +22,7 @@ import (
 // testChain is the chain the tests run: every stage kind, and a save.
 const testChain = "decode | grayscale | blur sigma=1 | histogram | save format=png"
 
-func startServer(t *testing.T) *natsServer { return &natsServer{queuetest.Start(t)} }
+func startServer(t testing.TB) *natsServer { return &natsServer{queuetest.Start(t)} }
 
 // natsServer adds a connection helper to the embedded server.
 type natsServer struct{ *queuetest.Server }
@@ -41,7 +41,7 @@ func (s *natsServer) connect(t *testing.T) jetstream.JetStream {
 
 // writeImages writes n small PNGs of distinct sizes and content, some in a subfolder, and
 // returns their relative names in walk order.
-func writeImages(t *testing.T, dir string, n int) []string {
+func writeImages(t testing.TB, dir string, n int) []string {
 	t.Helper()
 	var names []string
 	for i := range n {
@@ -72,7 +72,7 @@ func writeImages(t *testing.T, dir string, n int) []string {
 }
 
 // newJob makes a job over dir's images, as submit would, with its tasks.
-func newJob(t *testing.T, name, in, out string, s Settings) (*Job, []Task, *pipeline.Plan) {
+func newJob(t testing.TB, name, in, out string, s Settings) (*Job, []Task, *pipeline.Plan) {
 	t.Helper()
 	steps, err := pipeline.ParseSpec(testChain)
 	if err != nil {
@@ -101,7 +101,7 @@ func newJob(t *testing.T, name, in, out string, s Settings) (*Job, []Task, *pipe
 }
 
 // openStore opens a folder or bucket for the test.
-func openStore(t *testing.T, loc string) blobio.Store {
+func openStore(t testing.TB, loc string) blobio.Store {
 	t.Helper()
 	st, err := blobio.OpenStore(context.Background(), loc)
 	if err != nil {
@@ -112,7 +112,7 @@ func openStore(t *testing.T, loc string) blobio.Store {
 }
 
 // openSink opens a folder or bucket as the job's output.
-func openSink(t *testing.T, loc string) pipeline.Sink {
+func openSink(t testing.TB, loc string) pipeline.Sink {
 	t.Helper()
 	sink, closeSink, err := blobio.Output(context.Background(), loc)
 	if err != nil {
