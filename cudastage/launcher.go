@@ -168,9 +168,16 @@ type Kernels struct {
 	fn  map[string]cu.Function
 }
 
-// LoadKernels loads the embedded kernels (kernels.Fatbin) into the current
+// LoadKernels loads the kernels (kernels.Image: the embedded fatbin, or the
+// file IMGPIPE_FATBIN names) into the current
 // context.
-func LoadKernels() (*Kernels, error) { return NewKernels(kernels.Fatbin) }
+func LoadKernels() (*Kernels, error) {
+	image, err := kernels.Image()
+	if err != nil {
+		return nil, err
+	}
+	return NewKernels(image)
+}
 
 // NewKernels loads kernels from a module image (a fatbin, cubin or PTX that
 // defines the kernel of every registered launcher) into the current context.

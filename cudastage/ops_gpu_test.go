@@ -6,37 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
-	"github.com/imgpipe/imgpipe/kernels"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
 // GPU tests of the batched kernels: every kernel against the stages CPU
 // reference, bit for bit, on random images.
-//
-// IMGPIPE_FATBIN, when set, names a fatbin file to test instead of the
-// embedded one: on the GPU machine, build.sh's fresh output can be tested in
-// the same session that builds it, before it is committed.
+// With IMGPIPE_FATBIN set (kernels.EnvFatbin), every GPU test, this one and
+// the engine's, runs build.sh's fresh output instead of the embedded fatbin.
 
 // testKernels loads the kernels into the current context (inside g.Do).
 func testKernels(t testing.TB) *Kernels {
 	t.Helper()
-	image := kernels.Fatbin
-	if p := os.Getenv("IMGPIPE_FATBIN"); p != "" {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		image = b
-		t.Logf("kernels from %s (%d bytes)", p, len(b))
-	}
-	k, err := NewKernels(image)
+	k, err := LoadKernels()
 	if err != nil {
 		t.Fatal(err)
 	}
