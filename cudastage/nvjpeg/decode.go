@@ -251,3 +251,16 @@ func (d *ImageDecoder) Decode(file []byte, dst Dst, s cu.Stream) error {
 	img := dst.image()
 	return call("nvjpegDecodeJpegDevice", l.decodeDevice, d.h.h, d.dec, d.state, uintptr(unsafe.Pointer(&img)), uintptr(s))
 }
+
+// imagesPerCore is how many files one batched call gives each hardware
+// core: several, so that the engines stay busy while the host parses and
+// the call's fixed cost is spread. BenchmarkBatchedDecode's call-size
+// sweep is where to measure it again.
+const imagesPerCore = 4
+
+// BatchCapacity is the number of files per batched call for a GPU with the
+// given hardware engines and cores per engine (HardwareInfo); 0 without
+// engines.
+func BatchCapacity(engines, cores int) int {
+	return engines * max(cores, 1) * imagesPerCore
+}
