@@ -1,6 +1,7 @@
 package cudastage
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,9 +19,10 @@ import (
 // unusable and later calls fail fast; the executor treats any device error
 // as fatal and the CLI maps cu.IsSticky errors to exit code 3.
 type Device struct {
-	g    *GPU
-	k    *Kernels
-	name string
+	g     *GPU
+	k     *Kernels
+	name  string
+	codec jpegCodec // nvJPEG, opened on first use (filedecode.go)
 }
 
 // NewDevice loads the kernels into g's context. Close unloads them, after
@@ -40,8 +42,11 @@ func NewDevice(g *GPU) (*Device, error) {
 	return &Device{g: g, k: k, name: fmt.Sprintf("GPU %d (%s)", g.Ordinal(), name)}, nil
 }
 
-// Close unloads the kernels.
-func (d *Device) Close() error { return d.g.Do(d.k.Unload) }
+// Close releases nvJPEG's handles (when they were opened) and unloads the
+// kernels.
+func (d *Device) Close() error {
+	return d.g.Do(func() error { return errors.Join(d.codec.close(), d.k.Unload()) })
+}
 
 // GPU returns the device's GPU.
 func (d *Device) GPU() *GPU { return d.g }
@@ -64,8 +69,11 @@ func (d *Device) NewStream() (sched.Stream, error) {
 	return sched.Stream(s), d.g.Check(err)
 }
 
-// DestroyStream implements sched.Device.
-func (d *Device) DestroyStream(s sched.Stream) error { return d.g.Check(cu.Stream(s).Destroy()) }
+// DestroyStream implements sched.Device, releasing the stream's nvJPEG
+// decoders too.
+func (d *Device) DestroyStream(s sched.Stream) error {
+	return d.g.Check(errors.Join(d.codec.dropStream(s), cu.Stream(s).Destroy()))
+}
 
 // SyncStream implements sched.Device.
 func (d *Device) SyncStream(s sched.Stream) error { return d.g.Check(cu.Stream(s).Synchronize()) }

@@ -180,19 +180,24 @@ func LoadKernels() (*Kernels, error) {
 }
 
 // NewKernels loads kernels from a module image (a fatbin, cubin or PTX that
-// defines the kernel of every registered launcher) into the current context.
+// defines the kernel of every registered launcher, and the decoder's
+// orientation kernel) into the current context.
 func NewKernels(image []byte) (*Kernels, error) {
 	mod, err := cu.ModuleLoadData(image)
 	if err != nil {
 		return nil, fmt.Errorf("loading the imgpipe kernels: %w", err)
 	}
-	k := &Kernels{mod: mod, fn: map[string]cu.Function{}}
+	names := []string{orientKernel}
 	for _, l := range launchers {
 		for _, p := range l.passes {
-			if k.fn[p.kernel], err = mod.Function(p.kernel); err != nil {
-				mod.Unload()
-				return nil, fmt.Errorf("loading the imgpipe kernels: %w", err)
-			}
+			names = append(names, p.kernel)
+		}
+	}
+	k := &Kernels{mod: mod, fn: map[string]cu.Function{}}
+	for _, name := range names {
+		if k.fn[name], err = mod.Function(name); err != nil {
+			mod.Unload()
+			return nil, fmt.Errorf("loading the imgpipe kernels: %w", err)
 		}
 	}
 	return k, nil

@@ -87,7 +87,11 @@ func TestKernelConstants(t *testing.T) {
 			t.Errorf("no kernel source defines IMGPIPE_%s", name)
 		}
 	}
-	launched := map[string]bool{}
+	// The file decoder's orientation kernel is launched by Kernels.Orient.
+	launched := map[string]bool{orientKernel: true}
+	if f := kernelIn[orientKernel]; f != "orient.cu" {
+		t.Errorf("kernel %s is in %q, want kernels/orient.cu", orientKernel, f)
+	}
 	for _, stage := range slices.Sorted(maps.Keys(launchers)) {
 		for _, p := range launchers[stage].passes {
 			launched[p.kernel] = true

@@ -250,21 +250,26 @@ func TestDevicesList(t *testing.T) {
 		{Index: 0, Name: "NVIDIA H200", ComputeCapability: "9.0", Major: 9, SMs: 132, TotalMemory: 150 << 30, AsyncEngines: 3, DriverVersion: 13000, CUDAVersion: "13.0", DriverRelease: "580.65.06"},
 		{Index: 1, Name: "NVIDIA T4", ComputeCapability: "7.5", Major: 7, Minor: 5, SMs: 40, TotalMemory: 15 << 30, AsyncEngines: 2, DriverVersion: 13000, CUDAVersion: "13.0"},
 	}
-	old := listDevices
+	old, oldJPEG := listDevices, probeNVJPEG
 	listDevices = func() ([]cudastage.DeviceInfo, error) { return infos, nil }
-	defer func() { listDevices = old }()
+	probeNVJPEG = func(int) cudastage.NVJPEGInfo {
+		return cudastage.NVJPEGInfo{Path: "/usr/lib/libnvjpeg.so.13", Version: "13.0.1", Engines: 7, Cores: 5}
+	}
+	defer func() { listDevices, probeNVJPEG = old, oldJPEG }()
 	code, stdout, _ := cli(t, "devices")
 	want := "GPU 0: NVIDIA H200, compute capability 9.0, 132 SMs, 150.0 GiB, 3 async copy engines, CUDA 13.0, driver 580.65.06\n" +
-		"GPU 1: NVIDIA T4, compute capability 7.5, 40 SMs, 15.0 GiB, 2 async copy engines, CUDA 13.0\n"
+		"GPU 1: NVIDIA T4, compute capability 7.5, 40 SMs, 15.0 GiB, 2 async copy engines, CUDA 13.0\n" +
+		"nvJPEG: /usr/lib/libnvjpeg.so.13 (version 13.0.1), 7 hardware decode engines × 5 cores\n"
 	if code != exitOK || stdout != want {
 		t.Errorf("exit %d:\n%s", code, stdout)
 	}
 	code, stdout, _ = cli(t, "devices", "--json")
 	var got struct {
 		Devices []cudastage.DeviceInfo `json:"devices"`
+		NVJPEG  cudastage.NVJPEGInfo   `json:"nvjpeg"`
 		Error   string                 `json:"error"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitOK || len(got.Devices) != 2 || got.Devices[1] != infos[1] || got.Error != "" {
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitOK || len(got.Devices) != 2 || got.Devices[1] != infos[1] || got.Error != "" || got.NVJPEG.Engines != 7 {
 		t.Errorf("exit %d (%v):\n%s", code, err, stdout)
 	}
 	if code, _, stderr := cli(t, "devices", "extra"); code != exitUsage {

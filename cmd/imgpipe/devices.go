@@ -16,9 +16,14 @@ import (
 // listDevices lists the GPUs for `imgpipe devices`; tests replace it.
 var listDevices = cudastage.Devices
 
+// probeNVJPEG says which nvJPEG GPU ordinal would decode with; tests replace it.
+var probeNVJPEG = cudastage.NVJPEG
+
 // devicesJSON is the --json output: the devices, or why there is none.
 type devicesJSON struct {
 	Devices []cudastage.DeviceInfo `json:"devices"`
+	// NVJPEG is the JPEG decoder found, when there is a GPU.
+	NVJPEG *cudastage.NVJPEGInfo `json:"nvjpeg,omitempty"`
 	// Error says why no GPU can be used (no libcuda, no device, driver too old).
 	Error string `json:"error,omitempty"`
 }
@@ -38,8 +43,13 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 			case len(infos) == 0:
 				why = "the CUDA driver reports no device"
 			}
+			var jpeg *cudastage.NVJPEGInfo
+			if why == "" {
+				info := probeNVJPEG(infos[0].Index)
+				jpeg = &info
+			}
 			if asJSON {
-				out := devicesJSON{Devices: infos, Error: why}
+				out := devicesJSON{Devices: infos, NVJPEG: jpeg, Error: why}
 				if out.Devices == nil {
 					out.Devices = []cudastage.DeviceInfo{}
 				}
@@ -59,7 +69,8 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 					return err
 				}
 			}
-			return nil
+			_, err = fmt.Fprintf(stdout, "nvJPEG: %s\n", jpeg)
+			return err
 		},
 	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"devices\":[...]} and, with no usable GPU, \"error\"")
