@@ -36,7 +36,7 @@ func TestOrientKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.Close()
+	t.Cleanup(func() { g.Close() }) // after devMem's cleanups, which need the GPU
 	rng := rand.New(rand.NewPCG(3, 4))
 	err = g.Do(func() error {
 		k := testKernels(t)
