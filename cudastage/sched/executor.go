@@ -145,12 +145,13 @@ type Executor struct {
 	devPool         *devmem.Allocator // where device buffers come from
 	ownHost, ownDev bool              // the pools are the executor's: Close closes them
 	streams         []Stream
+	fileStream      Stream          // the files' D2H, with an encoding last op; else 0
 	scratch         []DevPtr        // per stream
 	scratchBlocks   []*devmem.Block // behind scratch
 	base            Event
 	hostBase        time.Time
 	tabOff          []int // per op, into a slot's table region
-	phases          [][2]int
+	phases          []phase
 	tabBytes        int
 	slots           []*slot
 
@@ -198,7 +199,6 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 		dev:      dev,
 		cfg:      cfg,
 		chain:    newChain(cfg.Ops, cfg.SlotBytes),
-		phases:   phases(len(cfg.Ops)),
 		free:     make(chan *slot, cfg.Slots),
 		opened:   make(chan struct{}),
 		ready:    make(chan *slot, cfg.Slots),
@@ -208,6 +208,7 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 		finished: make(chan struct{}),
 		trace:    cfg.Trace,
 	}
+	e.phases = phases(len(cfg.Ops), e.chain.encode != nil)
 	e.stats = Stats{Device: dev.Name(), Streams: cfg.Streams, Slots: cfg.Slots, Batch: cfg.Batch, SlotBytes: cfg.SlotBytes}
 	for _, op := range cfg.Ops {
 		e.stats.Ops = append(e.stats.Ops, OpTime{Op: op.String()})
