@@ -20,6 +20,9 @@ var (
 	ErrInputClosed = errors.New("executor input is closed")
 	// ErrClosed is the executor's error when Close stopped it mid-run.
 	ErrClosed = errors.New("executor closed")
+	// ErrEncoderBound is wrapped by a Result's Err when the segment's encoder
+	// gave a length outside its bound (a bug of the encoder or its Bound).
+	ErrEncoderBound = errors.New("encoder output outside its bound")
 )
 
 // Limits of Config. The executor has no defaults: the caller sets every

@@ -298,7 +298,7 @@ func (e *Executor) fetchFiles(s *slot, errs []error) ([]int, error) {
 		bound := e.chain.fileBound(l.shapes)
 		v := int64(binary.LittleEndian.Uint32(s.lens[4*i:]))
 		if v < 1 || v > int64(bound) {
-			errs[i] = fmt.Errorf("%s encoder gave a length of %d bytes, outside its bound of %d", e.chain.encode.Format, v, bound)
+			errs[i] = fmt.Errorf("%w: the %s encoder gave a length of %d bytes, its bound is %d", ErrEncoderBound, e.chain.encode.Format, v, bound)
 			continue
 		}
 		lens[i] = int(v)
