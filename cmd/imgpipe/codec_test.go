@@ -95,3 +95,18 @@ func TestDeviceDecodeRouting(t *testing.T) {
 		})
 	}
 }
+
+// bench decode measures every decoder, the device's batched decode included, with its
+// engine count; a folder without JPEGs is a usage error.
+func TestBenchDecode(t *testing.T) {
+	in := deviceFolder(t)
+	fakeDevice(t, schedtest.FakeConfig{Name: "fake GPU", DecoderEngines: 7})
+	code, stdout, stderr := cli(t, "bench", "decode", in, "--device", "cuda", "--repeats", "1", "--batch", "4")
+	if code != exitOK || !strings.Contains(stdout, "decode go") || !strings.Contains(stdout, "decode device") ||
+		!strings.Contains(stdout, "7 hardware engines") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if code, _, stderr := cli(t, "bench", "decode", t.TempDir(), "--device", "cpu"); code != exitUsage {
+		t.Errorf("no JPEGs: exit %d\n%s", code, stderr)
+	}
+}
