@@ -39,15 +39,19 @@ upsampling); the default, go, gives the same pixels on every machine.`,
 			Help: "refuse images with more pixels than this (width×height)"},
 		{Name: "orient", Kind: Bool, Default: true,
 			Help: "apply the JPEG EXIF orientation"},
-		{Name: "backend", Kind: Enum, Default: string(stages.JPEGGo), Values: []string{string(stages.JPEGGo), string(stages.JPEGTurbo)},
-			Help: "JPEG decoder: go (same pixels everywhere) or turbo (libjpeg-turbo, faster)"},
+		{Name: "backend", Kind: Enum, Default: string(stages.JPEGGo), Values: decodeBackends,
+			Help: "JPEG decoder: go (same pixels everywhere), turbo (libjpeg-turbo), nvjpeg (GPU) or auto"},
 	},
 	NewDecoder: func(p Params) (*Decoder, error) {
-		opt := stages.DecodeOptions{MaxPixels: p.Int("max_pixels"), Orient: p.Bool("orient"), JPEG: stages.JPEGBackend(p.Str("backend"))}
+		backend := p.Str("backend")
+		opt := stages.DecodeOptions{MaxPixels: p.Int("max_pixels"), Orient: p.Bool("orient"), JPEG: cpuJPEG(backend)}
 		if err := opt.JPEG.Check(); err != nil {
 			return nil, err
 		}
 		return &Decoder{
+			Backend:   backend,
+			CPUJPEG:   string(opt.JPEG),
+			Header:    func(data []byte) (stages.Header, error) { return stages.DecodeHeader(data, opt) },
 			MaxPixels: opt.MaxPixels,
 			Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, error) {
 				return stages.Decode(data, opt, alloc)
@@ -207,9 +211,13 @@ so an output is never partial. When several inputs in one folder share a stem
 		if opt.Format == "jpeg" {
 			ext = "jpg"
 		}
-		return &Encoder{Ext: ext, Encode: func(w io.Writer, m *stages.Image) error {
+		enc := &Encoder{Ext: ext, Name: encoderName(opt), Encode: func(w io.Writer, m *stages.Image) error {
 			return stages.Encode(w, m, opt)
-		}}, nil
+		}}
+		if enc.Name == pngFast {
+			enc.DeviceOp = pngFastOp()
+		}
+		return enc, nil
 	},
 }
 

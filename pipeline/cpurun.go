@@ -65,7 +65,7 @@ func (r *runner) process(it *item, w *worker) {
 		}
 	}()
 	t0 := time.Now()
-	img, owned, release, err := r.decode(it.in, &w.bufs)
+	img, owned, release, err := r.decode(it, &w.bufs)
 	r.span(w.track, stage, it.in.Name, t0)
 	if err != nil {
 		if r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()) {
@@ -112,7 +112,7 @@ func (r *runner) cpuChain(it *item, w *worker, img *stages.Image, owned bool) {
 		img, owned = dst, true
 	}
 	res.Image = img
-	r.store(it, w.track)
+	r.store(it, w.track, nil)
 	if res.Image == nil && owned {
 		sc.put(img) // the sink is done with it
 	}

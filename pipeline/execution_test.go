@@ -160,7 +160,7 @@ func TestGPURunDefaultsFromSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev := fakeGPU(t, schedtest.FakeConfig{})
-	g, err := newGPURun(plan, Options{GPU: &GPUOptions{Device: dev}})
+	g, err := newGPURun(plan, Options{GPU: &GPUOptions{Device: dev}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

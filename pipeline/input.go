@@ -14,14 +14,15 @@ import (
 // decode turns an input into pixels. owned tells whether the pixels belong to the run (and
 // may be recycled) rather than to the caller.
 // release gives back the input's share of the memory budget once the caller is done with it.
-func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, owned bool, release func(), err error) {
+func (r *runner) decode(it *item, sc *scratch) (img *stages.Image, owned bool, release func(), err error) {
+	in := it.in
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
 			return nil, false, nil, err
 		}
 		return in.Image, false, func() {}, nil
 	}
-	img, release, err = r.decodeInto(in, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
+	img, release, err = r.decodeInto(it, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
 	return img, err == nil, release, err
 }
 
@@ -39,8 +40,10 @@ func (r *runner) checkImage(m *stages.Image) error {
 // decodeInto turns an input into pixels in memory from alloc, which is called once, after
 // the pixels were decoded (a failing file takes no memory from it). Pixels given as the
 // input are checked and copied. Before decoding it reserves the image's share of the memory
-// budget (from the header's size); release gives it back, and is nil when err is not.
-func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, release func(), err error) {
+// budget (from the header's size); release gives it back, and is nil when err is not. The
+// input's result names its decoder.
+func (r *runner) decodeInto(it *item, alloc stages.Alloc) (img *stages.Image, release func(), err error) {
+	in := it.in
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
 			return nil, nil, err
@@ -82,6 +85,7 @@ func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, re
 		release()
 		return nil, nil, err
 	}
+	it.res.Decoder = cpuDecoderName(r.plan.Decode, data)
 	return img, release, nil
 }
 

@@ -64,6 +64,15 @@ type Decoder struct {
 	// Pixels, if set, returns the width × height a file's header announces, read without
 	// decoding; the run charges the memory budget with it before decoding. nil: unknown.
 	Pixels func(data []byte) (int64, error)
+	// Header, if set, reads a file's header (size after orientation, orientation, format)
+	// with the pixel limit checked, for a GPU run that may decode the file on the device.
+	Header func(data []byte) (stages.Header, error)
+	// Backend is the decode stage's backend parameter ("auto", "go", "turbo", "nvjpeg"),
+	// which decides where files decode on a GPU run (see deviceDecoder); "" decodes every
+	// file with Decode.
+	Backend string
+	// CPUJPEG names the CPU's JPEG decoder ("go", "turbo") for the report.
+	CPUJPEG string
 }
 
 // HeadBytes is how much of a file Decoder.Head sees: enough for the headers of the
@@ -83,6 +92,11 @@ type Encoder struct {
 	Ext string
 	// Encode writes m to w.
 	Encode func(w io.Writer, m *stages.Image) error
+	// Name names the encoding for the report ("png-fast", "png-zlib6", "jpeg").
+	Name string
+	// DeviceOp, when set, is the encoding op (sched.Op.Encode) that gives Encode's bytes
+	// on a device: a GPU run whose device accepts it encodes there (see newGPURun).
+	DeviceOp *sched.Op
 }
 
 // StageDef defines one stage. It is the single source of truth for everything that reads

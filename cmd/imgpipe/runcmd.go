@@ -245,6 +245,9 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	// --pinned-mb) are usage errors, found before anything is written.
 	opt := job.Exec.RunOptions(tgt.dev)
 	if err := pipeline.CheckGPU(plan, opt); err != nil {
+		if errors.Is(err, pipeline.ErrNoDeviceDecoder) && opt.GPU != nil {
+			return fatalError("%v", err) // a GPU that cannot load nvJPEG: a runtime problem
+		}
 		return usageError("%v", err)
 	}
 	if job.OutputDir != "" {

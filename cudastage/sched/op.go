@@ -63,9 +63,10 @@ type Op struct {
 }
 
 // OutShape is the shape of the image the op produces from an input of shape
-// in; for a histogram op it is in itself.
+// in; for a histogram op, and for an encoding op (whose output is a file of
+// at most Encode.Bound(in) bytes), it is in itself.
 func (o Op) OutShape(in Shape) Shape {
-	if o.Out == nil || o.Hist {
+	if o.Out == nil || o.Hist || o.Encode != nil {
 		return in
 	}
 	return o.Out(in)
@@ -84,12 +85,17 @@ func (o Op) String() string {
 }
 
 // Check reports whether the op is complete: it has a name and a CPU
-// function. Its arguments are the device's to check (Device.CheckOp), since
+// function (an encoding op: a complete EncodeOp, whose CPU is the
+// reference). Its arguments are the device's to check (Device.CheckOp), since
 // only the launcher knows what they mean.
 func (o Op) Check() error {
 	switch {
 	case o.Name == "":
 		return errors.New("op without a name")
+	case o.Encode != nil && o.Hist:
+		return fmt.Errorf("op %s both encodes and counts a histogram", o.Name)
+	case o.Encode != nil:
+		return o.Encode.check()
 	case o.CPU == nil:
 		return fmt.Errorf("op %s has no CPU function", o.Name)
 	}
@@ -105,6 +111,9 @@ func checkOps(dev Device, ops []Op) error {
 	var errs []error
 	for i, op := range ops {
 		err := op.Check()
+		if err == nil && op.Encode != nil && i != len(ops)-1 {
+			err = fmt.Errorf("%s encodes, so it must be the segment's last op", op)
+		}
 		if err == nil {
 			err = dev.CheckOp(op)
 		}
