@@ -38,7 +38,7 @@ const pngFormat = "png-fast"
 const (
 	kPngBlock      = 65536  // IMGPIPE_PNG_BLOCK: filtered bytes per deflate block
 	kPngRecBytes   = 1536   // IMGPIPE_PNG_REC_BYTES: one block's record in scratch
-	kPngStageBytes = 123360 // IMGPIPE_PNG_STAGE_BYTES: one block's staged bit stream
+	kPngStageBytes = 123344 // IMGPIPE_PNG_STAGE_BYTES: one block's staged bit stream
 )
 
 // pngHeaderBits bounds a block header (§6): BFINAL, BTYPE, HLIT, HDIST,

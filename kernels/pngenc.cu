@@ -30,7 +30,7 @@
 
 #define IMGPIPE_PNG_BLOCK 65536        // bytes of F per deflate block (§2)
 #define IMGPIPE_PNG_REC_BYTES 1536     // sizeof(PngBlock)
-#define IMGPIPE_PNG_STAGE_BYTES 123360 // one block's bit stream: §6's bound, in words, aligned to 16
+#define IMGPIPE_PNG_STAGE_BYTES 123344 // one block's bit stream: §6's bound in words, a multiple of 16
 
 namespace png {
 
