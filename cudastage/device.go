@@ -180,15 +180,19 @@ func (d *Device) DtoH(s sched.Stream, dst []byte, src sched.DevPtr, off int) err
 }
 
 // batchOf turns the executor's placements into a kernel Batch: images are
-// tightly packed (stride W·C); a histogram's destination is its counts.
+// tightly packed (stride W·C); a histogram's destination is its counts, an
+// encoder's its file.
 func batchOf(call *sched.OpCall) *Batch {
 	b := &Batch{Op: call.Op, Src: make([]BatchImage, len(call.Images)), Dst: make([]BatchImage, len(call.Images))}
 	hist := call.Op.Hist
 	for i, im := range call.Images {
 		b.Src[i] = BatchImage{W: im.In.W, H: im.In.H, C: im.In.C, Off: uint64(im.SrcOff), Stride: im.In.W * im.In.C}
-		if hist {
+		switch {
+		case call.Op.Encode != nil:
+			b.Dst[i] = BatchImage{Off: uint64(im.DstOff)}
+		case hist:
 			b.Dst[i] = BatchImage{Off: uint64(im.HistOff)}
-		} else {
+		default:
 			b.Dst[i] = BatchImage{W: im.Out.W, H: im.Out.H, C: im.Out.C, Off: uint64(im.DstOff), Stride: im.Out.W * im.Out.C}
 		}
 	}
@@ -206,7 +210,7 @@ func (d *Device) CheckOp(op sched.Op) error {
 func (d *Device) TableBytes(op sched.Op, n int) int { return TableBytes(op, n) }
 
 // ScratchBytes implements sched.Device: the separable filters keep a uint16
-// per sample.
+// per sample, the PNG encoder its block records and bit streams.
 func (d *Device) ScratchBytes(op sched.Op, srcCap, n int) int {
 	return int(MaxScratchBytes(op, uint64(srcCap), n))
 }
@@ -224,6 +228,7 @@ func (d *Device) Run(s sched.Stream, call *sched.OpCall) error {
 		Dst:     cu.DevicePtr(call.Dst),
 		Scratch: cu.DevicePtr(call.Scratch),
 		Table:   cu.DevicePtr(call.Table) + cu.DevicePtr(call.TableOff),
+		Lens:    cu.DevicePtr(call.Lens),
 	}
 	if call.Op.Hist {
 		buf.Dst = cu.DevicePtr(call.Hist)

@@ -62,10 +62,21 @@ func Pack(shapes []BatchImage, align int) ([]BatchImage, uint64, error) {
 
 // Outputs returns the Dst placements for op over src, packed as Pack does
 // (align bytes), and the destination buffer size. For a histogram op they
-// are consecutive sched.HistBytes count arrays (Off only; align is ignored).
+// are consecutive sched.HistBytes count arrays (Off only; align is ignored),
+// for an encoding op files of Op.Encode.Bound bytes (Off only).
 // The outputs of one op are the sources of the next, except after a
 // histogram, which passes its image through: the next op reads its Src.
 func Outputs(op sched.Op, src []BatchImage, align int) ([]BatchImage, uint64, error) {
+	if op.Encode != nil { // files of Bound bytes, one after another
+		out := make([]BatchImage, len(src))
+		var off uint64
+		for i, s := range src {
+			off = alignUp(off, uint64(align))
+			out[i] = BatchImage{Off: off}
+			off += uint64(op.Encode.Bound(s.shape()))
+		}
+		return out, off, nil
+	}
 	if op.Hist {
 		if len(src) > MaxBatchImages {
 			return nil, 0, fmt.Errorf("outputs: %d images, at most %d", len(src), MaxBatchImages)

@@ -27,9 +27,11 @@ type launcher struct {
 	// batch's source, the last writes its destination; intermediates go
 	// through the scratch buffer.
 	passes []pass
-	// scratch is set when the passes keep a uint16 per sample in scratch
-	// memory (see Batch.ScratchLayout).
-	scratch bool
+	// scratch is the launcher's scratch memory; nil when it needs none.
+	scratch *scratchSpec
+	// encode is the format the launcher encodes (sched.EncodeOp.Format) when
+	// its stage's op is a segment's encoder; "" for a pixel stage.
+	encode string
 	// check validates the op's Args; nil when the stage takes none.
 	check func(args any) error
 	// params returns the kernel parameters that follow (table, n, src, dst),
@@ -41,9 +43,16 @@ type launcher struct {
 type pass struct {
 	kernel   string // the function's name in the module
 	src, dst bufRole
+	// extra are buffers passed after src and dst (an encoder's scratch and
+	// file lengths), for kernels that need more than two.
+	extra []bufRole
 	// tiles returns the blocks the kernel spends on a w×h×c source image and
 	// its entry's tiles_x (see the kernel's comment in its .cu file).
 	tiles func(w, h, c int64) (blocks, tilesX int64)
+	// units, when set, counts per-image records a kernel keeps in scratch
+	// (the encoder's blocks): each entry's reserved field is then the sum of
+	// units over the earlier images, the index of the image's first record.
+	units func(w, h, c int64) int64
 	// smem is the dynamic shared memory of a launch, from the op's Args; nil
 	// for none.
 	smem func(args any) uint32
@@ -56,7 +65,20 @@ const (
 	roleSrc bufRole = iota
 	roleDst
 	roleScratch
+	roleLens // an encoder's file lengths (sched.OpCall.Lens)
 )
+
+// scratchSpec is a launcher's scratch memory.
+type scratchSpec struct {
+	// layout returns where passes with the scratch role find each image
+	// (nil when the kernels place their records themselves) and the bytes
+	// the batch needs.
+	layout func(src []BatchImage) ([]BatchImage, uint64)
+	// max bounds layout's size over n images of srcBytes pixel bytes in all.
+	max func(srcBytes uint64, n int) uint64
+	// align is the alignment the scratch pointer needs (0: none).
+	align uint64
+}
 
 // launch is a pass planned over one batch.
 type launch struct {
@@ -86,12 +108,21 @@ func register(name string, l *launcher) {
 	launchers[name] = l
 }
 
-// launcherFor returns op's launcher after checking op's arguments.
+// launcherFor returns op's launcher after checking op's arguments, and that
+// an encoding op (op.Encode) goes to a launcher of its format and only there.
 func launcherFor(op sched.Op) (*launcher, error) {
 	l := launchers[op.Name]
 	switch {
 	case l == nil:
 		return nil, fmt.Errorf("stage %q has no GPU kernel", op.Name)
+	case l.encode != "" && op.Encode == nil:
+		return nil, fmt.Errorf("%s: the GPU %s kernels encode files, but the op has no encoding", op, op.Name)
+	case l.encode != "" && op.Encode.Format != l.encode:
+		return nil, fmt.Errorf("%s: format %q has no GPU encoder (the GPU encodes %s)", op, op.Encode.Format, l.encode)
+	case l.encode != "" && (op.Encode.Bound == nil || op.Hist):
+		return nil, fmt.Errorf("%s: an encoding op needs a Bound and cannot be a histogram", op)
+	case l.encode == "" && op.Encode != nil:
+		return nil, fmt.Errorf("%s: stage %s has no GPU encoder", op, op.Name)
 	case l.check != nil:
 		if err := l.check(op.Args); err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
@@ -118,15 +149,21 @@ func (l *launcher) plan(args any) []launch {
 // add appends the entries for images src → dst, giving each its blocks.
 func (p *launch) add(src, dst []BatchImage) {
 	p.entries = make([]entry, len(src))
+	var units int64
 	for i, s := range src {
-		blocks, tx := p.tiles(int64(s.W), int64(s.H), int64(s.C))
+		w, h, c := int64(s.W), int64(s.H), int64(s.C)
+		blocks, tx := p.tiles(w, h, c)
 		p.entries[i] = entry{
 			srcOff: s.Off, dstOff: dst[i].Off,
 			w: int32(s.W), h: int32(s.H), c: int32(s.C),
 			srcStride: int32(s.Stride), dstStride: int32(dst[i].Stride),
 			block0: int32(min(p.blocks, math.MaxInt32)), tilesX: int32(tx),
+			reserve: int32(min(units, math.MaxInt32)),
 		}
 		p.blocks += int(blocks)
+		if p.units != nil {
+			units += p.units(w, h, c)
+		}
 	}
 }
 
@@ -152,10 +189,10 @@ func TableBytes(op sched.Op, n int) int {
 // MaxScratchBytes bounds Batch.ScratchBytes for op over n images whose pixels
 // take srcBytes in all, for callers that size one scratch buffer per stream.
 func MaxScratchBytes(op sched.Op, srcBytes uint64, n int) uint64 {
-	if l := launchers[op.Name]; l == nil || !l.scratch {
-		return 0
+	if l := launchers[op.Name]; l != nil && l.scratch != nil {
+		return l.scratch.max(srcBytes, n)
 	}
-	return 2*srcBytes + ScratchAlign*uint64(n)
+	return 0
 }
 
 // Kernels are the batched kernels loaded into one CUDA context. Load them
@@ -234,9 +271,13 @@ func (k *Kernels) Run(s cu.Stream, b *Batch, buf Buffers) error {
 	}
 	n := int32(len(b.Src))
 	table := buf.Table
-	roles := [...]cu.DevicePtr{roleSrc: buf.Src, roleDst: buf.Dst, roleScratch: buf.Scratch}
+	roles := [...]cu.DevicePtr{roleSrc: buf.Src, roleDst: buf.Dst, roleScratch: buf.Scratch, roleLens: buf.Lens}
 	for _, p := range launches {
-		args := append([]any{&table, &n, &roles[p.src], &roles[p.dst]}, extra...)
+		args := []any{&table, &n, &roles[p.src], &roles[p.dst]}
+		for _, r := range p.extra {
+			args = append(args, &roles[r])
+		}
+		args = append(args, extra...)
 		if p.blocks > math.MaxUint32 {
 			return fmt.Errorf("%s: %s: grid of %d blocks", name, p.kernel, p.blocks)
 		}

@@ -48,6 +48,9 @@ func TestKernelConstants(t *testing.T) {
 		"V_TILE_Y":        kVTileY,
 		"MAX_BLUR_RADIUS": kMaxBlurRadius,
 		"MAX_BOX_RADIUS":  kMaxBoxRadius,
+		"PNG_BLOCK":       kPngBlock,
+		"PNG_REC_BYTES":   kPngRecBytes,
+		"PNG_STAGE_BYTES": kPngStageBytes,
 	}
 	defineRe := regexp.MustCompile(`(?m)^[ \t]*#[ \t]*define[ \t]+IMGPIPE_(\w+)[ \t]+(\S+)`)
 	globalRe := regexp.MustCompile(`extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(`)
@@ -95,11 +98,15 @@ func TestKernelConstants(t *testing.T) {
 	for _, stage := range slices.Sorted(maps.Keys(launchers)) {
 		for _, p := range launchers[stage].passes {
 			launched[p.kernel] = true
+			file := stage + ".cu"
+			if stage == "save" {
+				file = "pngenc.cu" // save's GPU side is its png-fast encoder
+			}
 			switch f, ok := kernelIn[p.kernel]; {
 			case !ok:
 				t.Errorf("stage %s: no kernel source defines extern \"C\" __global__ %s", stage, p.kernel)
-			case f != stage+".cu":
-				t.Errorf("stage %s: kernel %s is in %s, want kernels/%s.cu", stage, p.kernel, f, stage)
+			case f != file:
+				t.Errorf("stage %s: kernel %s is in %s, want kernels/%s", stage, p.kernel, f, file)
 			}
 		}
 	}
@@ -200,7 +207,14 @@ func TestStagesMatchRegistry(t *testing.T) {
 		}
 	}
 	sort.Strings(gpu)
-	have := slices.Sorted(maps.Keys(launchers))
+	// Encoders are ops the planner makes for a segment's save stage
+	// (sched.Op.Encode), not stages with GPU launch arguments.
+	var have []string
+	for _, n := range slices.Sorted(maps.Keys(launchers)) {
+		if launchers[n].encode == "" {
+			have = append(have, n)
+		}
+	}
 	if len(gpu) == 0 {
 		t.Fatal("pipeline.Builtin has no stage with a GPU implementation")
 	}
@@ -241,11 +255,17 @@ func TestLauncherPasses(t *testing.T) {
 		usesScratch := false
 		for i, p := range l.passes {
 			wantSrc, wantDst := roleScratch, roleScratch
-			if i == 0 {
+			if i == 0 || p.extra != nil { // a pass with extra buffers reads the source itself
 				wantSrc = roleSrc
 			}
-			if i == n-1 {
+			if i == n-1 || p.extra != nil {
 				wantDst = roleDst
+			}
+			for _, r := range p.extra {
+				usesScratch = usesScratch || r == roleScratch
+				if r == roleLens && l.encode == "" {
+					t.Errorf("%s pass %d: a pixel stage is given the lengths buffer", name, i)
+				}
 			}
 			if p.src != wantSrc || p.dst != wantDst {
 				t.Errorf("%s pass %d (%s): reads role %d, writes role %d, want %d, %d", name, i, p.kernel, p.src, p.dst, wantSrc, wantDst)
@@ -258,7 +278,7 @@ func TestLauncherPasses(t *testing.T) {
 				t.Errorf("%s pass %d: shared memory from unchecked Args", name, i)
 			}
 		}
-		if usesScratch != l.scratch {
+		if usesScratch != (l.scratch != nil) {
 			t.Errorf("%s: scratch %v, but its passes use scratch: %v", name, l.scratch, usesScratch)
 		}
 		if l.params != nil && l.check == nil {

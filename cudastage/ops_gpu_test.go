@@ -329,7 +329,7 @@ func TestGPUKernelsMatchCPU(t *testing.T) {
 
 // loadTestKernels loads the kernels through g.Do and unloads them when the
 // test ends.
-func loadTestKernels(t *testing.T, g *GPU) *Kernels {
+func loadTestKernels(t testing.TB, g *GPU) *Kernels {
 	t.Helper()
 	var k *Kernels
 	if err := g.Do(func() error { k = testKernels(t); return nil }); err != nil {

@@ -227,6 +227,25 @@ var tilings = map[string]tiling{
 	"imgpipe_box_h":  {samples: true, work: hTiling},
 	"imgpipe_blur_v": {samples: true, work: vTiling},
 	"imgpipe_box_v":  {samples: true, work: vTiling},
+	// The PNG encoder: a block's CTA covers the samples of its 64 KiB of the
+	// filtered stream (the rows' filter bytes are no samples); the layout
+	// pass has one CTA per image.
+	"imgpipe_png_plan": {samples: true, work: pngTiling},
+	"imgpipe_png_pack": {samples: true, work: pngTiling},
+	"imgpipe_png_layout": {samples: true, work: func(e entry, _ int, mark func(x, y int)) {
+		rect(e, 0, int(e.w*e.c), int(e.h), int(e.w*e.c), mark)
+	}},
+}
+
+// pngTiling: block tile of an image's filtered stream, rows of 1 + w·c bytes.
+func pngTiling(e entry, tile int, mark func(x, y int)) {
+	rowlen := 1 + int(e.w*e.c)
+	n := rowlen * int(e.h)
+	for p := tile * kPngBlock; p < min((tile+1)*kPngBlock, n); p++ {
+		if j := p % rowlen; j > 0 {
+			mark(j-1, p/rowlen)
+		}
+	}
 }
 
 // hTiling: the horizontal separable pass, kHTile samples of kHRows rows.
@@ -308,7 +327,12 @@ func TestLaunchTables(t *testing.T) {
 		if !ok {
 			spec = name
 		}
-		op := opOf(spec)
+		var op sched.Op
+		if launchers[name].encode != "" {
+			op = pngTestOp() // an encoder's op is made by the planner, not from a spec
+		} else {
+			op = opOf(spec)
+		}
 		t.Run(op.String(), func(t *testing.T) {
 			b := &Batch{Op: op, Src: src}
 			if b.Dst, _, err = Outputs(op, src, 256); err != nil {
@@ -351,15 +375,18 @@ func TestLaunchTables(t *testing.T) {
 				if p.src == roleScratch {
 					from = tmp
 				}
-				total := 0
+				total, units := 0, int64(0)
 				for i, e := range part {
 					s, d := from[i], to[i]
 					if e.srcOff != s.Off || e.dstOff != d.Off || int(e.srcStride) != s.Stride || int(e.dstStride) != d.Stride ||
-						int(e.w) != s.W || int(e.h) != s.H || int(e.c) != s.C || e.reserve != 0 {
+						int(e.w) != s.W || int(e.h) != s.H || int(e.c) != s.C || int64(e.reserve) != units {
 						t.Errorf("pass %d entry %d = %+v, source %+v, destination %+v", pi, i, e, s, d)
 					}
 					if int(e.block0) != total {
 						t.Errorf("pass %d entry %d: block0 %d, want %d", pi, i, e.block0, total)
+					}
+					if p.units != nil {
+						units += p.units(int64(s.W), int64(s.H), int64(s.C))
 					}
 					n, tx := p.tiles(int64(s.W), int64(s.H), int64(s.C))
 					if int64(e.tilesX) != tx {
