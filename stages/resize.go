@@ -215,9 +215,10 @@ func (a ResizeAxis) Window(f Filter, i int) (lo, hi int) {
 //   - area: the overlap min((u+1)·In, (j+1)·Scaled) − max(u·In, j·Scaled);
 //   - linear: 2·Scaled − frac for lo and frac for lo+1, where
 //     frac = num − 2·Scaled·lo;
-//   - lanczos3: with a = ⌊|D_j|·256·LanczosSteps / Q⌋, k = a>>8, r = a&255:
-//     L[k]·(256−r) + L[k+1]·r, L from LanczosTable (linear interpolation in
-//     the table, in integers).
+//   - lanczos3: the table position a = (|D_j|·⌊2^56/Q⌋) >> 40 (|D_j|/Q in
+//     units of 1/(256·LanczosSteps), by a reciprocal so the GPU needs no
+//     division per tap), k = a>>8, r = a&255: L[k]·(256−r) + L[k+1]·r, L from
+//     LanczosTable (linear interpolation in the table, in integers).
 func (a ResizeAxis) Raw(f Filter, i, j int, lt []int32) int64 {
 	n, S, u, jj := int64(a.In), int64(a.Scaled), int64(i+a.Off), int64(j)
 	switch f {
@@ -236,7 +237,7 @@ func (a ResizeAxis) Raw(f Filter, i, j int, lt []int32) int64 {
 	if d < 0 {
 		d = -d
 	}
-	p := d * (LanczosSteps << lanczosFrac) / (2 * max(n, S))
+	p := d * ((1 << 56) / (2 * max(n, S))) >> 40
 	k, r := p>>lanczosFrac, p&(1<<lanczosFrac-1)
 	return int64(lt[k])*(1<<lanczosFrac-r) + int64(lt[k+1])*r
 }
@@ -244,9 +245,10 @@ func (a ResizeAxis) Raw(f Filter, i, j int, lt []int32) int64 {
 // Weights returns the axis's integer taps for filter f. For each output
 // pixel, with the raw weights R_j of its window and their sum Σ (always
 // positive: the window holds the source pixel nearest the centre, which is
-// within the kernel's positive main lobe), w_j = ⌊(R_j·2^15 + Σ) / (2Σ)⌋
-// (R_j/Σ·2^14 rounded half up), then the tap with the largest R_j (the first
-// of equals) gets 2^14 − Σw added, so the taps sum to 2^14 exactly.
+// within the kernel's positive main lobe), w_j = (R_j·⌊2^46/Σ⌋ + 2^31) >> 32
+// (R_j/Σ·2^14 rounded, by a reciprocal so the GPU needs no division per tap),
+// then the tap with the largest R_j (the first of equals) gets 2^14 − Σw
+// added, so the taps sum to 2^14 exactly.
 func (a ResizeAxis) Weights(f Filter) *AxisWeights {
 	lt := LanczosTable()
 	w := &AxisWeights{First: make([]int32, a.Out), Count: make([]int32, a.Out), Start: make([]int32, a.Out)}
@@ -262,10 +264,10 @@ func (a ResizeAxis) Weights(f Filter) *AxisWeights {
 				best, arg = r, j
 			}
 		}
-		sum = max(sum, 1)
+		m := (int64(1) << 46) / max(sum, 1)
 		total := int64(0)
 		for j := lo; j < hi; j++ {
-			t := floorDiv(a.Raw(f, i, j, lt)*2*ResizeOne+sum, 2*sum)
+			t := (a.Raw(f, i, j, lt)*m + 1<<31) >> 32
 			w.Taps = append(w.Taps, int32(t))
 			total += t
 		}
@@ -300,8 +302,7 @@ func Resize(dst, src *Image, spec ResizeSpec) {
 	c := src.C
 	n := ax.Out * c
 	// Only the source rows some output row reads are filtered horizontally.
-	y0 := int(wy.First[0])
-	y1 := int(wy.First[ay.Out-1] + wy.Count[ay.Out-1])
+	y0, y1 := src.H, 0
 	for i := range ay.Out {
 		y0 = min(y0, int(wy.First[i]))
 		y1 = max(y1, int(wy.First[i]+wy.Count[i]))
