@@ -503,8 +503,10 @@ func TestAdapterBatches(t *testing.T) {
 // every op package pipeline binds for a stage with a GPU implementation
 // passes the kernels' batch check.
 func TestBatchOf(t *testing.T) {
-	specs := []string{"boxblur radius=7", "blur sigma=2"}
-	specs = append(specs, slices.Sorted(maps.Keys(launchers))...) // every launcher, default parameters
+	specs := []string{"boxblur radius=7", "blur sigma=2", "resize width=4 fit=cover filter=area", "crop width=3 gravity=south"}
+	for _, name := range slices.Sorted(maps.Keys(launchers)) {
+		specs = append(specs, stageSpec(name)) // every launcher, default parameters
+	}
 	for _, spec := range specs {
 		op := opOf(spec)
 		in := sched.Shape{W: 9, H: 5, C: 3}
