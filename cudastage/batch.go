@@ -264,6 +264,12 @@ func (b *Batch) EncodeTable(dst []byte) error {
 			dst = dst[kImgBytes:]
 		}
 	}
+	if l := launchers[b.Op.Name]; l.extra > 0 {
+		for i := range b.Src {
+			l.encodeExtra(b.Op.Args, b.Src[i], b.Dst[i], dst[:l.extra])
+			dst = dst[l.extra:]
+		}
+	}
 	return nil
 }
 

@@ -503,10 +503,10 @@ func TestAdapterBatches(t *testing.T) {
 // every op package pipeline binds for a stage with a GPU implementation
 // passes the kernels' batch check.
 func TestBatchOf(t *testing.T) {
-	specs := []string{"boxblur radius=7", "blur sigma=2"}
+	specs := []string{"boxblur radius=7", "blur sigma=2", "resize width=4 fit=cover filter=area", "crop width=3 gravity=south"}
 	for _, name := range slices.Sorted(maps.Keys(launchers)) { // every pixel stage, default parameters
 		if launchers[name].encode == "" { // an encoder's op is no stage spec (TestPNGBatchOf)
-			specs = append(specs, name)
+			specs = append(specs, stageSpec(name))
 		}
 	}
 	for _, spec := range specs {

@@ -26,6 +26,15 @@ func opsOf(spec string) []sched.Op {
 	return ops
 }
 
+// stageSpec is a valid spec of the stage called name with default parameters
+// where they are valid (resize has no default size).
+func stageSpec(name string) string {
+	if name == "resize" {
+		return "resize width=4"
+	}
+	return name
+}
+
 // opOf is the op of a spec of one pixel stage ("boxblur radius=3").
 func opOf(spec string) sched.Op {
 	ops := opsOf(spec)

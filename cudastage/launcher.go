@@ -37,6 +37,12 @@ type launcher struct {
 	// params returns the kernel parameters that follow (table, n, src, dst),
 	// bound from the op's Args; nil when there are none.
 	params func(args any) []any
+	// extra is the bytes of per-image data (a geometry the kernel cannot
+	// derive from the source's shape alone) that follow the launch table's
+	// entries, one record per image in entry order; encodeExtra writes one
+	// record for an image src → dst. 0 and nil when the stage needs none.
+	extra       int
+	encodeExtra func(args any, src, dst BatchImage, out []byte)
 }
 
 // pass is one kernel launch of a stage.
@@ -56,6 +62,9 @@ type pass struct {
 	// smem is the dynamic shared memory of a launch, from the op's Args; nil
 	// for none.
 	smem func(args any) uint32
+	// byDst makes tiles count over the destination image's shape instead of
+	// the source's (for stages whose output may be larger than their input).
+	byDst bool
 }
 
 // bufRole names which of a launch's buffers a pass reads or writes.
@@ -152,7 +161,11 @@ func (p *launch) add(src, dst []BatchImage) {
 	var units int64
 	for i, s := range src {
 		w, h, c := int64(s.W), int64(s.H), int64(s.C)
-		blocks, tx := p.tiles(w, h, c)
+		t := s
+		if p.byDst {
+			t = dst[i]
+		}
+		blocks, tx := p.tiles(int64(t.W), int64(t.H), int64(t.C))
 		p.entries[i] = entry{
 			srcOff: s.Off, dstOff: dst[i].Off,
 			w: int32(s.W), h: int32(s.H), c: int32(s.C),
@@ -177,11 +190,12 @@ func direct(kernel string, tiles func(w, h, c int64) (blocks, tilesX int64)) []p
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // TableBytes is the size of the launch tables of op over n images, which
-// EncodeTable writes and Run reads from device memory (0 for a stage without
-// a launcher, which the executor refuses anyway).
+// EncodeTable writes and Run reads from device memory: each pass's entries,
+// then the per-image extra records (0 for a stage without a launcher, which
+// the executor refuses anyway).
 func TableBytes(op sched.Op, n int) int {
 	if l := launchers[op.Name]; l != nil {
-		return len(l.passes) * n * kImgBytes
+		return len(l.passes)*n*kImgBytes + n*l.extra
 	}
 	return 0
 }

@@ -51,6 +51,7 @@ func TestKernelConstants(t *testing.T) {
 		"PNG_BLOCK":       kPngBlock,
 		"PNG_REC_BYTES":   kPngRecBytes,
 		"PNG_STAGE_BYTES": kPngStageBytes,
+		"RESIZE_LANCZOS":  kResizeLanczos,
 	}
 	defineRe := regexp.MustCompile(`(?m)^[ \t]*#[ \t]*define[ \t]+IMGPIPE_(\w+)[ \t]+(\S+)`)
 	globalRe := regexp.MustCompile(`extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(`)
@@ -182,6 +183,17 @@ func TestLauncherFor(t *testing.T) {
 		{"blur no args", sched.Op{Name: "blur"}, "launch arguments are <nil>"},
 		{"box int32 args", sched.Op{Name: "boxblur", Args: int32(3)}, "launch arguments are int32, want the int radius"},
 		{"box no args", sched.Op{Name: "boxblur"}, "launch arguments are <nil>"},
+		{"flip v", opOf("flip axis=v"), ""},
+		{"flip bad axis", sched.Op{Name: "flip", Args: stages.Axis("d")}, `flip axis "d"`},
+		{"flip string args", sched.Op{Name: "flip", Args: "h"}, "launch arguments are string, want stages.Axis"},
+		{"rotate 270", opOf("rotate angle=270"), ""},
+		{"rotate 45", sched.Op{Name: "rotate", Args: 45}, "rotate angle 45"},
+		{"crop gravity", opOf("crop width=5 gravity=center"), ""},
+		{"crop negative", sched.Op{Name: "crop", Args: stages.CropSpec{X: -1}}, "may be negative"},
+		{"crop no args", sched.Op{Name: "crop"}, "launch arguments are <nil>"},
+		{"resize cover", opOf("resize width=9 height=4 fit=cover filter=linear"), ""},
+		{"resize no size", sched.Op{Name: "resize", Args: stages.ResizeSpec{Fit: stages.FitExact, Filter: stages.FilterArea}}, "give width, height or both"},
+		{"resize bad filter", sched.Op{Name: "resize", Args: stages.ResizeSpec{Width: 3, Fit: stages.FitExact, Filter: "cubic"}}, `unknown filter "cubic"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -229,7 +241,7 @@ func TestStagesMatchRegistry(t *testing.T) {
 		}
 	}
 	for _, n := range gpu {
-		op := opOf(n)
+		op := opOf(stageSpec(n))
 		if op.Name != n {
 			t.Errorf("stage %s binds an op named %q", n, op.Name)
 		}

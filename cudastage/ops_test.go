@@ -235,6 +235,10 @@ var tilings = map[string]tiling{
 	"imgpipe_png_layout": {samples: true, work: func(e entry, _ int, mark func(x, y int)) {
 		rect(e, 0, int(e.w*e.c), int(e.h), int(e.w*e.c), mark)
 	}},
+	"imgpipe_flip":   {work: pixelTiling},
+	"imgpipe_rotate": {work: pixelTiling},
+	"imgpipe_crop":   {work: pixelTiling},
+	"imgpipe_resize": {work: pixelTiling},
 }
 
 // pngTiling: block tile of an image's filtered stream, rows of 1 + w·c bytes.
@@ -245,6 +249,16 @@ func pngTiling(e entry, tile int, mark func(x, y int)) {
 		if j := p % rowlen; j > 0 {
 			mark(j-1, p/rowlen)
 		}
+	}
+}
+
+// pixelTiling: the geometry kernels, one thread per destination pixel in
+// row-major order, 256 per block (for rotate the destination has the
+// source's pixel count, which is all the model counts).
+func pixelTiling(e entry, tile int, mark func(x, y int)) {
+	n := int(e.w) * int(e.h)
+	for p := tile * kThreads; p < min((tile+1)*kThreads, n); p++ {
+		mark(p%int(e.w), p/int(e.w))
 	}
 }
 
@@ -325,7 +339,7 @@ func TestLaunchTables(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(launchers)) {
 		spec, ok := specs[name]
 		if !ok {
-			spec = name
+			spec = stageSpec(name)
 		}
 		var op sched.Op
 		if launchers[name].encode != "" {
@@ -354,7 +368,11 @@ func TestLaunchTables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			es := decodeTable(buf[:TableBytes(op, len(src))])
+			entryBytes := len(launches) * len(src) * kImgBytes
+			if l := launchers[op.Name]; entryBytes+len(src)*l.extra != TableBytes(op, len(src)) {
+				t.Fatalf("TableBytes %d, want %d entries and %d extra records", TableBytes(op, len(src)), entryBytes/kImgBytes, len(src))
+			}
+			es := decodeTable(buf[:entryBytes])
 			if len(es) != len(launches)*len(src) {
 				t.Fatalf("%d entries for %d launches", len(es), len(launches))
 			}
@@ -388,7 +406,11 @@ func TestLaunchTables(t *testing.T) {
 					if p.units != nil {
 						units += p.units(int64(s.W), int64(s.H), int64(s.C))
 					}
-					n, tx := p.tiles(int64(s.W), int64(s.H), int64(s.C))
+					ts := s
+					if p.byDst {
+						ts = d
+					}
+					n, tx := p.tiles(int64(ts.W), int64(ts.H), int64(ts.C))
 					if int64(e.tilesX) != tx {
 						t.Errorf("pass %d entry %d: tiles_x %d, want %d", pi, i, e.tilesX, tx)
 					}
@@ -396,6 +418,12 @@ func TestLaunchTables(t *testing.T) {
 				}
 				if total != p.blocks {
 					t.Errorf("pass %d: %d blocks, entries add up to %d", pi, p.blocks, total)
+				}
+				if p.byDst { // the model counts over the destination's pixels
+					part = slices.Clone(part)
+					for i := range part {
+						part[i].w, part[i].h = int32(to[i].W), int32(to[i].H)
+					}
 				}
 				covered(t, p.kernel, part, p.blocks)
 			}

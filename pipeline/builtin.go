@@ -224,7 +224,8 @@ so an output is never partial. When several inputs in one folder share a stem
 func sameShape(in stages.Shape, _ Params) (stages.Shape, bool) { return in, false }
 
 // Builtin is the registry of the builtin stages.
-var Builtin = mustRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, saveDef)
+var Builtin = mustRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, saveDef,
+	resizeDef, cropDef, flipDef, rotateDef)
 
 func mustRegistry(defs ...*StageDef) *Registry {
 	r, err := NewRegistry(defs...)

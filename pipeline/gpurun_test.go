@@ -89,6 +89,9 @@ func TestGPURunMatchesCPU(t *testing.T) {
 		"decode | transpose | grayscale",
 		"decode | blur sigma=0.7 | boxblur radius=0 | histogram | transpose | save format=jpeg",
 		"decode | histogram",
+		// Shapes that change mid-segment, enlarging some inputs and shrinking others.
+		"decode | resize width=40 height=40 fit=inside filter=lanczos3 | flip axis=v | histogram | save",
+		"decode | grayscale | resize width=50 height=30 fit=cover filter=area | rotate angle=270 | crop x=2 y=3 width=11 | save",
 	}
 	rng := rand.New(rand.NewSource(7))
 	inputs := mixedInputs(t, rng, 60)

@@ -81,7 +81,7 @@ func TestBuiltinRegistry(t *testing.T) {
 	for _, d := range defs {
 		names = append(names, d.Name)
 	}
-	want := "decode blur boxblur grayscale histogram transpose save"
+	want := "decode blur boxblur crop flip grayscale histogram resize rotate transpose save"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("Stages() = %s, want %s", got, want)
 	}
