@@ -19,7 +19,10 @@ const (
 	RouteCUDA = "nvjpeg-cuda"
 )
 
-var _ sched.FileDecoder = (*Device)(nil)
+var (
+	_ sched.FileDecoder = (*Device)(nil)
+	_ sched.DecoderInfo = (*Device)(nil)
+)
 
 // scratchAlign aligns each upright image in the orientation scratch.
 const scratchAlign = 256
@@ -100,12 +103,23 @@ func (c *jpegCodec) open() (err error) {
 	return nil
 }
 
-// NVJPEGError says why nvJPEG cannot decode on this device (library missing,
-// handle creation failed), or nil when it can: for `backend=nvjpeg`
-// validation. Without nvJPEG, DecodeRoute answers "" for every file.
-func (d *Device) NVJPEGError() error {
+// DecoderAvailable implements sched.DecoderInfo: why nvJPEG cannot decode on
+// this device (library missing, handle creation failed), or nil when it can,
+// for `backend=nvjpeg` validation. Without nvJPEG, DecodeRoute answers "" for
+// every file.
+func (d *Device) DecoderAvailable() error {
 	_, err := d.jpeg()
 	return err
+}
+
+// DecoderEngines implements sched.DecoderInfo: nvJPEG's hardware decode
+// engines (0 without them, or without nvJPEG).
+func (d *Device) DecoderEngines() int {
+	c, err := d.jpeg()
+	if err != nil {
+		return 0
+	}
+	return c.engines
 }
 
 // DecodeRoute implements sched.FileDecoder: RouteHW when nvJPEG parses the

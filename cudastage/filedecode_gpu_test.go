@@ -91,7 +91,7 @@ func jpegDevice(t *testing.T) *Device {
 			t.Error(err)
 		}
 	})
-	if err := d.NVJPEGError(); err != nil {
+	if err := d.DecoderAvailable(); err != nil {
 		if cutest.Required() {
 			t.Fatalf("nvJPEG required on the GPU machine: %v", err)
 		}
