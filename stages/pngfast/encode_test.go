@@ -104,11 +104,12 @@ func TestRoundTrip(t *testing.T) {
 	}
 	kinds := []struct {
 		name string
+		pad  int // row padding, different per kind to cover both without doubling the cases
 		make func(w, h, c, pad int) img
 	}{
-		{"random", func(w, h, c, pad int) img { return randomImg(rng, w, h, c, pad) }},
-		{"smooth", func(w, h, c, pad int) img { return smoothImg(rng, w, h, c, pad) }},
-		{"zeros", func(w, h, c, pad int) img {
+		{"random", 5, func(w, h, c, pad int) img { return randomImg(rng, w, h, c, pad) }},
+		{"smooth", 0, func(w, h, c, pad int) img { return smoothImg(rng, w, h, c, pad) }},
+		{"zeros", 3, func(w, h, c, pad int) img {
 			m := randomImg(rng, w, h, c, pad)
 			for y := range h {
 				clear(m.row(y))
@@ -118,11 +119,9 @@ func TestRoundTrip(t *testing.T) {
 	}
 	for _, s := range sizes {
 		for _, k := range kinds {
-			for _, pad := range []int{0, 5} {
-				t.Run(fmt.Sprintf("%dx%dx%d/%s/pad%d", s.w, s.h, s.c, k.name, pad), func(t *testing.T) {
-					roundTrip(t, k.make(s.w, s.h, s.c, pad))
-				})
-			}
+			t.Run(fmt.Sprintf("%dx%dx%d/%s/pad%d", s.w, s.h, s.c, k.name, k.pad), func(t *testing.T) {
+				roundTrip(t, k.make(s.w, s.h, s.c, k.pad))
+			})
 		}
 	}
 	gray, rgb := photos(t)
