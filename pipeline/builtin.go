@@ -33,24 +33,30 @@ allocated; bigger images fail with a clear error. JPEG EXIF orientation is appli
 unless orient=false. Inputs that are already pixels (Go API) only get the pixel check.
 backend=turbo decodes JPEG with libjpeg-turbo (libturbojpeg.so.0, loaded at run time),
 4-5x faster than Go's decoder but not bit-identical to it (a different IDCT and chroma
-upsampling); the default, go, gives the same pixels on every machine.`,
+upsampling); backend=go gives the same pixels on every machine. The default, auto, is
+turbo where the library loads and go otherwise (saying once how to install it); the
+report names each input's decoder.`,
 	Params: []ParamSpec{
 		{Name: "max_pixels", Kind: Int, Default: int64(stages.DefaultMaxPixels), Range: &Range{Min: 1, Max: 1 << 40},
 			Help: "refuse images with more pixels than this (width×height)"},
 		{Name: "orient", Kind: Bool, Default: true,
 			Help: "apply the JPEG EXIF orientation"},
-		{Name: "backend", Kind: Enum, Default: string(stages.JPEGGo), Values: []string{string(stages.JPEGGo), string(stages.JPEGTurbo)},
-			Help: "JPEG decoder: go (same pixels everywhere) or turbo (libjpeg-turbo, faster)"},
+		{Name: "backend", Kind: Enum, Default: string(stages.JPEGAuto), Values: jpegBackends(),
+			Help: "JPEG decoder: auto (turbo if it loads, else go), go (same pixels everywhere) or turbo (libjpeg-turbo, faster)"},
 	},
 	NewDecoder: func(p Params) (*Decoder, error) {
 		opt := stages.DecodeOptions{MaxPixels: p.Int("max_pixels"), Orient: p.Bool("orient"), JPEG: stages.JPEGBackend(p.Str("backend"))}
 		if err := opt.JPEG.Check(); err != nil {
 			return nil, err
 		}
+		var note string
+		opt.JPEG, note = stages.ResolveJPEGBackend(opt.JPEG) // once per run, not per file
 		return &Decoder{
 			MaxPixels: opt.MaxPixels,
-			Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, error) {
-				return stages.Decode(data, opt, alloc)
+			Note:      note,
+			Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, string, error) {
+				m, by, err := stages.DecodeBy(data, opt, alloc)
+				return m, string(by), err
 			},
 			Pixels: func(data []byte) (int64, error) {
 				h, err := stages.DecodeHeader(data, opt)
@@ -214,6 +220,14 @@ so an output is never partial. When several inputs in one folder share a stem
 }
 
 func sameShape(in stages.Shape, _ Params) (stages.Shape, bool) { return in, false }
+
+func jpegBackends() []string {
+	var names []string
+	for _, b := range stages.JPEGBackends {
+		names = append(names, string(b))
+	}
+	return names
+}
 
 // Builtin is the registry of the builtin stages.
 var Builtin = mustRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, saveDef)

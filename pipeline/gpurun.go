@@ -287,8 +287,9 @@ func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
 		return w.bufs.get(width, height, c), nil
 	}
 	t0 := time.Now()
-	img, release, err := r.decodeInto(it.in, alloc)
+	img, decoder, release, err := r.decodeInto(it.in, alloc)
 	r.span(w.track, stage, it.in.Name, t0)
+	res.Decoder = decoder
 	if err == nil && !onCPU {
 		release() // the pixels are in the batch slot, which the executor's own budget bounds
 	} else if err == nil {

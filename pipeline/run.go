@@ -102,6 +102,9 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if opt.Device == "" {
 		opt.Device = "cpu"
 	}
+	if plan.Decode.Note != "" && opt.Notice != nil {
+		opt.Notice(plan.Decode.Note)
+	}
 	var be backend = cpuBackend{}
 	if opt.GPU != nil {
 		g, err := newGPURun(plan, opt)
@@ -340,7 +343,7 @@ func (r *runner) settle(it *item) bool {
 	case in.Previous != nil:
 		p := in.Previous
 		res.Status = StatusSkipped
-		res.Output, res.Width, res.Height = p.Output, p.Width, p.Height
+		res.Output, res.Width, res.Height, res.Decoder = p.Output, p.Width, p.Height, p.Decoder
 		if len(p.Histogram) == 256 {
 			res.Histogram = new([256]uint64)
 			copy(res.Histogram[:], p.Histogram)

@@ -24,6 +24,8 @@ type Result struct {
 	Status Status
 	// Width and Height are those of the decoded input (0 when decoding failed).
 	Width, Height int
+	// Decoder names the decoder that made the pixels ("go", "turbo"), when known.
+	Decoder string
 	// Histogram is set when the chain has a histogram stage.
 	Histogram *[256]uint64
 	// Image is the final image. ToFolder drops it once written, to free memory early.
