@@ -33,14 +33,16 @@ allocated; bigger images fail with a clear error. JPEG EXIF orientation is appli
 unless orient=false. Inputs that are already pixels (Go API) only get the pixel check.
 backend=turbo decodes JPEG with libjpeg-turbo (libturbojpeg.so.0, loaded at run time),
 4-5x faster than Go's decoder but not bit-identical to it (a different IDCT and chroma
-upsampling); the default, go, gives the same pixels on every machine.`,
+upsampling); backend=go gives the same pixels on every machine. The default, auto, is
+turbo where the library loads and go otherwise (saying once how to install it); the
+report names each input's decoder.`,
 	Params: []ParamSpec{
 		{Name: "max_pixels", Kind: Int, Default: int64(stages.DefaultMaxPixels), Range: &Range{Min: 1, Max: 1 << 40},
 			Help: "refuse images with more pixels than this (width×height)"},
 		{Name: "orient", Kind: Bool, Default: true,
 			Help: "apply the JPEG EXIF orientation"},
-		{Name: "backend", Kind: Enum, Default: string(stages.JPEGGo), Values: decodeBackends,
-			Help: "JPEG decoder: go (same pixels everywhere), turbo (libjpeg-turbo), nvjpeg (GPU) or auto"},
+		{Name: "backend", Kind: Enum, Default: string(stages.JPEGAuto), Values: decodeBackends(),
+			Help: "JPEG decoder: auto (GPU engines on a GPU run, else turbo if it loads, else go), go (same pixels everywhere), turbo (libjpeg-turbo) or nvjpeg (every JPEG the GPU takes)"},
 	},
 	NewDecoder: func(p Params) (*Decoder, error) {
 		backend := p.Str("backend")
@@ -48,13 +50,17 @@ upsampling); the default, go, gives the same pixels on every machine.`,
 		if err := opt.JPEG.Check(); err != nil {
 			return nil, err
 		}
+		var note string
+		opt.JPEG, note = stages.ResolveJPEGBackend(opt.JPEG) // once per run, not per file
 		return &Decoder{
 			Backend:   backend,
 			CPUJPEG:   string(opt.JPEG),
 			Header:    func(data []byte) (stages.Header, error) { return stages.DecodeHeader(data, opt) },
 			MaxPixels: opt.MaxPixels,
-			Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, error) {
-				return stages.Decode(data, opt, alloc)
+			Note:      note,
+			Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, string, error) {
+				m, by, err := stages.DecodeBy(data, opt, alloc)
+				return m, string(by), err
 			},
 			Pixels: func(data []byte) (int64, error) {
 				h, err := stages.DecodeHeader(data, opt)
@@ -172,10 +178,10 @@ bins. The image passes through unchanged; the counts go to the report.`,
 	GPU: NoLaunchArgs,
 }
 
-// pngCompressions are save's compression settings. The default, fast, is the closest that Go's
-// compress/flate comes to OpenCV's default (zlib level 1 with the Z_RLE strategy): on blurred
-// photos it encoded 3-4x faster than level 1 and gave files as small or smaller. Every setting
-// is lossless.
+// pngCompressions are save's compression settings. The default, fast, is imgpipe's own encoding
+// (stages/pngfast, docs/png-fast.md): Sub filter and Huffman-only deflate in independent blocks,
+// the same bytes on CPU and GPU, several times faster than zlib level 1 with files about as small
+// on photos. Every setting is lossless.
 var pngCompressions = []string{"fast", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
 
 var saveDef = &StageDef{
@@ -192,13 +198,13 @@ so an output is never partial. When several inputs in one folder share a stem
 		{Name: "quality", Kind: Int, Default: int64(stages.DefaultJPEGQuality), Range: &Range{Min: 1, Max: 100},
 			Help: "JPEG quality (jpeg only)"},
 		{Name: "compression", Kind: Enum, Default: "fast", Values: pngCompressions,
-			Help: "PNG: fast (Sub filter, Huffman coding only, like OpenCV's default RLE), 1..9 zlib level, 0 stores"},
+			Help: "PNG: fast (imgpipe's own Huffman-only encoding, same bytes on CPU and GPU), 1..9 zlib level, 0 stores"},
 	},
 	NewEncoder: func(p Params) (*Encoder, error) {
 		opt := stages.SaveOptions{Format: p.Str("format"), Quality: int(p.Int("quality"))}
 		switch c := p.Str("compression"); c {
 		case "fast":
-			opt.Compression = stages.PNGHuffmanOnly
+			opt.Compression = stages.PNGFast
 		case "0":
 			opt.Compression = stages.PNGNoCompression
 		default:

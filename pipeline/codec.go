@@ -6,24 +6,29 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
-	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
 
 // Where files decode and encode on a GPU run: the decode stage's backends, the routing
 // rule, and the device encoding op of save format=png compression=fast.
 
-// The decode stage's backends.
+// The decode stage's backends beyond stages.JPEGBackends (auto, go, turbo).
 const (
-	// backendAuto: on a GPU run, JPEGs the hardware engines take decode there, the rest
-	// on the CPU; on the CPU, libjpeg-turbo when it loads, else Go's decoder.
-	backendAuto = "auto"
+	// backendAuto (stages.JPEGAuto): on a GPU run, JPEGs the hardware engines take decode
+	// there, the rest on the CPU; on the CPU, libjpeg-turbo when it loads, else Go's decoder.
+	backendAuto = string(stages.JPEGAuto)
 	// backendNvJPEG: every JPEG the device decoder takes decodes there (other formats on
 	// the CPU); a run without nvJPEG fails at validation.
 	backendNvJPEG = "nvjpeg"
 )
 
 // decodeBackends are the decode stage's backend values.
-var decodeBackends = []string{backendAuto, string(stages.JPEGGo), string(stages.JPEGTurbo), backendNvJPEG}
+func decodeBackends() []string {
+	var names []string
+	for _, b := range stages.JPEGBackends {
+		names = append(names, string(b))
+	}
+	return append(names, backendNvJPEG)
+}
 
 // ErrNoDeviceDecoder is wrapped by the validation error of decode backend=nvjpeg on a run
 // that has no usable device decoder. The CLI exits 2 when the run is on the CPU (a usage
@@ -31,14 +36,11 @@ var decodeBackends = []string{backendAuto, string(stages.JPEGGo), string(stages.
 var ErrNoDeviceDecoder = errors.New("decode backend=nvjpeg needs a GPU with nvJPEG")
 
 // cpuJPEG is the JPEG decoder of the CPU path, and of the files a GPU run decodes on CPU
-// workers, for a backend: auto and nvjpeg use libjpeg-turbo when it loads, else Go's.
+// workers, for a backend: nvjpeg's CPU side is auto's, which stages.ResolveJPEGBackend
+// resolves (libjpeg-turbo when it loads, else Go's).
 func cpuJPEG(backend string) stages.JPEGBackend {
-	switch backend {
-	case backendAuto, backendNvJPEG:
-		if jpegturbo.Available() == nil {
-			return stages.JPEGTurbo
-		}
-		return stages.JPEGGo
+	if backend == backendNvJPEG {
+		return stages.JPEGAuto
 	}
 	return stages.JPEGBackend(backend)
 }
@@ -96,37 +98,14 @@ func cpuDecoderName(dec *Decoder, data []byte) string {
 const pngFast = "png-fast"
 
 // pngFastOp is the ONE definition of save format=png compression=fast as a device op: its
-// Bound and its CPU reference, whose bytes the device's encoder gives. The reference is
-// stages.Encode's Huffman-only PNG today (the encoder specified in DESIGN.md replaces it
-// at merge: stages/pngfast's Bound and Encode).
+// Bound and its CPU reference (stages/pngfast, docs/png-fast.md), whose bytes the device's
+// encoder gives.
 func pngFastOp() *sched.Op {
-	opt := stages.SaveOptions{Format: "png", Compression: stages.PNGHuffmanOnly}
 	return &sched.Op{Name: stageSave, Spec: "save format=png compression=fast", Encode: &sched.EncodeOp{
 		Format: pngFast,
-		// Go's Huffman-only deflate stores a block whenever Huffman coding would not
-		// shrink it by a sixteenth, so the zlib stream stays within the filtered rows
-		// plus 5 bytes per 64 KiB block; an eighth more covers that, the 12-byte header
-		// of each 64 KiB IDAT chunk and the zlib framing, and 1 KiB the PNG's other
-		// chunks. TestPNGFastBound checks it on incompressible images.
-		Bound: func(in stages.Shape) int { return in.H*(in.W*in.C+1)*9/8 + 1024 },
-		CPU: func(dst []byte, src *stages.Image) int {
-			w := &boundedWriter{b: dst[:0]}
-			if stages.Encode(w, src, opt) != nil {
-				return -1
-			}
-			return len(w.b)
-		}}}
-}
-
-// boundedWriter appends into its slice's capacity and fails past it.
-type boundedWriter struct{ b []byte }
-
-func (w *boundedWriter) Write(p []byte) (int, error) {
-	if len(w.b)+len(p) > cap(w.b) {
-		return 0, fmt.Errorf("encoded file over its bound of %d bytes", cap(w.b))
-	}
-	w.b = append(w.b, p...)
-	return len(p), nil
+		Bound:  stages.PNGFastBound,
+		CPU:    stages.EncodePNGFast,
+	}}
 }
 
 // encoderName names save's encoding for the report: png-fast, png-store, png-zlibN, jpeg.
@@ -134,7 +113,7 @@ func encoderName(opt stages.SaveOptions) string {
 	switch {
 	case opt.Format == "jpeg":
 		return "jpeg"
-	case opt.Compression == stages.PNGHuffmanOnly:
+	case opt.Compression == stages.PNGFast:
 		return pngFast
 	case opt.Compression == stages.PNGNoCompression:
 		return "png-store"

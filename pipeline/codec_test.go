@@ -82,14 +82,11 @@ func TestPNGFastBound(t *testing.T) {
 		dst := make([]byte, op.Encode.Bound(m.Shape()))
 		n := op.Encode.CPU(dst, m)
 		var want bytes.Buffer
-		if err := stages.Encode(&want, m, stages.SaveOptions{Format: "png", Compression: stages.PNGHuffmanOnly}); err != nil {
+		if err := stages.Encode(&want, m, stages.SaveOptions{Format: "png", Compression: stages.PNGFast}); err != nil {
 			t.Fatal(err)
 		}
 		if n < 0 || !bytes.Equal(dst[:n], want.Bytes()) {
 			t.Errorf("%v: %d bytes in a bound of %d, want the CPU's %d", m.Shape(), n, len(dst), want.Len())
-		}
-		if n := op.Encode.CPU(make([]byte, want.Len()-1), m); n != -1 {
-			t.Errorf("%v: %d into a buffer one byte short, want -1", m.Shape(), n)
 		}
 	}
 }

@@ -331,8 +331,9 @@ func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
 		return w.bufs.get(width, height, c), nil
 	}
 	t0 := time.Now()
-	img, release, err := r.decodeInto(it, alloc)
+	img, decoder, release, err := r.decodeInto(it.in, alloc)
 	r.span(w.track, stage, it.in.Name, t0)
+	res.Decoder = decoder
 	if err == nil && !onCPU {
 		release() // the pixels are in the batch slot, which the executor's own budget bounds
 	} else if err == nil {
@@ -455,7 +456,11 @@ func (b *gpuBackend) fileToDevice(it *item, w *worker) (done, committed bool) {
 	r, res, dec := b.r, &it.res, b.r.plan.Decode
 	stage := r.plan.Steps[0].Def.Name
 	t0 := time.Now()
-	defer func() { r.span(w.track, stage, it.in.Name, t0) }()
+	defer func() {
+		if done { // otherwise the CPU path's decode span covers this time too
+			r.span(w.track, stage, it.in.Name, t0)
+		}
+	}()
 	data := it.in.Data
 	if data == nil {
 		if it.in.Path == "" {

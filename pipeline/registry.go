@@ -54,8 +54,12 @@ type CPUFunc = sched.CPUFunc
 type Decoder struct {
 	// MaxPixels is the pixel limit checked before anything is allocated for an image.
 	MaxPixels int64
-	// Decode decodes data into pixels obtained from alloc.
-	Decode func(data []byte, alloc stages.Alloc) (*stages.Image, error)
+	// Decode decodes data into pixels obtained from alloc, and names the decoder that
+	// made them for the report ("go", "turbo"; "" for none worth naming).
+	Decode func(data []byte, alloc stages.Alloc) (*stages.Image, string, error)
+	// Note, if set, is a one-line notice about the decoder that a run gives once, such as
+	// decode backend=auto falling back to Go's decoder and how to install libjpeg-turbo.
+	Note string
 	// Head, if set, looks at the first HeadBytes of a file (fewer for a smaller file)
 	// before the rest is read, and returns an error for a file that cannot succeed (not an
 	// image, or a header over MaxPixels), so a big hostile file is refused without reading

@@ -103,6 +103,9 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if opt.Device == "" {
 		opt.Device = "cpu"
 	}
+	if plan.Decode.Note != "" && opt.Notice != nil {
+		opt.Notice(plan.Decode.Note)
+	}
 	var be backend = cpuBackend{}
 	if opt.GPU != nil {
 		g, err := newGPURun(plan, opt, writesOnly(sink))

@@ -24,7 +24,7 @@ type Result struct {
 	Status Status
 	// Width and Height are those of the decoded input (0 when decoding failed).
 	Width, Height int
-	// Decoder names the decoder of the input's file ("go", "turbo", "nvjpeg-hw", ...);
+	// Decoder names the decoder that made the pixels ("go", "turbo", "nvjpeg-hw", ...);
 	// Encoder the save stage's encoding ("png-fast", "jpeg", ...) of a saved output.
 	Decoder, Encoder string
 	// Histogram is set when the chain has a histogram stage.

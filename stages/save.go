@@ -15,24 +15,24 @@ const DefaultJPEGQuality = 95
 // PNG compression settings for SaveOptions.Compression, besides the zlib
 // levels 1 (fastest) to 9 (smallest).
 const (
-	// PNGDefault selects level 1 with the Sub filter: what OpenCV's imwrite
-	// does by default, fast with a reasonable size.
-	PNGDefault = 0
+	// PNGFast, the zero value, is imgpipe's own encoding (package pngfast,
+	// docs/png-fast.md): Sub filter and Huffman coding in independent
+	// 64 KiB blocks, the same bytes from the CPU and the GPU encoder, several
+	// times faster than level 1 and about as small on photos (see
+	// BenchmarkEncodePNG).
+	PNGFast = 0
 	// PNGNoCompression stores the rows without compressing them.
 	PNGNoCompression = -1
-	// PNGHuffmanOnly uses the Sub filter and Huffman coding without
-	// string matching: about 3x faster than level 1 on photos, with files
-	// 10-40% larger (measured on 1080p photos, see BenchmarkEncodePNG).
-	PNGHuffmanOnly = -2
 )
 
 // SaveOptions controls Encode.
 type SaveOptions struct {
 	Format  string // "png" (the default when empty) or "jpeg" ("jpg" is accepted)
 	Quality int    // JPEG quality 1..100; 0 means DefaultJPEGQuality
-	// Compression is the PNG zlib level 1..9, PNGDefault (0, meaning 1),
-	// PNGNoCompression or PNGHuffmanOnly. Every setting is lossless; higher
-	// levels are smaller and slower.
+	// Compression is PNGFast (0, the default), the PNG zlib level 1..9
+	// (level 1 filters every row with Sub, higher levels pick a filter per
+	// row), or PNGNoCompression. Every setting is lossless; higher levels
+	// are smaller and slower.
 	Compression int
 }
 
@@ -53,8 +53,8 @@ func (o SaveOptions) normalize() (SaveOptions, error) {
 	if o.Quality < 1 || o.Quality > 100 {
 		return o, fmt.Errorf("jpeg quality %d is not in 1..100", o.Quality)
 	}
-	if o.Compression < PNGHuffmanOnly || o.Compression > 9 {
-		return o, fmt.Errorf("png compression %d is not in -2..9", o.Compression)
+	if o.Compression < PNGNoCompression || o.Compression > 9 {
+		return o, fmt.Errorf("png compression %d is not in -1..9", o.Compression)
 	}
 	return o, nil
 }

@@ -37,7 +37,8 @@ func TestNvJPEGBackendUnavailable(t *testing.T) {
 }
 
 // On a device with a file decoder, backend=nvjpeg and auto send the JPEGs the device takes
-// to it (the fake decodes with Go's decoder, so the outputs are the CPU's bytes), the other
+// to it (the fake decodes with the CPU path's default decoder, so the outputs are the CPU's
+// bytes), the other
 // formats to the CPU; the report names each input's decoder and the encoder, and the trace
 // shows the decode on the stream tracks.
 func TestDeviceDecodeRouting(t *testing.T) {
@@ -47,7 +48,7 @@ func TestDeviceDecodeRouting(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			outCPU, outDev := filepath.Join(t.TempDir(), "cpu"), filepath.Join(t.TempDir(), "dev")
 			trace := filepath.Join(t.TempDir(), "trace.json")
-			cpuSpec := "decode backend=go | grayscale | blur sigma=1.5 | histogram | save"
+			cpuSpec := "decode | grayscale | blur sigma=1.5 | histogram | save"
 			devSpec := "decode backend=" + backend + " | grayscale | blur sigma=1.5 | histogram | save"
 			codeCPU, _, errCPU := cli(t, "run", "-i", in, "-o", outCPU, "-p", cpuSpec, "--device", "cpu")
 			code, _, stderr := cli(t, "run", "-i", in, "-o", outDev, "-p", devSpec, "--device", "cuda", "--batch", "3", "--trace", trace)

@@ -284,8 +284,8 @@ func TestRunCudaOnFakeDevice(t *testing.T) {
 	closes := fakeDevice(t, schedtest.FakeConfig{Name: "fake GPU", H2DRate: 1e9, D2HRate: 1e9})
 	for _, spec := range []string{
 		chain,
-		"decode | boxblur radius=3 | histogram | save format=jpeg quality=90",
-		"decode | transpose | save",
+		"decode backend=go | boxblur radius=3 | histogram | save format=jpeg quality=90",
+		"decode backend=go | transpose | save",
 	} {
 		t.Run(spec, func(t *testing.T) {
 			trace := filepath.Join(t.TempDir(), "trace.json")

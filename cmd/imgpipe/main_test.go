@@ -157,7 +157,7 @@ func mixedFolder(t *testing.T) (dir string, good []string, bad map[string]string
 	return dir, good, bad
 }
 
-const chain = "decode max_pixels=300000 | grayscale | blur sigma=1.5 | transpose | histogram | save format=png"
+const chain = "decode max_pixels=300000 backend=go | grayscale | blur sigma=1.5 | transpose | histogram | save format=png"
 
 func readReport(t *testing.T, path string) ([]pipeline.ReportLine, pipeline.Summary) {
 	t.Helper()

@@ -76,7 +76,7 @@ func (f *FakeDevice) DecoderAvailable() error { return f.cfg.DecoderUnavailable 
 // DecoderEngines implements sched.DecoderInfo: FakeConfig.DecoderEngines.
 func (f *FakeDevice) DecoderEngines() int { return f.cfg.DecoderEngines }
 
-// Decode implements sched.FileDecoder with stages.Decode (Go's decoders) and
+// Decode implements sched.FileDecoder with stages.Decode (the CPU path's default decoders) and
 // stages.Orient, on the stream: the files are read from page-locked memory and
 // written into call.Dst, checked like any device access. An image that does
 // not decode (or that FakeConfig.DecodeFail fails) gets its Err set; with
@@ -165,7 +165,7 @@ func (f *FakeDevice) checkDecode(call *sched.DecodeCall) error {
 }
 
 // decodeOne decodes one file into dst (the oriented image, tightly packed),
-// as the CPU path's Go decoder does.
+// as the CPU path's default decoder does.
 func (f *FakeDevice) decodeOne(im *sched.DecodeImage, dst []byte) error {
 	if f.cfg.DecodeFail != nil {
 		if err := f.cfg.DecodeFail(im.Data); err != nil {
@@ -186,7 +186,11 @@ func (f *FakeDevice) decodeOne(im *sched.DecodeImage, dst []byte) error {
 		}
 		return stages.NewImage(w, h, c), nil
 	}
-	opt := stages.DecodeOptions{MaxPixels: int64(stored.W) * int64(stored.H), JPEG: stages.JPEGGo}
+	// The CPU path's default decoder (libjpeg-turbo where it loads), so that a test's
+	// device run and CPU run start from the same pixels, as the exactness contract
+	// (everything after decode bit-exact) needs.
+	backend, _ := stages.ResolveJPEGBackend(stages.JPEGAuto)
+	opt := stages.DecodeOptions{MaxPixels: int64(stored.W) * int64(stored.H), JPEG: backend}
 	m, err := stages.Decode(im.Data, opt, alloc)
 	if err != nil {
 		return err
