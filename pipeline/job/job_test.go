@@ -140,14 +140,14 @@ func TestParseErrors(t *testing.T) {
 pipeline:
   - decode: {max_pixels: -1}
   - blur: {sigma: 0}
-  - save: {format: tiff}
+  - save: {format: gif}
 output: {dir: out, reprot: r.jsonl}
 execution: {workers: -2, on_error: maybe}
 `, []string{
 			`1:18: input: unknown key "extra"`,
 			`3:26: decode: max_pixels=-1 is out of range`,
 			`4:19: blur: sigma=0 is out of range (0, 32]`,
-			`5:20: save: format=tiff: want one of png, jpeg`,
+			`5:20: save: format=gif: want one of png, jpeg`,
 			`6:20: output: unknown key "reprot" (did you mean "report"?)`,
 			`7:22: execution.workers: workers=-2 is out of range [0, 4096]`,
 			`7:36: execution.on_error: on_error=maybe`,

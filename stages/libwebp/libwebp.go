@@ -79,12 +79,17 @@ type Options struct {
 	Lossless bool
 }
 
+// ErrTooLarge is the error for a w×h image that WebP cannot hold.
+func ErrTooLarge(w, h int) error {
+	return fmt.Errorf("webp: image is %dx%d, want 1..%d on each side", w, h, MaxDimension)
+}
+
 // Encode compresses w×h interleaved 8-bit RGB pixels (row y at pix[y*stride:])
 // into a WebP file.
 func Encode(pix []byte, w, h, stride int, opt Options) ([]byte, error) {
 	switch {
 	case w < 1 || h < 1 || w > MaxDimension || h > MaxDimension:
-		return nil, fmt.Errorf("webp: image is %dx%d, want 1..%d on each side", w, h, MaxDimension)
+		return nil, ErrTooLarge(w, h)
 	case stride < 3*w || len(pix) < (h-1)*stride+3*w:
 		return nil, fmt.Errorf("webp: %d bytes with stride %d do not hold %dx%d RGB pixels", len(pix), stride, w, h)
 	case !opt.Lossless && (opt.Quality < 1 || opt.Quality > 100):
