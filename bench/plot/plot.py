@@ -114,16 +114,18 @@ def sweep(recs, system, mode, vary, fixed):
 
 
 def sweep_fixed(recs, mode, vary):
-    """The value of the other knob at which the most records vary `vary` (imgpipe's, if any)."""
+    """The value of the other knob at which the most records vary `vary` (imgpipe's, if any);
+    among equals, the one of the fastest record, so a full grid is shown through its best point."""
     other = "batch" if vary == "streams" else "streams"
     for pool in ([r for r in recs if r["system"] == "imgpipe"], recs):
-        seen = collections.defaultdict(set)
+        seen, best = collections.defaultdict(set), collections.defaultdict(float)
         for r in pool:
             if r["mode"] == mode:
                 seen[r.get(other)].add(r[vary])
+                best[r.get(other)] = max(best[r.get(other)], r["mpix_per_s"])
         seen = {k: v for k, v in seen.items() if len(v) >= 2}
         if seen:
-            return max(seen, key=lambda k: (len(seen[k]), k or 0))
+            return max(seen, key=lambda k: (len(seen[k]), best[k]))
     return None
 
 

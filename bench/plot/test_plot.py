@@ -181,6 +181,12 @@ class PlotTest(unittest.TestCase):
             finally:
                 plt.close(fig)
 
+    def test_sweep_fixed_prefers_the_best_point(self):
+        # A full 2×2 grid: both batches vary streams twice; the fastest record is at batch 32.
+        grid = [rec("imgpipe", 100 + s + (50 if b == 32 else 0), streams=s, batch=b) for s in (1, 2) for b in (16, 32)]
+        self.assertEqual(plot.sweep_fixed(grid, "raw", "streams"), 32)
+        self.assertEqual(plot.sweep_fixed(grid, "raw", "batch"), 2)
+
     def test_sweep_without_variation_is_skipped(self):
         p = self.write("r.jsonl", json.dumps(rec("imgpipe", 10.0)))
         rc, out, err = self.run_main(p, "--out", self.dir, "--date", "d")
