@@ -16,6 +16,8 @@ require (
 	golang.org/x/term v0.47.0
 )
 
+require github.com/bmatcuk/doublestar/v4 v4.10.4
+
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
