@@ -111,3 +111,7 @@ func within(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
 	return err == nil && filepath.IsLocal(rel)
 }
+
+// OutputName is the input's output path relative to the output folder for a save format's
+// extension ext (without the dot): what the run will write, for a dry run to show.
+func (in Input) OutputName(ext string) string { return outputName(in, ext) }

@@ -82,7 +82,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError("%v (see 'imgpipe %s --help')", err, c.Name())
 	})
-	root.AddCommand(newRunCmd(stderr), newValidateCmd(stdout), newStagesCmd(stdout), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout), newStagesCmd(stdout), newVersionCmd(stdout))
 	root.AddCommand(newDevicesCmd(stdout))
 	root.AddCommand(newBenchCmd(stdout, stderr))
 	root.CompletionOptions.DisableDefaultCmd = true
