@@ -82,10 +82,17 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError("%v (see 'imgpipe %s --help')", err, c.Name())
 	})
-	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout), newStagesCmd(stdout), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout, stderr), newStagesCmd(stdout), newVersionCmd(stdout))
 	root.AddCommand(newDevicesCmd(stdout))
 	root.AddCommand(newBenchCmd(stdout, stderr))
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(newManCmd(root, stdout))
+	// --version prints what `imgpipe version` does; the template runs only when asked, so
+	// no other command loads the libraries it reports on.
+	root.Version = "set" // any non-empty value makes cobra add --version
+	cobra.AddTemplateFunc("versionReport", versionReport)
+	root.SetVersionTemplate("{{versionReport}}")
+	// cobra's own `completion bash|zsh|fish|powershell` command stays: it is generated from
+	// the same commands and flags, the enum flags' values included (registerEnum).
 	return root
 }
 

@@ -371,7 +371,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"streams", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--streams", "0"}, exitUsage, []string{"--streams: streams=0 is out of range [1, 64]"}},
 		{"batch", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--batch", "5000"}, exitUsage, []string{"--batch: batch=5000 is out of range"}},
 		{"on-error", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--on-error", "ignore"}, exitUsage, []string{"--on-error: on_error=ignore: want one of skip, fail"}},
-		{"device", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--device", "gpu"}, exitUsage, []string{"--device: device=gpu: want one of auto, cpu, cuda"}},
+		{"device", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--device", "gpus"}, exitUsage, []string{"--device: device=gpus: want one of auto, cpu, cuda"}},
 		{"workers", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--workers", "-1"}, exitUsage, []string{"--workers: workers=-1 is out of range"}},
 		{"all flag errors at once", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--streams", "0", "--batch", "0"}, exitUsage, []string{"--streams", "--batch"}},
 		{"unknown flag", []string{"run", "--frobnicate"}, exitUsage, []string{"unknown flag: --frobnicate", "see 'imgpipe run --help'"}},

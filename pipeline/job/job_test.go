@@ -110,7 +110,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty dir", "input: {dir: ''}\n", []string{`1:14: input.dir: empty`}},
 		{"null dir", "input: {dir: }\n", []string{`1:14: input.dir: want a value, got nothing`}},
 		{"unknown execution key", "execution: {devise: cpu}\n", []string{`1:13: execution: unknown key "devise" (did you mean "device"?)`}},
-		{"bad device", "execution: {device: gpu}\n", []string{`1:21: execution.device: device=gpu: want one of auto, cpu, cuda`}},
+		{"bad device", "execution: {device: gpus}\n", []string{`1:21: execution.device: device=gpus: want one of auto, cpu, cuda`}},
 		{"streams out of range", "execution: {streams: 0}\n", []string{`1:22: execution.streams: streams=0 is out of range [1, 64]`}},
 		{"batch not a number", "execution: {batch: many}\n", []string{`1:20: execution.batch: batch=many: want an integer`}},
 		{"on_error", "execution: {on_error: ignore}\n", []string{`1:23: execution.on_error: on_error=ignore: want one of skip, fail`}},
