@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,9 @@ type reported struct{ code int }
 
 func (r reported) Error() string { return fmt.Sprintf("exit %d", r.code) }
 
+// stdin is what `run -i -` and `validate -` read; tests replace it.
+var stdin io.Reader = os.Stdin
+
 // run is the whole CLI: it parses args, runs the command and returns the exit code. ctx is
 // cancelled on SIGINT. Nothing here calls os.Exit, so tests drive it directly.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -79,6 +83,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	})
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.SetIn(stdin)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError("%v (see 'imgpipe %s --help')", err, c.Name())
 	})

@@ -609,7 +609,8 @@ func TestSIGINT(t *testing.T) {
 	if !errorsAs(err, &ee) || ee.ExitCode() != exitInterrupted {
 		t.Fatalf("exit: %v\n%s", err, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "imgpipe: interrupted; the report covers the") {
+	if !strings.Contains(stderr.String(), "imgpipe: interrupted; the report covers the") ||
+		!regexp.MustCompile(`imgpipe: interrupting: finishing \d+ images \(Ctrl-C again to abort\)\n`).MatchString(stderr.String()) {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}
 	lines, sum := readReport(t, filepath.Join(out, "imgpipe-report.jsonl"))
