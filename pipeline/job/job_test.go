@@ -261,3 +261,15 @@ func TestJobExecutionGPU(t *testing.T) {
 		})
 	}
 }
+
+// A job with field errors still comes back, holding its valid fields, so that validate can go
+// on to check its paths; a syntax error gives none.
+func TestParsePartialJob(t *testing.T) {
+	j, err := Parse("job.yaml", []byte("input: {dir: in}\npipeline: [decode, blurr]\noutput: {dir: out}\n"))
+	if err == nil || j == nil || j.InputDir != "in" || j.OutputDir != "out" || len(j.Steps) != 0 {
+		t.Errorf("field error: job %+v, error %v; want the valid fields and the error", j, err)
+	}
+	if j, err := Parse("job.yaml", []byte("input: {dir: in\n")); err == nil || j != nil {
+		t.Errorf("syntax error: job %+v, error %v; want no job", j, err)
+	}
+}
