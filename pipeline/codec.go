@@ -108,11 +108,14 @@ func pngFastOp() *sched.Op {
 	}}
 }
 
-// encoderName names save's encoding for the report: png-fast, png-store, png-zlibN, jpeg.
+// encoderName names save's encoding for the report: png-fast, png-store, png-zlibN, or the
+// format for the others (jpeg, webp or webp-lossless, tiff, npy).
 func encoderName(opt stages.SaveOptions) string {
 	switch {
-	case opt.Format == "jpeg":
-		return "jpeg"
+	case opt.Format == "webp" && opt.Lossless:
+		return "webp-lossless"
+	case opt.Format != "png":
+		return opt.Format
 	case opt.Compression == stages.PNGFast:
 		return pngFast
 	case opt.Compression == stages.PNGNoCompression:

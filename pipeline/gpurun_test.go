@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -129,8 +130,10 @@ func TestGPURunMatchesCPU(t *testing.T) {
 					t.Errorf("%s: histograms differ", r.Input)
 				}
 			}
+			// The lines agree but for the decoder: the fake device decodes JPEGs itself.
 			cl, dl := reportLines(t, cpuRep), reportLines(t, devRep)
-			if strings.Join(cl[:len(cl)-1], "\n") != strings.Join(dl[:len(dl)-1], "\n") {
+			noDecoder := regexp.MustCompile(`"decoder":"[^"]*",?`)
+			if noDecoder.ReplaceAllString(strings.Join(cl[:len(cl)-1], "\n"), "") != noDecoder.ReplaceAllString(strings.Join(dl[:len(dl)-1], "\n"), "") {
 				t.Errorf("report lines differ:\nCPU:\n%s\nGPU:\n%s", cpuRep, devRep)
 			}
 			if sum.Device != "fake0" || sum.Streams != 2 || sum.Batch != 4 || sum.Batches < int64(len(inputs)/4) ||

@@ -356,7 +356,7 @@ func TestWriteFileAtomicFailures(t *testing.T) {
 			return boom
 		}},
 		{"encode error", filepath.Join(dir, "enc.png"), func(w io.Writer) error {
-			return Encode(w, NewImage(2, 2, 3), SaveOptions{Format: "webp"})
+			return Encode(w, NewImage(2, 2, 3), SaveOptions{Format: "gif"})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

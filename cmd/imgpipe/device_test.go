@@ -185,7 +185,7 @@ func TestRunAutoWithoutGPU(t *testing.T) {
 	in := deviceFolder(t)
 	opened := noGPU(t)
 	cpuSum, autoSum, stderr := compareDevices(t, in, chain, "auto", "-q")
-	const want = "imgpipe: no usable GPU (CUDA driver library libcuda.so.1 not found (is the NVIDIA driver installed?)); running on the CPU\n"
+	const want = "imgpipe: no usable GPU (CUDA driver library libcuda.so.1 not found); running on the CPU ('imgpipe devices' says why)\n"
 	if stderr != want {
 		t.Errorf("stderr:\n%q\nwant\n%q", stderr, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/cudastage"
+	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
@@ -109,7 +110,9 @@ func resolveDevice(device string, ordinal int, need string, stderr io.Writer) (*
 	case err != nil && device == "cuda":
 		return nil, fatalError("--device cuda: no usable GPU: %s", reason(err))
 	case err != nil:
-		fmt.Fprintf(stderr, "imgpipe: no usable GPU (%s); running on the CPU\n", reason(err))
+		// One short line: the whole reason (a loader's list of places tried) is what
+		// 'imgpipe devices' is for.
+		fmt.Fprintf(stderr, "imgpipe: no usable GPU (%s); running on the CPU ('imgpipe devices' says why)\n", shortReason(err))
 		cpu.why = reason(err)
 		return cpu, nil
 	}
@@ -120,6 +123,18 @@ func resolveDevice(device string, ordinal int, need string, stderr io.Writer) (*
 // driver sees; err (cudastage's) already says how many there are.
 func noSuchGPU(err error) error {
 	return fatalError("%s; 'imgpipe devices' lists them", reason(err))
+}
+
+// shortReason is the gist of why a GPU cannot be used: the driver's sentinel (no libcuda, no
+// device, too old) when err is one, else its first clause.
+func shortReason(err error) string {
+	for _, s := range []error{cu.ErrNoDriver, cu.ErrNoDevice, cu.ErrDriverTooOld} {
+		if errors.Is(err, s) {
+			return s.Error()
+		}
+	}
+	r, _, _ := strings.Cut(reason(err), ": ")
+	return r
 }
 
 // reason formats why a GPU cannot be used, without the empty detail some loader errors end

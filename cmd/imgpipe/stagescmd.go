@@ -12,7 +12,8 @@ import (
 )
 
 func newStagesCmd(stdout io.Writer) *cobra.Command {
-	return withHelp("stages", &cobra.Command{
+	var asJSON bool
+	cmd := withHelp("stages", &cobra.Command{
 		Use:   "stages [STAGE...]",
 		Short: "List the stages with their parameters",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -33,10 +34,15 @@ func newStagesCmd(stdout io.Writer) *cobra.Command {
 					return &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
 				}
 			}
+			if asJSON {
+				return writeStagesJSON(stdout, defs)
+			}
 			writeStages(stdout, defs, len(args) > 0)
 			return nil
 		},
 	})
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stages and their parameters as a JSON schema")
+	return cmd
 }
 
 // writeStages prints the stage list from the registry as one aligned table; with long set,

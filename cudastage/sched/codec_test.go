@@ -124,7 +124,8 @@ func decoded(t testing.TB, x input) *stages.Image {
 	if x.raw != nil {
 		return x.raw
 	}
-	m, err := stages.Decode(x.file, stages.DecodeOptions{Orient: true}, nil)
+	backend, _ := stages.ResolveJPEGBackend(stages.JPEGAuto) // the fake's decoder
+	m, err := stages.Decode(x.file, stages.DecodeOptions{Orient: true, JPEG: backend}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
