@@ -138,6 +138,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 
 	var g errgroup.Group
 	if err := be.start(&g, r); err != nil {
+		r.sum.Phases = r.phases.seconds()
 		r.sum.finish(time.Since(start).Seconds())
 		if rerr := r.report.summary(r.sum); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("report: %w", rerr))
@@ -157,6 +158,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if berr := be.finish(&r.sum); berr != nil && err == nil && ctx.Err() == nil {
 		err = berr
 	}
+	r.sum.Phases = r.phases.seconds()
 	r.sum.finish(time.Since(start).Seconds())
 	switch {
 	case ctx.Err() != nil:
@@ -201,7 +203,8 @@ type runner struct {
 	mu       sync.Mutex
 	failure  *Result // the earliest failure under StopOnError
 
-	sum Summary // owned by collect
+	sum    Summary // owned by collect
+	phases phaseClock
 }
 
 // backend is where a run's work happens: CPU workers that each run the whole chain on one
@@ -373,7 +376,13 @@ func (r *runner) store(it *item, track string) {
 		res.Output = outputName(it.in, r.plan.Save.Ext)
 	}
 	t0 := time.Now()
-	err := r.sink.Write(r.ctx, res, enc)
+	var encoded time.Duration
+	timed := enc
+	if enc != nil {
+		timed = r.phases.timedEncoder(enc, &encoded)
+	}
+	err := r.sink.Write(r.ctx, res, timed)
+	r.phases.write.Add(int64(time.Since(t0) - encoded))
 	if enc != nil {
 		r.span(track, stage, it.in.Name, t0)
 	}
