@@ -17,5 +17,5 @@ func addPairU8(acc *uint32, a, b *uint8, n int, w uint32)
 //go:noescape
 func addPairU16(acc *uint32, a, b *uint16, n int, w uint32)
 
-// hasBlurVector reports whether the CPU runs the AVX2 sweeps.
-func hasBlurVector() bool { return cpu.X86.HasAVX2 }
+// hasVector reports whether the CPU runs the AVX2 kernels.
+func hasVector() bool { return cpu.X86.HasAVX2 }

@@ -1,10 +1,5 @@
 package stages
 
-// blurVector selects the vector sweeps (AVX2 on amd64, where the CPU has
-// them) over blurSums' portable loops. Both give the same bits: the
-// arithmetic is the same uint32 sums. Tests switch it to check both.
-var blurVector = hasBlurVector()
-
 // vecLen is the part of n elements the vector sweeps take (whole groups of 8).
 func vecLen(n int) int { return n &^ 7 }
 

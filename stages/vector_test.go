@@ -6,16 +6,16 @@ import (
 	"testing"
 )
 
-// withBlurVector runs f with the vector sweeps on or off (tests of this
+// withVector runs f with the vector kernels on or off (tests of this
 // package do not run in parallel, so switching the variable is safe).
-func withBlurVector(t *testing.T, on bool, f func(t *testing.T)) {
+func withVector(t *testing.T, on bool, f func(t *testing.T)) {
 	t.Helper()
-	if on && !hasBlurVector() {
-		t.Skip("no vector sweeps on this CPU")
+	if on && !hasVector() {
+		t.Skip("no vector kernels on this CPU")
 	}
-	old := blurVector
-	blurVector = on
-	defer func() { blurVector = old }()
+	old := useVector
+	useVector = on
+	defer func() { useVector = old }()
 	f(t)
 }
 
@@ -25,7 +25,7 @@ func withBlurVector(t *testing.T, on bool, f func(t *testing.T)) {
 func TestBlurBothPaths(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		t.Run(fmt.Sprint("vector=", on), func(t *testing.T) {
-			withBlurVector(t, on, func(t *testing.T) {
+			withVector(t, on, func(t *testing.T) {
 				for _, sigma := range []float64{0.3, 1.5, 4.2} {
 					taps := BlurTaps(sigma)
 					forShapes(t, func(t *testing.T, rng *rand.Rand, s shape, c int) {
@@ -44,7 +44,7 @@ func TestBlurBothPaths(t *testing.T) {
 // TestBlurSweeps checks the sweeps element by element against the plain
 // formulas at every length from 0 to 41 (all tails) and the largest values.
 func TestBlurSweeps(t *testing.T) {
-	withBlurVector(t, true, func(t *testing.T) {
+	withVector(t, true, func(t *testing.T) {
 		rng := rand.New(rand.NewSource(2))
 		for n := 0; n <= 41; n++ {
 			a8, b8 := make([]uint8, n), make([]uint8, n)
@@ -72,4 +72,25 @@ func TestBlurSweeps(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestGrayscaleBothPaths: the portable loop and the vector kernel give the
+// formula's bits on every shape (widths around 16 leave tails); the
+// exhaustive TestGrayscaleAllColours runs whichever this CPU uses.
+func TestGrayscaleBothPaths(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprint("vector=", on), func(t *testing.T) {
+			withVector(t, on, func(t *testing.T) {
+				forShapes(t, func(t *testing.T, rng *rand.Rand, s shape, c int) {
+					for _, w := range []int{s.w, 15, 16, 17, 33} {
+						src := randImage(rng, w, s.h, c, s.pad)
+						dst := newPadded(w, s.h, 1, s.pad+1)
+						Grayscale(dst, src)
+						sameImage(t, dst, refGray(src))
+						checkPadding(t, dst)
+					}
+				})
+			})
+		})
+	}
 }
