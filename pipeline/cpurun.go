@@ -95,6 +95,7 @@ func (r *runner) cpuChain(it *item, w *worker, img *stages.Image, owned bool) {
 	if r.plan.HasHistogram() {
 		res.Histogram = new([256]uint64)
 	}
+	chainStart := time.Now()
 	for _, ps := range r.plan.Pixels {
 		stage = ps.Def.Name
 		t0 := time.Now()
@@ -112,6 +113,7 @@ func (r *runner) cpuChain(it *item, w *worker, img *stages.Image, owned bool) {
 		}
 		img, owned = dst, true
 	}
+	since(&r.phases.chain, chainStart)
 	res.Image = img
 	r.store(it, w.track, nil)
 	if res.Image == nil && owned {

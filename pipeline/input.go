@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -60,7 +61,10 @@ func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, de
 		if in.Path == "" {
 			return nil, "", nil, errors.New("input has no path, data or image")
 		}
-		if data, err = readFile(in.Path, r.plan.Decode); err != nil {
+		t0 := time.Now()
+		data, err = readFile(in.Path, r.plan.Decode)
+		since(&r.phases.read, t0)
+		if err != nil {
 			return nil, "", nil, err
 		}
 	}
@@ -73,7 +77,9 @@ func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, de
 	if release, err = r.mem.acquire(r.ctx, pixels); err != nil {
 		return nil, "", nil, err
 	}
+	t0 := time.Now()
 	img, decoder, err = r.plan.Decode.Decode(data, alloc)
+	since(&r.phases.decode, t0)
 	if err == nil {
 		if cerr := img.Check(); cerr != nil {
 			err = fmt.Errorf("decoder returned a bad image: %w", cerr)

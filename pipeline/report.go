@@ -81,6 +81,9 @@ type Summary struct {
 	// CPUFallback counts the images of a GPU run that ran on the CPU path instead (too
 	// large for a slot); their results are the same bits.
 	CPUFallback int `json:"cpu_fallback,omitempty"`
+	// Phases are the time totals per phase (read, decode, chain, encode, write), summed
+	// over the inputs: see PhaseSeconds.
+	Phases PhaseSeconds `json:"phases_s"`
 	// Pipeline is the canonical spec of the chain.
 	Pipeline string `json:"pipeline"`
 	// Interrupted is set when the run was cancelled (SIGINT) before all inputs were done.

@@ -139,6 +139,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 
 	var g errgroup.Group
 	if err := be.start(&g, r); err != nil {
+		r.sum.Phases = r.phases.seconds()
 		r.sum.finish(time.Since(start).Seconds())
 		if rerr := r.report.summary(r.sum); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("report: %w", rerr))
@@ -158,6 +159,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if berr := be.finish(&r.sum); berr != nil && err == nil && ctx.Err() == nil {
 		err = berr
 	}
+	r.sum.Phases = r.phases.seconds()
 	r.sum.finish(time.Since(start).Seconds())
 	switch {
 	case ctx.Err() != nil:
@@ -202,7 +204,8 @@ type runner struct {
 	mu       sync.Mutex
 	failure  *Result // the earliest failure under StopOnError
 
-	sum Summary // owned by collect
+	sum    Summary // owned by collect
+	phases phaseClock
 }
 
 // backend is where a run's work happens: CPU workers that each run the whole chain on one
@@ -382,7 +385,13 @@ func (r *runner) store(it *item, track string, encoded []byte) {
 		}
 	}
 	t0 := time.Now()
-	err := r.sink.Write(r.ctx, res, enc)
+	var encTime time.Duration
+	timed := enc
+	if enc != nil {
+		timed = r.phases.timedEncoder(enc, &encTime)
+	}
+	err := r.sink.Write(r.ctx, res, timed)
+	r.phases.write.Add(int64(time.Since(t0) - encTime))
 	if enc != nil {
 		r.span(track, stage, it.in.Name, t0)
 	}

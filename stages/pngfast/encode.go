@@ -35,9 +35,10 @@ func BlockBound(m int) int {
 	return (headerMaxBits+maxLitBits*(m+1)+7+7)/8 + syncMarker
 }
 
-// maxFiltered caps n = H·(1+W·C) so that Bound cannot overflow; it is far
-// beyond any image the engine admits.
-const maxFiltered = 1 << 50
+// maxFiltered caps n = H·(1+W·C) so that Bound (about 15/8·n) cannot
+// overflow an int; on 64-bit machines it is far beyond any image the engine
+// admits.
+const maxFiltered = math.MaxInt / 16
 
 // Bound is the most bytes Encode writes for a W×H image with C channels
 // (docs/png-fast.md §6); both encoders size their output buffers with it. It
