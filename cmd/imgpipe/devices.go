@@ -10,17 +10,33 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/cudastage"
+	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
 // listDevices lists the GPUs for `imgpipe devices`; tests replace it.
 var listDevices = cudastage.Devices
 
-// devicesJSON is the --json output: the devices, or why there is none.
+// probeNVRTC finds the run-time compiler for `imgpipe devices`; tests replace it.
+var probeNVRTC = nvrtc.Probe
+
+// devicesJSON is the --json output: the devices, or why there is none, and NVRTC.
 type devicesJSON struct {
 	Devices []cudastage.DeviceInfo `json:"devices"`
 	// Error says why no GPU can be used (no libcuda, no device, driver too old).
 	Error string `json:"error,omitempty"`
+	// NVRTC is the run-time compiler the kernel stage uses, when found.
+	NVRTC *nvrtc.Info `json:"nvrtc,omitempty"`
+	// NVRTCError says why NVRTC cannot be used.
+	NVRTCError string `json:"nvrtc_error,omitempty"`
+}
+
+// nvrtcLine is the text output's NVRTC line.
+func nvrtcLine(info *nvrtc.Info, why string) string {
+	if info == nil {
+		return "no NVRTC (the kernel stage cannot compile): " + why
+	}
+	return fmt.Sprintf("NVRTC %s (%s)", info.Version, info.Path)
 }
 
 func newDevicesCmd(stdout io.Writer) *cobra.Command {
@@ -31,6 +47,13 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			infos, err := listDevices()
+			var nv *nvrtc.Info
+			nvWhy := ""
+			if info, err := probeNVRTC(); err != nil {
+				nvWhy = reason(err)
+			} else {
+				nv = &info
+			}
 			why := ""
 			switch {
 			case err != nil:
@@ -39,7 +62,7 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 				why = "the CUDA driver reports no device"
 			}
 			if asJSON {
-				out := devicesJSON{Devices: infos, Error: why}
+				out := devicesJSON{Devices: infos, Error: why, NVRTC: nv, NVRTCError: nvWhy}
 				if out.Devices == nil {
 					out.Devices = []cudastage.DeviceInfo{}
 				}
@@ -51,7 +74,7 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if why != "" {
-				_, err := fmt.Fprintf(stdout, "no usable GPU: %s\n", why)
+				_, err := fmt.Fprintf(stdout, "no usable GPU: %s\n%s\n", why, nvrtcLine(nv, nvWhy))
 				return err
 			}
 			for _, d := range infos {
@@ -59,7 +82,8 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 					return err
 				}
 			}
-			return nil
+			_, err = fmt.Fprintln(stdout, nvrtcLine(nv, nvWhy))
+			return err
 		},
 	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"devices\":[...]} and, with no usable GPU, \"error\"")
