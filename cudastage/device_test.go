@@ -5,12 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -504,7 +502,7 @@ func TestAdapterBatches(t *testing.T) {
 // passes the kernels' batch check.
 func TestBatchOf(t *testing.T) {
 	specs := []string{"boxblur radius=7", "blur sigma=2"}
-	specs = append(specs, slices.Sorted(maps.Keys(launchers))...) // every launcher, default parameters
+	specs = append(specs, fatbinStages()...) // every fatbin launcher, default parameters
 	for _, spec := range specs {
 		op := opOf(spec)
 		in := sched.Shape{W: 9, H: 5, C: 3}

@@ -210,7 +210,7 @@ func TestStagesMatchRegistry(t *testing.T) {
 			t.Errorf("launcher %s is registered but pipeline.Builtin has no stage %s with GPU set", n, n)
 		}
 	}
-	for _, n := range gpu {
+	for _, n := range fatbinStages() {
 		op := opOf(n)
 		if op.Name != n {
 			t.Errorf("stage %s binds an op named %q", n, op.Name)
@@ -227,7 +227,7 @@ func TestStagesMatchRegistry(t *testing.T) {
 // and functions that read the op's Args only exist where check validated
 // them first.
 func TestLauncherPasses(t *testing.T) {
-	for _, name := range slices.Sorted(maps.Keys(launchers)) {
+	for _, name := range fatbinStages() {
 		l := launchers[name]
 		n := len(l.passes)
 		if n == 0 {

@@ -216,7 +216,7 @@ so an output is never partial. When several inputs in one folder share a stem
 func sameShape(in stages.Shape, _ Params) (stages.Shape, bool) { return in, false }
 
 // Builtin is the registry of the builtin stages.
-var Builtin = mustRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, saveDef)
+var Builtin = mustRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, kernelDef, saveDef)
 
 func mustRegistry(defs ...*StageDef) *Registry {
 	r, err := NewRegistry(defs...)

@@ -182,5 +182,5 @@ func ExampleRegistry_Parse() {
 	// .....######.....
 	// ................
 	// 56 white, 72 black
-	// col 10: unknown stage "threshold" (stages: blur, boxblur, decode, grayscale, histogram, save, transpose)
+	// col 10: unknown stage "threshold" (stages: blur, boxblur, decode, grayscale, histogram, kernel, save, transpose)
 }

@@ -62,11 +62,11 @@ type gpuRun struct {
 // slots do not fit in PinnedBytes, say) is a usage error that leaves no trace. A nil
 // opt.GPU is valid.
 func CheckGPU(plan *Plan, opt Options) error {
-	if opt.GPU == nil {
-		return nil
-	}
 	if plan == nil {
 		return errors.New("run: nil plan")
+	}
+	if opt.GPU == nil {
+		return plan.CheckCPU()
 	}
 	opt.Notice = nil // Run gives the notice about a chain that stays on the CPU
 	_, err := newGPURun(plan, opt)

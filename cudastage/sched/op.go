@@ -51,7 +51,8 @@ type Op struct {
 	// the image through unchanged: it writes counts, not an image.
 	Hist bool
 	// CPU is the stage's reference implementation, bound. A device's kernels
-	// must give its exact bits.
+	// must give its exact bits. It is nil for a GPU-only stage (a user
+	// kernel), which has no reference.
 	CPU CPUFunc
 	// Args are the launch arguments the stage's GPU launcher reads (the blur
 	// taps, say), bound once per run from the stage's parameters; nil for a
@@ -83,15 +84,12 @@ func (o Op) String() string {
 	return o.Name
 }
 
-// Check reports whether the op is complete: it has a name and a CPU
-// function. Its arguments are the device's to check (Device.CheckOp), since
-// only the launcher knows what they mean.
+// Check reports whether the op is complete: it has a name. Its arguments
+// (and whether a missing CPU function matters) are the device's to check
+// (Device.CheckOp), since only the device knows what it runs.
 func (o Op) Check() error {
-	switch {
-	case o.Name == "":
+	if o.Name == "" {
 		return errors.New("op without a name")
-	case o.CPU == nil:
-		return fmt.Errorf("op %s has no CPU function", o.Name)
 	}
 	return nil
 }
