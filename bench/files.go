@@ -282,7 +282,7 @@ func checkOneOutput(plan *pipeline.Plan, cpu *cpuChain, inPath, outPath string, 
 	if err != nil {
 		return err
 	}
-	src, err := plan.Decode.Decode(data, alloc)
+	src, _, err := plan.Decode.Decode(data, alloc)
 	if err != nil {
 		return fmt.Errorf("decoding the input again: %w", err)
 	}

@@ -14,15 +14,15 @@ import (
 // decode turns an input into pixels. owned tells whether the pixels belong to the run (and
 // may be recycled) rather than to the caller.
 // release gives back the input's share of the memory budget once the caller is done with it.
-func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, owned bool, release func(), err error) {
+func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, decoder string, owned bool, release func(), err error) {
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
-			return nil, false, nil, err
+			return nil, "", false, nil, err
 		}
-		return in.Image, false, func() {}, nil
+		return in.Image, "", false, func() {}, nil
 	}
-	img, release, err = r.decodeInto(in, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
-	return img, err == nil, release, err
+	img, decoder, release, err = r.decodeInto(in, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
+	return img, decoder, err == nil, release, err
 }
 
 // checkImage checks pixels given as an input against the decoder's pixel limit.
@@ -40,39 +40,40 @@ func (r *runner) checkImage(m *stages.Image) error {
 // the pixels were decoded (a failing file takes no memory from it). Pixels given as the
 // input are checked and copied. Before decoding it reserves the image's share of the memory
 // budget (from the header's size); release gives it back, and is nil when err is not.
-func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, release func(), err error) {
+// decoder names the decoder, for the report ("" for pixels given as the input).
+func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, decoder string, release func(), err error) {
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		dst, err := alloc(in.Image.W, in.Image.H, in.Image.C)
 		if err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		for y := 0; y < dst.H; y++ {
 			copy(dst.Row(y), in.Image.Row(y))
 		}
-		return dst, func() {}, nil
+		return dst, "", func() {}, nil
 	}
 	data := in.Data
 	if data == nil {
 		if in.Path == "" {
-			return nil, nil, errors.New("input has no path, data or image")
+			return nil, "", nil, errors.New("input has no path, data or image")
 		}
 		if data, err = readFile(in.Path, r.plan.Decode); err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 	}
 	var pixels int64
 	if r.plan.Decode.Pixels != nil {
 		if pixels, err = r.plan.Decode.Pixels(data); err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 	}
 	if release, err = r.mem.acquire(r.ctx, pixels); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
-	img, err = r.plan.Decode.Decode(data, alloc)
+	img, decoder, err = r.plan.Decode.Decode(data, alloc)
 	if err == nil {
 		if cerr := img.Check(); cerr != nil {
 			err = fmt.Errorf("decoder returned a bad image: %w", cerr)
@@ -80,9 +81,9 @@ func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, re
 	}
 	if err != nil {
 		release()
-		return nil, nil, err
+		return nil, "", nil, err
 	}
-	return img, release, nil
+	return img, decoder, release, nil
 }
 
 // readFile reads a whole input file. Anything but a regular file (a FIFO would block), a

@@ -54,8 +54,12 @@ type CPUFunc = sched.CPUFunc
 type Decoder struct {
 	// MaxPixels is the pixel limit checked before anything is allocated for an image.
 	MaxPixels int64
-	// Decode decodes data into pixels obtained from alloc.
-	Decode func(data []byte, alloc stages.Alloc) (*stages.Image, error)
+	// Decode decodes data into pixels obtained from alloc, and names the decoder that
+	// made them for the report ("go", "turbo"; "" for none worth naming).
+	Decode func(data []byte, alloc stages.Alloc) (*stages.Image, string, error)
+	// Note, if set, is a one-line notice about the decoder that a run gives once, such as
+	// decode backend=auto falling back to Go's decoder and how to install libjpeg-turbo.
+	Note string
 	// Head, if set, looks at the first HeadBytes of a file (fewer for a smaller file)
 	// before the rest is read, and returns an error for a file that cannot succeed (not an
 	// image, or a header over MaxPixels), so a big hostile file is refused without reading
@@ -64,6 +68,15 @@ type Decoder struct {
 	// Pixels, if set, returns the width × height a file's header announces, read without
 	// decoding; the run charges the memory budget with it before decoding. nil: unknown.
 	Pixels func(data []byte) (int64, error)
+	// Header, if set, reads a file's header (size after orientation, orientation, format)
+	// with the pixel limit checked, for a GPU run that may decode the file on the device.
+	Header func(data []byte) (stages.Header, error)
+	// Backend is the decode stage's backend parameter ("auto", "go", "turbo", "nvjpeg"),
+	// which decides where files decode on a GPU run (see deviceDecoder); "" decodes every
+	// file with Decode.
+	Backend string
+	// CPUJPEG names the CPU's JPEG decoder ("go", "turbo") for the report.
+	CPUJPEG string
 }
 
 // HeadBytes is how much of a file Decoder.Head sees: enough for the headers of the
@@ -83,6 +96,11 @@ type Encoder struct {
 	Ext string
 	// Encode writes m to w.
 	Encode func(w io.Writer, m *stages.Image) error
+	// Name names the encoding for the report ("png-fast", "png-zlib6", "jpeg").
+	Name string
+	// DeviceOp, when set, is the encoding op (sched.Op.Encode) that gives Encode's bytes
+	// on a device: a GPU run whose device accepts it encodes there (see newGPURun).
+	DeviceOp *sched.Op
 }
 
 // StageDef defines one stage. It is the single source of truth for everything that reads

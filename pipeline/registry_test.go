@@ -81,7 +81,7 @@ func TestBuiltinRegistry(t *testing.T) {
 	for _, d := range defs {
 		names = append(names, d.Name)
 	}
-	want := "decode blur boxblur grayscale histogram kernel transpose save"
+	want := "decode blur boxblur crop flip grayscale histogram kernel resize rotate transpose save"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("Stages() = %s, want %s", got, want)
 	}
@@ -147,7 +147,7 @@ func TestNewParams(t *testing.T) {
 		{box, map[string]any{"radius": 3.5}, "want an integer", ""},
 		{box, map[string]any{"radius": true}, "want a int, got bool", ""},
 		{save, map[string]any{"format": "jpeg", "quality": 50}, "", "format=jpeg quality=50"},
-		{save, map[string]any{"format": "webp", "quality": 500}, "want one of png, jpeg", ""},
+		{save, map[string]any{"format": "gif", "quality": 500}, "want one of png, jpeg", ""},
 	}
 	for _, tt := range tests {
 		p, err := NewParams(tt.def, tt.args)
@@ -161,7 +161,7 @@ func TestNewParams(t *testing.T) {
 		}
 	}
 	// Both problems of the last case are reported.
-	_, err := NewParams(save, map[string]any{"format": "webp", "quality": 500})
+	_, err := NewParams(save, map[string]any{"format": "gif", "quality": 500})
 	if n := len(Errors(err)); n != 2 {
 		t.Errorf("got %d errors, want 2: %v", n, err)
 	}

@@ -30,6 +30,8 @@ type ReportLine struct {
 	Status    Status   `json:"status"`
 	Width     int      `json:"width,omitempty"`
 	Height    int      `json:"height,omitempty"`
+	Decoder   string   `json:"decoder,omitempty"`
+	Encoder   string   `json:"encoder,omitempty"`
 	Histogram []uint64 `json:"histogram,omitempty"`
 	Error     string   `json:"error,omitempty"`
 }
@@ -105,9 +107,9 @@ func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
 
 // Line turns a result into its report line.
 func (r *Result) Line() ReportLine {
-	l := ReportLine{Input: r.Input, Status: r.Status, Width: r.Width, Height: r.Height}
+	l := ReportLine{Input: r.Input, Status: r.Status, Width: r.Width, Height: r.Height, Decoder: r.Decoder}
 	if r.Status != StatusFailed {
-		l.Output = r.Output
+		l.Output, l.Encoder = r.Output, r.Encoder
 	}
 	if r.Histogram != nil {
 		l.Histogram = r.Histogram[:]

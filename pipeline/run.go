@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 // Options controls a run.
@@ -102,9 +103,12 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if opt.Device == "" {
 		opt.Device = "cpu"
 	}
+	if plan.Decode.Note != "" && opt.Notice != nil {
+		opt.Notice(plan.Decode.Note)
+	}
 	var be backend = cpuBackend{}
 	if opt.GPU != nil {
-		g, err := newGPURun(plan, opt)
+		g, err := newGPURun(plan, opt, writesOnly(sink))
 		if err != nil {
 			return Summary{}, err
 		}
@@ -346,6 +350,7 @@ func (r *runner) settle(it *item) bool {
 		p := in.Previous
 		res.Status = StatusSkipped
 		res.Output, res.Width, res.Height = p.Output, p.Width, p.Height
+		res.Decoder, res.Encoder = p.Decoder, p.Encoder
 		if len(p.Histogram) == 256 {
 			res.Histogram = new([256]uint64)
 			copy(res.Histogram[:], p.Histogram)
@@ -364,8 +369,9 @@ func failWith(res *Result, stage string, err error) {
 
 // store hands res.Image, the final image, to the sink, which saves it when the chain has
 // a save stage, and sets the result's status. The sink may drop res.Image (ToFolder does)
-// or keep it.
-func (r *runner) store(it *item, track string) {
+// or keep it. encoded, when not nil, is the output the device already encoded with the
+// save stage's encoding: the sink writes those bytes (atomically, as any output).
+func (r *runner) store(it *item, track string, encoded []byte) {
 	res := &it.res
 	var enc *Encoder
 	stage := "sink"
@@ -373,6 +379,12 @@ func (r *runner) store(it *item, track string) {
 		enc = r.plan.Save.Encoder
 		stage = r.plan.Save.Def.Name
 		res.Output = outputName(it.in, r.plan.Save.Ext)
+		if encoded != nil {
+			enc = &Encoder{Ext: enc.Ext, Name: enc.Name, Encode: func(w io.Writer, _ *stages.Image) error {
+				_, err := w.Write(encoded)
+				return err
+			}}
+		}
 	}
 	t0 := time.Now()
 	err := r.sink.Write(r.ctx, res, enc)
@@ -383,6 +395,9 @@ func (r *runner) store(it *item, track string) {
 		failWith(res, stage, pathless(err))
 		res.Output = ""
 		return
+	}
+	if enc != nil {
+		res.Encoder = enc.Name
 	}
 	res.Status = StatusOK
 }

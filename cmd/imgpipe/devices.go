@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/cudastage"
+	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
@@ -17,12 +18,17 @@ import (
 // listDevices lists the GPUs for `imgpipe devices`; tests replace it.
 var listDevices = cudastage.Devices
 
+// probeNVJPEG says which nvJPEG GPU ordinal would decode with; tests replace it.
+var probeNVJPEG = cudastage.NVJPEG
+
 // probeNVRTC finds the run-time compiler for `imgpipe devices`; tests replace it.
 var probeNVRTC = nvrtc.Probe
 
-// devicesJSON is the --json output: the devices, or why there is none, and NVRTC.
+// devicesJSON is the --json output: the devices, or why there is none, nvJPEG, and NVRTC.
 type devicesJSON struct {
 	Devices []cudastage.DeviceInfo `json:"devices"`
+	// NVJPEG is the JPEG decoder found, when there is a GPU.
+	NVJPEG *cudastage.NVJPEGInfo `json:"nvjpeg,omitempty"`
 	// Error says why no GPU can be used (no libcuda, no device, driver too old).
 	Error string `json:"error,omitempty"`
 	// NVRTC is the run-time compiler the kernel stage uses, when found.
@@ -61,8 +67,13 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 			case len(infos) == 0:
 				why = "the CUDA driver reports no device"
 			}
+			var jpeg *cudastage.NVJPEGInfo
+			if why == "" {
+				info := probeNVJPEG(infos[0].Index)
+				jpeg = &info
+			}
 			if asJSON {
-				out := devicesJSON{Devices: infos, Error: why, NVRTC: nv, NVRTCError: nvWhy}
+				out := devicesJSON{Devices: infos, NVJPEG: jpeg, Error: why, NVRTC: nv, NVRTCError: nvWhy}
 				if out.Devices == nil {
 					out.Devices = []cudastage.DeviceInfo{}
 				}
@@ -82,7 +93,7 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 					return err
 				}
 			}
-			_, err = fmt.Fprintln(stdout, nvrtcLine(nv, nvWhy))
+			_, err = fmt.Fprintf(stdout, "nvJPEG: %s\n%s\n", jpeg, nvrtcLine(nv, nvWhy))
 			return err
 		},
 	})
@@ -122,7 +133,9 @@ func resolveDevice(device string, ordinal int, need string, stderr io.Writer) (*
 	case err != nil && device == "cuda":
 		return nil, fatalError("--device cuda: no usable GPU: %s", reason(err))
 	case err != nil:
-		fmt.Fprintf(stderr, "imgpipe: no usable GPU (%s); running on the CPU\n", reason(err))
+		// One short line: the whole reason (a loader's list of places tried) is what
+		// 'imgpipe devices' is for.
+		fmt.Fprintf(stderr, "imgpipe: no usable GPU (%s); running on the CPU ('imgpipe devices' says why)\n", shortReason(err))
 		cpu.why = reason(err)
 		return cpu, nil
 	}
@@ -133,6 +146,18 @@ func resolveDevice(device string, ordinal int, need string, stderr io.Writer) (*
 // driver sees; err (cudastage's) already says how many there are.
 func noSuchGPU(err error) error {
 	return fatalError("%s; 'imgpipe devices' lists them", reason(err))
+}
+
+// shortReason is the gist of why a GPU cannot be used: the driver's sentinel (no libcuda, no
+// device, too old) when err is one, else its first clause.
+func shortReason(err error) string {
+	for _, s := range []error{cu.ErrNoDriver, cu.ErrNoDevice, cu.ErrDriverTooOld} {
+		if errors.Is(err, s) {
+			return s.Error()
+		}
+	}
+	r, _, _ := strings.Cut(reason(err), ": ")
+	return r
 }
 
 // reason formats why a GPU cannot be used, without the empty detail some loader errors end

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,38 +20,45 @@ import (
 // runFlags are `imgpipe run`'s own flags; the execution settings' flags derive from
 // pipeline's settings table (settingFlags), as the YAML job's execution mapping does.
 type runFlags struct {
-	spec  string
-	quiet bool
+	spec     string
+	quiet    bool
+	dryRun   bool
+	progress string
+	inputs   inputFlags
 }
 
 const defaultReportName = "imgpipe-report.jsonl"
 
-func newRunCmd(stderr io.Writer) *cobra.Command {
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f runFlags
 	cmd := withHelp("run", &cobra.Command{
 		Use:   "run [JOB.yaml] [flags]",
 		Short: "Run a pipeline over a folder of images",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRun(cmd, args, &f, stderr)
+			return runRun(cmd, args, &f, stdout, stderr)
 		},
 	})
 	fl := cmd.Flags()
-	fl.StringP("input", "i", "", "input folder, walked recursively")
+	fl.StringP("input", "i", "", "input folder (walked recursively), one image file, or - to read a list of paths from stdin")
 	fl.StringP("output", "o", "", "output folder (created if missing)")
 	fl.StringVarP(&f.spec, "pipeline", "p", "", "the chain, e.g. 'decode | grayscale | save' (see 'imgpipe stages')")
 	fl.String("report", "", "JSON Lines report file (default OUT/"+defaultReportName+")")
+	f.inputs.register(cmd)
 	settingFlags(cmd, false)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar, no summary line")
+	fl.BoolVarP(&f.dryRun, "dry-run", "n", false, "list every input with its output name (and what --resume would skip); write nothing")
+	fl.StringVar(&f.progress, "progress", progressAuto, "progress on stderr: auto (a bar on a terminal), json (one JSON line a second), none")
+	registerEnum(cmd, "progress", progressModes...)
 	return cmd
 }
 
 // loadConfig merges the job file and the flags into a run's complete configuration, checks
 // it and compiles its chain; every error is a usage error (exit 2) since nothing has run yet.
-func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) (*job.Job, *pipeline.Plan, error) {
+func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) (*job.Job, *pipeline.Plan, *inputs, error) {
 	job, err := readJob(args)
 	if err != nil {
-		return nil, nil, &exitError{code: exitUsage, err: err}
+		return nil, nil, nil, &exitError{code: exitUsage, err: err}
 	}
 	// Only the flags set override the job.
 	for name, to := range map[string]*string{"input": &job.InputDir, "output": &job.OutputDir, "report": &job.Report} {
@@ -60,7 +70,7 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 		steps, err := pipeline.ParseSpec(f.spec)
 		if err != nil {
 			printSpecErrors(stderr, f.spec, err)
-			return nil, nil, reported{code: exitUsage}
+			return nil, nil, nil, reported{code: exitUsage}
 		}
 		job.Steps = steps
 	}
@@ -68,17 +78,28 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 	if err := job.Complete(); err != nil {
 		errs = append(errs, pipeline.Errors(err)...)
 	}
+	sel := f.inputs.selection()
+	if err := sel.Check(); err != nil {
+		errs = append(errs, pipeline.Errors(err)...)
+	}
+	if !slices.Contains(progressModes, f.progress) {
+		errs = append(errs, fmt.Errorf("--progress %q: want one of %s", f.progress, strings.Join(progressModes, ", ")))
+	}
 	if len(errs) > 0 {
-		return nil, nil, &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
+		return nil, nil, nil, &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
 	}
 	plan, err := pipeline.Compile(job.Steps)
 	if err != nil {
-		return nil, nil, &exitError{code: exitUsage, err: err}
+		return nil, nil, nil, &exitError{code: exitUsage, err: err}
 	}
 	if err := checkFolders(job); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return job, plan, nil
+	in, err := openInputs(job, sel, cmd.InOrStdin())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return job, plan, in, nil
 }
 
 // readJob loads the job file args names, or, with none, returns an empty job with the
@@ -113,27 +134,35 @@ func checkFolders(job *job.Job) error {
 		}
 		return job.PosOf(field).String() + ": "
 	}
-	fi, err := os.Stat(job.InputDir)
-	if err != nil {
-		return usageError("%sinput folder: %v", at("input.dir"), err)
+	// fi is the input folder's; nil for a single file or a list on stdin, which are not
+	// walked (a listed file inside the output folder is not detected).
+	var fi os.FileInfo
+	if job.InputDir != stdinInput {
+		var err error
+		if fi, err = os.Stat(job.InputDir); err != nil {
+			return usageError("%sinput folder: %v", at("input.dir"), err)
+		}
+		if !fi.IsDir() && !fi.Mode().IsRegular() {
+			return usageError("%sinput %s is neither a folder nor a file", at("input.dir"), job.InputDir)
+		}
+		if !fi.IsDir() {
+			fi = nil
+		}
 	}
-	if !fi.IsDir() {
-		return usageError("%sinput folder %s is not a folder", at("input.dir"), job.InputDir)
-	}
-	if job.OutputDir != "" {
+	if job.OutputDir != "" && job.InputDir != stdinInput {
 		fo, err := os.Stat(job.OutputDir)
 		if err != nil {
 			fo = nil // not there yet: MkdirAll makes it, or says why it cannot
 		}
 		switch {
-		case fo != nil && os.SameFile(fi, fo):
+		case fo != nil && fi != nil && os.SameFile(fi, fo):
 			return usageError("%sthe output folder is the input folder; choose another (it may lie inside the input folder)", at("output.dir"))
 		case fo != nil && !fo.IsDir():
 			return usageError("%soutput folder %s is not a folder", at("output.dir"), job.OutputDir)
 		case within(job.InputDir, job.OutputDir, fo):
 			return usageError("%sthe input folder %s lies inside the output folder %s, where outputs could overwrite inputs; choose an output folder outside the input folder",
 				at("output.dir"), job.InputDir, job.OutputDir)
-		case fo != nil && within(job.OutputDir, job.InputDir, fi):
+		case fo != nil && fi != nil && within(job.OutputDir, job.InputDir, fi):
 			if err := checkNestedOutput(job.OutputDir); err != nil {
 				return usageError("%s%v", at("output.dir"), err)
 			}
@@ -197,6 +226,26 @@ func within(dir, root string, rootInfo os.FileInfo) bool {
 	return err == nil && filepath.IsLocal(rel) || rel == "."
 }
 
+// resumeSource applies --resume to src: with a previous report at reportPath, inputs it
+// lists as done (and whose output exists) are marked skipped. The function returned closes
+// the report.
+func resumeSource(src pipeline.Source, job *job.Job, ext, reportPath string, quiet bool, stderr io.Writer) (pipeline.Source, func(), error) {
+	if !job.Exec.Resume {
+		return src, func() {}, nil
+	}
+	prev, err := os.Open(reportPath)
+	switch {
+	case err == nil:
+		return pipeline.Resume(src, prev, job.OutputDir, ext), func() { prev.Close() }, nil
+	case errors.Is(err, os.ErrNotExist):
+		if !quiet {
+			fmt.Fprintf(stderr, "imgpipe: --resume: no previous report at %s; processing every input\n", reportPath)
+		}
+		return src, func() {}, nil
+	}
+	return nil, nil, fatalError("--resume: %v", err)
+}
+
 // errNothingDone makes the report's atomic write discard the new report: the run failed
 // before it reported any input, and an empty report must not replace the previous one
 // (which --resume may still need).
@@ -218,10 +267,23 @@ func removeTemps(outDir, report string) (int, error) {
 	return n + m, err
 }
 
-func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) error {
-	job, plan, err := loadConfig(cmd, args, f, stderr)
+func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Writer) error {
+	job, plan, in, err := loadConfig(cmd, args, f, stderr)
 	if err != nil {
 		return err
+	}
+	ext := ""
+	if plan.Save != nil {
+		ext = plan.Save.Ext
+	}
+	if f.dryRun {
+		// Before the device is opened and anything is created: a dry run writes nothing.
+		src, closePrev, err := resumeSource(in.source(), job, ext, reportPath(job), f.quiet, stderr)
+		if err != nil {
+			return err
+		}
+		defer closePrev()
+		return dryRun(cmd.Context(), src, ext, stdout, stderr, f.quiet)
 	}
 	// The device is opened before anything is created, so that --device cuda without a
 	// GPU leaves no output folder behind. A chain without pixel stages leaves a GPU nothing
@@ -245,6 +307,9 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	// --pinned-mb) are usage errors, found before anything is written.
 	opt := job.Exec.RunOptions(tgt.dev)
 	if err := pipeline.CheckGPU(plan, opt); err != nil {
+		if errors.Is(err, pipeline.ErrNoDeviceDecoder) && opt.GPU != nil {
+			return fatalError("%v", err) // a GPU that cannot load nvJPEG: a runtime problem
+		}
 		return usageError("%v", err)
 	}
 	if job.OutputDir != "" {
@@ -263,31 +328,21 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 		return err
 	}
 
-	var src pipeline.Source = pipeline.Folder(job.InputDir, job.OutputDir)
-	if job.Exec.Resume {
-		prev, err := os.Open(reportPath)
-		switch {
-		case err == nil:
-			defer prev.Close()
-			ext := ""
-			if plan.Save != nil {
-				ext = plan.Save.Ext
-			}
-			src = pipeline.Resume(src, prev, job.OutputDir, ext)
-		case errors.Is(err, os.ErrNotExist):
-			if !f.quiet {
-				fmt.Fprintf(stderr, "imgpipe: --resume: no previous report at %s; processing every input\n", reportPath)
-			}
-		default:
-			return fatalError("--resume: %v", err)
-		}
+	src, closePrev, err := resumeSource(in.source(), job, ext, reportPath, f.quiet, stderr)
+	if err != nil {
+		return err
 	}
+	defer closePrev()
 	var sink pipeline.Sink = pipeline.ToFolder(job.OutputDir)
 	if plan.Save == nil {
 		sink = pipeline.Discard() // a report-only chain, e.g. decode | histogram
 	}
 
-	ui := newProgress(stderr, f.quiet, job.InputDir, job.OutputDir)
+	ui := newProgress(stderr, f.quiet, f.progress, in.count)
+	src = ui.source(src)
+	// The first Ctrl-C cancels the context: say at once what happens now.
+	stopNotice := context.AfterFunc(cmd.Context(), ui.interrupted)
+	defer stopNotice()
 	opt.Device, opt.Progress = "cpu", ui.update
 	opt.Notice = func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
 	if tr != nil {
@@ -304,6 +359,7 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 		}
 		return nil
 	})
+	stopNotice()
 	kept := errors.Is(werr, errNothingDone)
 	if kept {
 		werr = nil
