@@ -200,10 +200,14 @@ func batchOf(call *sched.OpCall) *Batch {
 }
 
 // CheckOp implements sched.Device: the op's stage has a launcher here and
-// the launcher accepts the op's arguments.
+// the launcher accepts the op's arguments. A user kernel is compiled and
+// loaded here, so that its errors come before any input is touched.
 func (d *Device) CheckOp(op sched.Op) error {
-	_, err := launcherFor(op)
-	return err
+	l, err := launcherFor(op)
+	if err != nil || l.prepare == nil {
+		return err
+	}
+	return d.g.Do(func() error { return l.prepare(d.k, d.g.Device(), op.Args) })
 }
 
 // TableBytes implements sched.Device.

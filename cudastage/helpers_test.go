@@ -2,6 +2,7 @@ package cudastage
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
@@ -102,4 +103,19 @@ func Outputs(op sched.Op, src []BatchImage, align int) ([]BatchImage, uint64, er
 		shapes[i] = BatchImage{W: out.W, H: out.H, C: out.C}
 	}
 	return Pack(shapes, align)
+}
+
+// fatbinStages are the stages whose launchers run imgpipe's own kernels
+// (passes), sorted, the PNG encoder ("save", encode set) included;
+// user-kernel launchers (prepare and run) need a source and a GPU to bind,
+// and are tested in op_kernel_gpu_test.go.
+func fatbinStages() []string {
+	var out []string
+	for name, l := range launchers {
+		if len(l.passes) > 0 {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -1,8 +1,10 @@
 package cudastage
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
@@ -37,6 +39,13 @@ type launcher struct {
 	// params returns the kernel parameters that follow (table, n, src, dst),
 	// bound from the op's Args; nil when there are none.
 	params func(args any) []any
+	// prepare and run, when set, replace passes for a stage whose kernels
+	// are not in imgpipe's fatbin (a user kernel): prepare compiles and loads
+	// them into the current context for device dev, before any input is
+	// touched (Device.CheckOp); run queues them on s, without a launch
+	// table.
+	prepare func(k *Kernels, dev cu.Device, args any) error
+	run     func(k *Kernels, s cu.Stream, b *Batch, buf Buffers) error
 	// extra is the bytes of per-image data (a geometry the kernel cannot
 	// derive from the source's shape alone) that follow the launch table's
 	// entries, one record per image in entry order; encodeExtra writes one
@@ -111,8 +120,8 @@ var launchers = map[string]*launcher{}
 // register adds the launcher of the stage called name; op files call it from
 // init.
 func register(name string, l *launcher) {
-	if _, dup := launchers[name]; dup || len(l.passes) == 0 {
-		panic("cudastage: launcher for " + name + " registered twice or without passes")
+	if _, dup := launchers[name]; dup || (len(l.passes) == 0) == (l.run == nil) || (l.run == nil) != (l.prepare == nil) {
+		panic("cudastage: launcher for " + name + " registered twice, or not with either passes or prepare and run")
 	}
 	launchers[name] = l
 }
@@ -217,6 +226,11 @@ func MaxScratchBytes(op sched.Op, srcBytes uint64, n int) uint64 {
 type Kernels struct {
 	mod cu.Module
 	fn  map[string]cu.Function
+
+	// user holds the modules and functions of user kernels (op_kernel.go),
+	// loaded by a launcher's prepare, by the op's Args.
+	mu   sync.Mutex
+	user map[any]userFunc
 }
 
 // LoadKernels loads the kernels (kernels.Image: the embedded fatbin, or the
@@ -244,7 +258,7 @@ func NewKernels(image []byte) (*Kernels, error) {
 			names = append(names, p.kernel)
 		}
 	}
-	k := &Kernels{mod: mod, fn: map[string]cu.Function{}}
+	k := &Kernels{mod: mod, fn: map[string]cu.Function{}, user: map[any]userFunc{}}
 	for _, name := range names {
 		if k.fn[name], err = mod.Function(name); err != nil {
 			mod.Unload()
@@ -254,9 +268,18 @@ func NewKernels(image []byte) (*Kernels, error) {
 	return k, nil
 }
 
-// Unload unloads the module; work already queued that uses it must be
-// finished.
-func (k *Kernels) Unload() error { return k.mod.Unload() }
+// Unload unloads the module and the user kernels' modules; work already
+// queued that uses them must be finished.
+func (k *Kernels) Unload() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var errs []error
+	for key, u := range k.user {
+		errs = append(errs, u.mod.Unload())
+		delete(k.user, key)
+	}
+	return errors.Join(append(errs, k.mod.Unload())...)
+}
 
 // Run queues the batch's kernels on stream s: for a histogram op first a
 // memset of its counts, then one launch per pass of the op's launcher. It
@@ -265,6 +288,9 @@ func (k *Kernels) Unload() error { return k.mod.Unload() }
 // sticky for a fault). An empty batch queues nothing.
 func (k *Kernels) Run(s cu.Stream, b *Batch, buf Buffers) error {
 	launches, err := b.plan()
+	if l := launchers[b.Op.Name]; err == nil && l.run != nil && len(b.Src) > 0 {
+		return l.run(k, s, b, buf)
+	}
 	if err != nil || len(launches) == 0 {
 		return err
 	}

@@ -2,7 +2,6 @@ package cudastage
 
 import (
 	"encoding/binary"
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -336,7 +335,7 @@ func TestLaunchTables(t *testing.T) {
 	// Every stage with a launcher, with its default parameters unless given
 	// here.
 	specs := map[string]string{"blur": "blur sigma=1.5", "boxblur": "boxblur radius=5"}
-	for _, name := range slices.Sorted(maps.Keys(launchers)) {
+	for _, name := range fatbinStages() {
 		spec, ok := specs[name]
 		if !ok {
 			spec = stageSpec(name)

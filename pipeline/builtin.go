@@ -244,7 +244,7 @@ is, C = 1 included.`,
 func sameShape(in stages.Shape, _ Params) (stages.Shape, bool) { return in, false }
 
 // Builtin is the registry of the builtin stages.
-var Builtin = mustRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, saveDef,
+var Builtin = mustRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, kernelDef, saveDef,
 	resizeDef, cropDef, flipDef, rotateDef)
 
 func mustRegistry(defs ...*StageDef) *Registry {

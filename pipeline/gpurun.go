@@ -70,6 +70,9 @@ func CheckGPU(plan *Plan, opt Options) error {
 		return errors.New("run: nil plan")
 	}
 	if opt.GPU == nil {
+		if err := plan.CheckCPU(); err != nil {
+			return err
+		}
 		_, err := fileDecoderFor(plan, nil)
 		return err
 	}

@@ -126,8 +126,13 @@ type StageDef struct {
 	// Shape declares a PixelKind stage's output shape.
 	Shape ShapeFunc
 	// CPU binds a PixelKind stage's parameters into its CPU implementation. Binding happens
-	// once per run, so per-run work (blur taps, ...) is not repeated per image.
+	// once per run, so per-run work (blur taps, ...) is not repeated per image. It is nil
+	// only for a GPU-only stage.
 	CPU func(p Params) (CPUFunc, error)
+	// GPUOnly, when set, says why the stage has no CPU implementation (a user's kernel has
+	// no CPU reference): the stage needs GPU, and a plan holding it refuses to run on the
+	// CPU with this reason.
+	GPUOnly string
 	// GPU, when set, says the stage has a GPU kernel that gives the CPU implementation's
 	// exact bits, and binds the stage's parameters into the kernel's launch arguments (nil
 	// for a kernel that takes none: use NoLaunchArgs). The launcher registered under the
@@ -168,8 +173,8 @@ func (d *StageDef) check() error {
 			return fmt.Errorf("stage %s: source stage without NewDecoder", d.Name)
 		}
 	case PixelKind:
-		if d.Shape == nil || d.CPU == nil {
-			return fmt.Errorf("stage %s: pixel stage needs Shape and CPU", d.Name)
+		if d.Shape == nil || (d.CPU == nil) == (d.GPUOnly == "") || (d.GPUOnly != "" && d.GPU == nil) {
+			return fmt.Errorf("stage %s: pixel stage needs Shape and either CPU or GPUOnly with GPU", d.Name)
 		}
 	case SinkKind:
 		if d.NewEncoder == nil {

@@ -24,8 +24,8 @@ func TestRegisterRefusesBadDefinitions(t *testing.T) {
 		{"bad name", func(d *StageDef) { d.Name = "Thing" }, "must match"},
 		{"empty name", func(d *StageDef) { d.Name = "" }, "must match"},
 		{"no help", func(d *StageDef) { d.Help = "" }, "no help"},
-		{"pixel without CPU", func(d *StageDef) { d.CPU = nil }, "needs Shape and CPU"},
-		{"pixel without shape", func(d *StageDef) { d.Shape = nil }, "needs Shape and CPU"},
+		{"pixel without CPU", func(d *StageDef) { d.CPU = nil }, "needs Shape and either CPU or GPUOnly"},
+		{"pixel without shape", func(d *StageDef) { d.Shape = nil }, "needs Shape and either CPU or GPUOnly"},
 		{"source without decoder", func(d *StageDef) { d.Kind = SourceKind }, "without NewDecoder"},
 		{"sink without encoder", func(d *StageDef) { d.Kind = SinkKind }, "without NewEncoder"},
 		{"unknown kind", func(d *StageDef) { d.Kind = 7 }, "unknown kind"},
@@ -81,7 +81,7 @@ func TestBuiltinRegistry(t *testing.T) {
 	for _, d := range defs {
 		names = append(names, d.Name)
 	}
-	want := "decode blur boxblur crop flip grayscale histogram resize rotate transpose save"
+	want := "decode blur boxblur crop flip grayscale histogram kernel resize rotate transpose save"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("Stages() = %s, want %s", got, want)
 	}

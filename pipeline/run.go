@@ -120,6 +120,11 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 			opt.Window = max(opt.Window, g.window(opt.Workers))
 		}
 	}
+	if opt.GPU == nil {
+		if err := plan.CheckCPU(); err != nil {
+			return Summary{}, err
+		}
+	}
 	r := &runner{
 		plan:   plan,
 		src:    src,

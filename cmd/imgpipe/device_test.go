@@ -22,6 +22,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/pipeline"
@@ -205,22 +206,34 @@ func TestRunAutoWithoutGPU(t *testing.T) {
 	}
 }
 
+// stubNVRTC makes `imgpipe devices` see info, or err when it is set.
+func stubNVRTC(t *testing.T, info nvrtc.Info, err error) {
+	old := probeNVRTC
+	probeNVRTC = func() (nvrtc.Info, error) { return info, err }
+	t.Cleanup(func() { probeNVRTC = old })
+}
+
 func TestDevicesWithoutGPU(t *testing.T) {
+	stubNVRTC(t, nvrtc.Info{}, errors.New("NVRTC: library not found"))
 	check := func(t *testing.T) {
 		code, stdout, stderr := cli(t, "devices")
 		const why = "CUDA driver library libcuda.so.1 not found (is the NVIDIA driver installed?)"
-		if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "no usable GPU: "+why) || strings.Count(stdout, "\n") != 1 {
+		if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "no usable GPU: "+why) || strings.Count(stdout, "\n") != 2 ||
+			!strings.HasSuffix(stdout, "\nno NVRTC (the kernel stage cannot compile): NVRTC: library not found\n") {
 			t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 		}
 		code, stdout, _ = cli(t, "devices", "--json")
 		var got struct {
-			Devices []cudastage.DeviceInfo `json:"devices"`
-			Error   *string                `json:"error"`
+			Devices    []cudastage.DeviceInfo `json:"devices"`
+			Error      *string                `json:"error"`
+			NVRTC      *nvrtc.Info            `json:"nvrtc"`
+			NVRTCError string                 `json:"nvrtc_error"`
 		}
 		if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitOK {
 			t.Fatalf("exit %d, not JSON (%v): %s", code, err, stdout)
 		}
-		if got.Devices == nil || len(got.Devices) != 0 || got.Error == nil || !strings.HasPrefix(*got.Error, why) {
+		if got.Devices == nil || len(got.Devices) != 0 || got.Error == nil || !strings.HasPrefix(*got.Error, why) ||
+			got.NVRTC != nil || got.NVRTCError != "NVRTC: library not found" {
 			t.Errorf("json: %s", stdout)
 		}
 	}
@@ -239,7 +252,7 @@ func TestDevicesWithoutGPU(t *testing.T) {
 		listDevices = func() ([]cudastage.DeviceInfo, error) { return nil, nil }
 		defer func() { listDevices = old }()
 		code, stdout, _ := cli(t, "devices")
-		if code != exitOK || stdout != "no usable GPU: the CUDA driver reports no device\n" {
+		if code != exitOK || stdout != "no usable GPU: the CUDA driver reports no device\nno NVRTC (the kernel stage cannot compile): NVRTC: library not found\n" {
 			t.Errorf("exit %d, %q", code, stdout)
 		}
 	})
@@ -256,10 +269,13 @@ func TestDevicesList(t *testing.T) {
 		return cudastage.NVJPEGInfo{Path: "/usr/lib/libnvjpeg.so.13", Version: "13.0.1", Engines: 7, Cores: 5}
 	}
 	defer func() { listDevices, probeNVJPEG = old, oldJPEG }()
+	nv := nvrtc.Info{Version: "13.0", Path: "/usr/local/cuda/lib64/libnvrtc.so.13", Archs: []int{75, 90}}
+	stubNVRTC(t, nv, nil)
 	code, stdout, _ := cli(t, "devices")
 	want := "GPU 0: NVIDIA H200, compute capability 9.0, 132 SMs, 150.0 GiB, 3 async copy engines, CUDA 13.0, driver 580.65.06\n" +
 		"GPU 1: NVIDIA T4, compute capability 7.5, 40 SMs, 15.0 GiB, 2 async copy engines, CUDA 13.0\n" +
-		"nvJPEG: /usr/lib/libnvjpeg.so.13 (version 13.0.1), 7 hardware decode engines × 5 cores\n"
+		"nvJPEG: /usr/lib/libnvjpeg.so.13 (version 13.0.1), 7 hardware decode engines × 5 cores\n" +
+		"NVRTC 13.0 (/usr/local/cuda/lib64/libnvrtc.so.13)\n"
 	if code != exitOK || stdout != want {
 		t.Errorf("exit %d:\n%s", code, stdout)
 	}
@@ -268,8 +284,10 @@ func TestDevicesList(t *testing.T) {
 		Devices []cudastage.DeviceInfo `json:"devices"`
 		NVJPEG  cudastage.NVJPEGInfo   `json:"nvjpeg"`
 		Error   string                 `json:"error"`
+		NVRTC   *nvrtc.Info            `json:"nvrtc"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitOK || len(got.Devices) != 2 || got.Devices[1] != infos[1] || got.Error != "" || got.NVJPEG.Engines != 7 {
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitOK || len(got.Devices) != 2 || got.Devices[1] != infos[1] || got.Error != "" || got.NVJPEG.Engines != 7 ||
+		got.NVRTC == nil || got.NVRTC.Path != nv.Path || len(got.NVRTC.Archs) != 2 {
 		t.Errorf("exit %d (%v):\n%s", code, err, stdout)
 	}
 	if code, _, stderr := cli(t, "devices", "extra"); code != exitUsage {

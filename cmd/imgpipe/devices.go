@@ -11,6 +11,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
@@ -20,13 +21,28 @@ var listDevices = cudastage.Devices
 // probeNVJPEG says which nvJPEG GPU ordinal would decode with; tests replace it.
 var probeNVJPEG = cudastage.NVJPEG
 
-// devicesJSON is the --json output: the devices, or why there is none.
+// probeNVRTC finds the run-time compiler for `imgpipe devices`; tests replace it.
+var probeNVRTC = nvrtc.Probe
+
+// devicesJSON is the --json output: the devices, or why there is none, nvJPEG, and NVRTC.
 type devicesJSON struct {
 	Devices []cudastage.DeviceInfo `json:"devices"`
 	// NVJPEG is the JPEG decoder found, when there is a GPU.
 	NVJPEG *cudastage.NVJPEGInfo `json:"nvjpeg,omitempty"`
 	// Error says why no GPU can be used (no libcuda, no device, driver too old).
 	Error string `json:"error,omitempty"`
+	// NVRTC is the run-time compiler the kernel stage uses, when found.
+	NVRTC *nvrtc.Info `json:"nvrtc,omitempty"`
+	// NVRTCError says why NVRTC cannot be used.
+	NVRTCError string `json:"nvrtc_error,omitempty"`
+}
+
+// nvrtcLine is the text output's NVRTC line.
+func nvrtcLine(info *nvrtc.Info, why string) string {
+	if info == nil {
+		return "no NVRTC (the kernel stage cannot compile): " + why
+	}
+	return fmt.Sprintf("NVRTC %s (%s)", info.Version, info.Path)
 }
 
 func newDevicesCmd(stdout io.Writer) *cobra.Command {
@@ -37,6 +53,13 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			infos, err := listDevices()
+			var nv *nvrtc.Info
+			nvWhy := ""
+			if info, err := probeNVRTC(); err != nil {
+				nvWhy = reason(err)
+			} else {
+				nv = &info
+			}
 			why := ""
 			switch {
 			case err != nil:
@@ -50,7 +73,7 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 				jpeg = &info
 			}
 			if asJSON {
-				out := devicesJSON{Devices: infos, NVJPEG: jpeg, Error: why}
+				out := devicesJSON{Devices: infos, NVJPEG: jpeg, Error: why, NVRTC: nv, NVRTCError: nvWhy}
 				if out.Devices == nil {
 					out.Devices = []cudastage.DeviceInfo{}
 				}
@@ -62,7 +85,7 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if why != "" {
-				_, err := fmt.Fprintf(stdout, "no usable GPU: %s\n", why)
+				_, err := fmt.Fprintf(stdout, "no usable GPU: %s\n%s\n", why, nvrtcLine(nv, nvWhy))
 				return err
 			}
 			for _, d := range infos {
@@ -70,7 +93,7 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 					return err
 				}
 			}
-			_, err = fmt.Fprintf(stdout, "nvJPEG: %s\n", jpeg)
+			_, err = fmt.Fprintf(stdout, "nvJPEG: %s\n%s\n", jpeg, nvrtcLine(nv, nvWhy))
 			return err
 		},
 	})

@@ -32,7 +32,7 @@ A pipeline is a chain of stages separated by ` + "`|`" + `, each with ` + "`key=
 with ` + "`decode`" + `, may end with ` + "`save`" + `, and holds at most one ` + "`histogram`" + `. All images are 8-bit,
 interleaved, with 1 (gray) or 3 (RGB) channels. Every pixel stage is exact integer arithmetic
 written down below; stages marked **GPU** also run on an NVIDIA GPU and give the same bits
-there. ` + "`imgpipe stages`" + ` prints the same table, and ` + "`imgpipe stages --json`" + ` gives it as data.
+there (**GPU** only: there alone, with no CPU implementation). ` + "`imgpipe stages`" + ` prints the same table, and ` + "`imgpipe stages --json`" + ` gives it as data.
 
 `)
 	for _, d := range defs {
@@ -42,6 +42,9 @@ there. ` + "`imgpipe stages`" + ` prints the same table, and ` + "`imgpipe stage
 		kind := d.Kind.String() + " stage"
 		if d.GPU != nil {
 			kind += ", **GPU**"
+		}
+		if d.GPUOnly != "" {
+			kind += " only (" + d.GPUOnly + ")"
 		}
 		fmt.Fprintf(&b, "\n## %s\n\n*%s.* %s.\n\n", d.Name, kind, d.Help)
 		if d.Doc != "" {

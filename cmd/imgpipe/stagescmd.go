@@ -55,6 +55,9 @@ func writeStages(w io.Writer, defs []*pipeline.StageDef, long bool) {
 		if d.GPU != nil {
 			kind += " +GPU"
 		}
+		if d.GPUOnly != "" {
+			kind += " only"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t\t%s\n", d.Name, kind, d.Help)
 		for _, ps := range d.Params {
 			fmt.Fprintf(tw, "  %s\t%s\t%v\t%s\n", ps.Name, paramType(ps), ps.Default, ps.Help)
@@ -63,7 +66,7 @@ func writeStages(w io.Writer, defs []*pipeline.StageDef, long bool) {
 	tw.Flush()
 	if !long {
 		fmt.Fprintln(w, "\nWrite parameters as key=value after the stage name: blur sigma=1.5")
-		fmt.Fprintln(w, "Stages marked +GPU also run on a GPU (--device cuda), giving the same bits.")
+		fmt.Fprintln(w, "Stages marked +GPU also run on a GPU (--device cuda), giving the same bits; +GPU only: only there.")
 		return
 	}
 	for _, d := range defs {

@@ -51,7 +51,8 @@ type Op struct {
 	// the image through unchanged: it writes counts, not an image.
 	Hist bool
 	// CPU is the stage's reference implementation, bound. A device's kernels
-	// must give its exact bits.
+	// must give its exact bits. It is nil for a GPU-only stage (a user
+	// kernel), which has no reference.
 	CPU CPUFunc
 	// Args are the launch arguments the stage's GPU launcher reads (the blur
 	// taps, say), bound once per run from the stage's parameters; nil for a
@@ -84,10 +85,11 @@ func (o Op) String() string {
 	return o.Name
 }
 
-// Check reports whether the op is complete: it has a name and a CPU
-// function (an encoding op: a complete EncodeOp, whose CPU is the
-// reference). Its arguments are the device's to check (Device.CheckOp), since
-// only the launcher knows what they mean.
+// Check reports whether the op is complete: it has a name, and an encoding
+// op has a complete EncodeOp and counts no histogram. Its arguments (and
+// whether a missing CPU function matters: a GPU-only stage has none, and an
+// encoding op's CPU is its EncodeOp) are the device's to check
+// (Device.CheckOp), since only the device knows what it runs.
 func (o Op) Check() error {
 	switch {
 	case o.Name == "":
@@ -96,8 +98,6 @@ func (o Op) Check() error {
 		return fmt.Errorf("op %s both encodes and counts a histogram", o.Name)
 	case o.Encode != nil:
 		return o.Encode.check()
-	case o.CPU == nil:
-		return fmt.Errorf("op %s has no CPU function", o.Name)
 	}
 	return nil
 }

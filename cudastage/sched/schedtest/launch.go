@@ -17,9 +17,15 @@ const fakeTableEntry = 32
 // TableBytes implements sched.Device.
 func (f *FakeDevice) TableBytes(op sched.Op, n int) int { return fakeTableEntry * n }
 
-// CheckOp implements Device: the fake runs any complete op, with its CPU
-// function.
-func (f *FakeDevice) CheckOp(op sched.Op) error { return nil }
+// CheckOp implements Device: the fake runs any op with its CPU function (an
+// encoding op with its EncodeOp's), so it refuses a GPU-only op, which has
+// none.
+func (f *FakeDevice) CheckOp(op sched.Op) error {
+	if op.CPU == nil && op.Encode == nil {
+		return fmt.Errorf("op %s has no CPU function for the fake device to run", op)
+	}
+	return nil
+}
 
 // ScratchBytes implements Device: every op that makes an image asks for a
 // uint16 per sample, as the CUDA separable filters do, so that the
