@@ -195,9 +195,9 @@ func TestRunAutoWithoutGPU(t *testing.T) {
 	}
 	// Without pixel stages auto does not even look for a GPU.
 	opened.Store(0)
-	code, _, stderr := cli(t, "run", "-i", in, "-o", filepath.Join(t.TempDir(), "o"), "-p", "decode | save", "-q")
+	code, _, stderr := cli(t, "run", "-i", in, "-o", filepath.Join(t.TempDir(), "o"), "-p", "decode backend=go | save", "-q")
 	if code != exitSomeFailed || stderr != "" || opened.Load() != 0 {
-		t.Errorf("decode | save: exit %d, stderr %q, GPU opened %d times", code, stderr, opened.Load())
+		t.Errorf("decode backend=go | save: exit %d, stderr %q, GPU opened %d times", code, stderr, opened.Load())
 	}
 	// The default device is auto.
 	code, _, stderr = cli(t, "run", "-i", in, "-o", filepath.Join(t.TempDir(), "o"), "-p", chain, "-q")
