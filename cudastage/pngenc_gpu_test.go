@@ -116,23 +116,17 @@ func TestGPUPNGMatchesModel(t *testing.T) {
 	k := loadTestKernels(t, g)
 	mixed := slices.Clone(pngTestShapes)
 	slices.Reverse(mixed)
-	err := g.Do(func() error {
-		for ki, kind := range pngKinds {
-			t.Run(kind, func(t *testing.T) {
-				pngCheckGPU(t, g, k, pngTestShapes, []string{kind}, 256, uint64(10*ki))
-			})
+	// Each subtest runs on its own goroutine, so each binds the GPU itself.
+	check := func(t *testing.T, shapes []pngShape, kinds []string, align int, seed uint64) {
+		if err := g.Do(func() error { pngCheckGPU(t, g, k, shapes, kinds, align, seed); return nil }); err != nil {
+			t.Fatal(err)
 		}
-		t.Run("mixed-odd-offsets", func(t *testing.T) {
-			pngCheckGPU(t, g, k, mixed, pngKinds, 1, 99)
-		})
-		t.Run("one-pixel", func(t *testing.T) {
-			pngCheckGPU(t, g, k, []pngShape{{1, 1, 1}}, []string{"random"}, 1, 7)
-		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
+	for ki, kind := range pngKinds {
+		t.Run(kind, func(t *testing.T) { check(t, pngTestShapes, []string{kind}, 256, uint64(10*ki)) })
+	}
+	t.Run("mixed-odd-offsets", func(t *testing.T) { check(t, mixed, pngKinds, 1, 99) })
+	t.Run("one-pixel", func(t *testing.T) { check(t, []pngShape{{1, 1, 1}}, []string{"random"}, 1, 7) })
 }
 
 // TestGPUPNGPhotos encodes batches of large smooth and random images (many

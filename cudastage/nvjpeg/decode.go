@@ -256,7 +256,7 @@ func (d *ImageDecoder) Decode(file []byte, dst Dst, s cu.Stream) error {
 // core: several, so that the engines stay busy while the host parses and
 // the call's fixed cost is spread. BenchmarkBatchedDecode's call-size
 // sweep is where to measure it again.
-const imagesPerCore = 4
+const imagesPerCore = 8
 
 // BatchCapacity is the number of files per batched call for a GPU with the
 // given hardware engines and cores per engine (HardwareInfo); 0 without
