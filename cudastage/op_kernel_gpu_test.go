@@ -154,8 +154,13 @@ func TestGPUUserKernelFault(t *testing.T) {
 		}
 		return
 	}
+	// No cleanups that use the GPU (devMem, loadTestKernels): after the fault
+	// they could only fail, and this child process ends with the test.
 	g := requireGPU(t)
-	k := loadTestKernels(t, g)
+	var k *Kernels
+	if err := g.Do(func() error { k = testKernels(t); return nil }); err != nil {
+		t.Fatal(err)
+	}
 	const wild = `extern "C" __global__ void wild(const unsigned char *in, unsigned char *out,
     int width, int height, int channels, int in_pitch, int out_pitch,
     int in_width, int in_height, int in_channels) {
@@ -165,7 +170,14 @@ func TestGPUUserKernelFault(t *testing.T) {
 	op := userOp("wild.cu", wild, "wild", nil, cpuInvert)
 	prepareUser(t, g, k, op)
 	err := g.Do(func() error {
-		src, dst := devMem(t, g, 64), devMem(t, g, 64)
+		src, err := cu.MemAlloc(64)
+		if err != nil {
+			return err
+		}
+		dst, err := cu.MemAlloc(64)
+		if err != nil {
+			return err
+		}
 		s, err := cu.StreamCreate(true)
 		if err != nil {
 			return err
