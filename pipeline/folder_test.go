@@ -68,6 +68,16 @@ func TestFolderSource(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "missing.png"), filepath.Join(dir, "dangling.png")); err != nil {
 		t.Fatal(err)
 	}
+	// Entries named as images that are not regular files are reported, never read.
+	if err := os.Symlink("loop2.png", filepath.Join(dir, "loop1.png")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("loop1.png", filepath.Join(dir, "loop2.png")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub", filepath.Join(dir, "dirlink.png")); err != nil {
+		t.Fatal(err)
+	}
 	got := listAll(t, Folder(dir, filepath.Join(dir, "out")))
 	want := []struct{ name, stem, err string }{
 		{".hidden.png", ".hidden", ""},
@@ -82,12 +92,17 @@ func TestFolderSource(t *testing.T) {
 		{"clash2/r.png", "clash2/r.png", ""},
 		{"clash2/r.png.jpg", "clash2/r.png", "save: output name clash2/r.png.* is already that of clash2/r.png"},
 		{"d.JPEG", "d", ""},
+		{"dangling.png", "", "walk: broken symbolic link"},
+		{"dirlink.png", "", "walk: symbolic link to a folder"},
 		{"e.tif", "e", ""},
 		{"f.TIFF", "f", ""},
+		{"fifo.png", "", "walk: not a regular file (a named pipe)"},
 		{"g.gif", "g", ""},
 		{"h.bmp", "h", ""},
 		{"i.webp", "i", ""},
 		{"link.jpg", "link", ""},
+		{"loop1.png", "", "walk: symbolic link loop"},
+		{"loop2.png", "", "walk: symbolic link loop"},
 		{"sub/deeper/y.jpg", "sub/deeper/y", ""},
 		{"sub/z.png", "sub/z", ""},
 		{"sub-a/k.png", "sub-a/k", ""},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -23,6 +24,10 @@ type Result struct {
 	Output string
 	// Status is ok, failed or skipped.
 	Status Status
+	// Size and ModTime are the input file's, as the source saw them (Input.Size and
+	// ModTime); the report records them for Resume.
+	Size    int64
+	ModTime time.Time
 	// Width and Height are those of the decoded input (0 when decoding failed).
 	Width, Height int
 	// Histogram is set when the chain has a histogram stage.
