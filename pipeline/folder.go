@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // imageExts are the file extensions taken as images, compared in lower case.
@@ -166,7 +168,7 @@ func (s *folderSource) list(rel string) (*dirList, error) {
 		}
 		e.size, e.modTime = fi.Size(), fi.ModTime()
 		l.entries = append(l.entries, e)
-		stems[strings.ToLower(stem(name))]++
+		stems[foldKey(stem(name))]++
 	}
 	owner := map[string]string{}
 	for i := range l.entries {
@@ -175,7 +177,7 @@ func (s *folderSource) list(rel string) (*dirList, error) {
 			continue
 		}
 		e.outStem = stem(e.name)
-		if stems[strings.ToLower(e.outStem)] > 1 {
+		if stems[foldKey(e.outStem)] > 1 {
 			e.outStem = e.name
 		}
 		// Names that differ in case only come from inputs that differ in case only, which
@@ -231,6 +233,23 @@ func kindOf(t fs.FileMode) string {
 		return "a device"
 	}
 	return "mode " + t.String()
+}
+
+// foldKey is name in lower case for comparisons without regard to case. Unlike
+// strings.ToLower it keeps bytes that are not UTF-8 as they are, so that two names that
+// differ only in such bytes stay different.
+func foldKey(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); {
+		r, n := utf8.DecodeRuneInString(name[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteByte(name[i])
+		} else {
+			b.WriteRune(unicode.ToLower(r))
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // stem is a file name without its extension.

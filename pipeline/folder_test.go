@@ -243,10 +243,10 @@ func TestResume(t *testing.T) {
 	in, files := makeFolder(t, 7)
 	out := t.TempDir()
 	plan := compileWith(t, Builtin, "decode | blur sigma=1 | histogram | save")
-	run := func(prev []byte, ext string) (Summary, string) {
+	run := func(prev []byte, plan *Plan) (Summary, string) {
 		var src Source = Folder(in, out)
 		if prev != nil {
-			src = Resume(src, bytes.NewReader(prev), out, ext)
+			src = Resume(src, plan, out, bytes.NewReader(prev))
 		}
 		var report bytes.Buffer
 		sum, err := Run(context.Background(), plan, src, ToFolder(out), Options{Workers: 2, Report: &report})
@@ -255,7 +255,7 @@ func TestResume(t *testing.T) {
 		}
 		return sum, report.String()
 	}
-	sum, first := run(nil, "")
+	sum, first := run(nil, plan)
 	if sum.OK != len(files)-1 {
 		t.Fatalf("first run: %+v", sum)
 	}
@@ -269,7 +269,7 @@ func TestResume(t *testing.T) {
 
 	// Everything done before is skipped, with its dimensions and histogram kept; only the
 	// failed input is tried again. Nothing is rewritten.
-	sum, second := run([]byte(first), "png")
+	sum, second := run([]byte(first), plan)
 	if sum.Skipped != len(files)-1 || sum.Failed != 1 || sum.OK != 0 {
 		t.Fatalf("resumed run: %+v", sum)
 	}
@@ -291,17 +291,17 @@ func TestResume(t *testing.T) {
 	if err := os.Remove(filepath.Join(out, "a", "imga.png")); err != nil {
 		t.Fatal(err)
 	}
-	sum, _ = run([]byte(second), "png")
+	sum, _ = run([]byte(second), plan)
 	if sum.OK != 1 || sum.Skipped != len(files)-2 {
 		t.Errorf("after removing one output: %+v", sum)
 	}
 	// Another format means other output names: everything is redone.
-	sum, _ = run([]byte(first), "jpg")
+	sum, _ = run([]byte(first), compileWith(t, Builtin, "decode | blur sigma=1 | histogram | save format=jpeg"))
 	if sum.OK != len(files)-1 {
 		t.Errorf("other format: %+v", sum)
 	}
 	// A report that is not one (or is out of order) only means more work.
-	sum, _ = run([]byte("garbage\n{\"summary\":{}}\n"+l1[3]+"\n"+l1[0]+"\n"), "png")
+	sum, _ = run([]byte("garbage\n{\"summary\":{}}\n"+l1[3]+"\n"+l1[0]+"\n"), plan)
 	if sum.Skipped != 1 {
 		t.Errorf("odd report: %+v", sum)
 	}

@@ -343,7 +343,7 @@ func (r *runner) settle(it *item) bool {
 	case in.Previous != nil:
 		p := in.Previous
 		res.Status = StatusSkipped
-		res.Output, res.Width, res.Height = p.Output, p.Width, p.Height
+		res.Output, res.Width, res.Height = p.output(), p.Width, p.Height
 		if len(p.Histogram) == 256 {
 			res.Histogram = new([256]uint64)
 			copy(res.Histogram[:], p.Histogram)
