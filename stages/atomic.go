@@ -129,7 +129,7 @@ func WriteFileAtomic(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return commitTemp(f, write, func() error { return os.Rename(f.Name(), path) },
-		func() { os.Remove(f.Name()) }, func() error { return syncDir(dir) })
+		func() { os.Remove(f.Name()) }, func() error { return SyncDir(dir) })
 }
 
 // tempPrefix is the start of the temporary names of writes of base.
@@ -248,7 +248,7 @@ func mkdirNoLinks(root *os.Root, dir string) error {
 	return nil
 }
 
-// syncRootDir fsyncs the folder dir of root, as syncDir does.
+// syncRootDir fsyncs the folder dir of root, as SyncDir does.
 func syncRootDir(root *os.Root, dir string) error {
 	d, err := root.Open(dir)
 	if err != nil {
@@ -258,9 +258,9 @@ func syncRootDir(root *os.Root, dir string) error {
 	return ignoreSyncUnsupported(d.Sync())
 }
 
-// syncDir fsyncs a folder. Filesystems that cannot sync folders (EINVAL,
+// SyncDir fsyncs a folder, making renames and creations in it durable. Filesystems that cannot sync folders (EINVAL,
 // ENOTSUP) are not an error: there is nothing more we could do on them.
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -167,9 +167,15 @@ func DecodeHeader(data []byte, opt DecodeOptions) (Header, error) {
 	return h, err
 }
 
-// readHeader returns the header, the format and the stored (canvas)
-// dimensions, or an error for unknown, broken or oversized files.
+// readHeader is readHeaderSized for data that is the whole file.
 func readHeader(data []byte, opt DecodeOptions) (Header, *format, image.Point, error) {
+	return readHeaderSized(data, int64(len(data)), opt)
+}
+
+// readHeaderSized returns the header, the format and the stored (canvas)
+// dimensions, or an error for unknown, broken or oversized files; data is the
+// start of a file of size bytes.
+func readHeaderSized(data []byte, size int64, opt DecodeOptions) (Header, *format, image.Point, error) {
 	max := opt.MaxPixels
 	if max == 0 {
 		max = DefaultMaxPixels
@@ -200,8 +206,8 @@ func readHeader(data []byte, opt DecodeOptions) (Header, *format, image.Point, e
 	if int64(w) > max/int64(h) {
 		return Header{}, nil, image.Point{}, &LimitError{W: w, H: h, MaxPixels: max}
 	}
-	if min := minEncodedSize(f.name, cfg); int64(len(data)) < min {
-		return Header{}, nil, image.Point{}, fmt.Errorf("%w: %d bytes cannot hold a %dx%d %s (at least %d)", io.ErrUnexpectedEOF, len(data), w, h, f.name, min)
+	if min := minEncodedSize(f.name, cfg); size < min {
+		return Header{}, nil, image.Point{}, fmt.Errorf("%w: %d bytes cannot hold a %dx%d %s (at least %d)", io.ErrUnexpectedEOF, size, w, h, f.name, min)
 	}
 	hd := Header{Format: f.name, W: w, H: h, Orientation: 1}
 	if opt.Orient && f.name == "jpeg" {
@@ -277,6 +283,12 @@ func Decode(data []byte, opt DecodeOptions, alloc Alloc) (*Image, error) {
 	hd, f, canvas, err := readHeader(data, opt)
 	if err != nil {
 		return nil, err
+	}
+	if f.name == "jpeg" {
+		// On every backend: Go's decoder has no scan limit of its own.
+		if err := checkJPEGWork(data); err != nil {
+			return nil, err
+		}
 	}
 	if f.name == "jpeg" && opt.JPEG == JPEGTurbo {
 		if m, done, err := decodeTurbo(data, hd, canvas, alloc); done {
