@@ -52,9 +52,8 @@ upsampling); the default, go, gives the same pixels on every machine.`,
 			Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, error) {
 				return stages.Decode(data, opt, alloc)
 			},
-			Pixels: func(data []byte) (int64, error) {
-				h, err := stages.DecodeHeader(data, opt)
-				return int64(h.W) * int64(h.H), err
+			Cost: func(head []byte, size int64) (stages.Cost, error) {
+				return stages.DecodeCost(head, size, opt)
 			},
 			Head: func(head []byte) error {
 				if len(head) == 0 {

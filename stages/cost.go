@@ -34,6 +34,10 @@ var workBytesPerPixel = map[string]int64{
 // progressiveJPEGBytesPerPixel is workBytesPerPixel for a progressive JPEG.
 const progressiveJPEGBytesPerPixel = 24
 
+// ErrFileTooLarge is returned (wrapped, with the figures) for a file far larger than
+// its header's pixels could need (see MaxFileBytes).
+var ErrFileTooLarge = errors.New("file too large for its pixels")
+
 // maxBytesPerPixelInFile bounds the size of a valid file from its pixels: no format
 // stores more than 8 bytes a pixel (16-bit RGBA, raw), and metadataSlack allows for
 // headers, ICC profiles, EXIF and XMP.
@@ -59,7 +63,7 @@ type Cost struct {
 // bytes, or all of it), checks it against opt's pixel limit and against size (a file far
 // too large for its pixels, see MaxFileBytes, is refused), and says what decoding it will
 // take. An error for a head shorter than the file may only mean that the header lies
-// further on.
+// further on, except ErrTooLarge and ErrFileTooLarge, which are definite.
 func DecodeCost(head []byte, size int64, opt DecodeOptions) (Cost, error) {
 	hd, _, _, err := readHeaderSized(head, size, opt)
 	if err != nil {
@@ -67,7 +71,7 @@ func DecodeCost(head []byte, size int64, opt DecodeOptions) (Cost, error) {
 	}
 	px := int64(hd.W) * int64(hd.H)
 	if max := MaxFileBytes(px); size > max {
-		return Cost{}, fmt.Errorf("file is %d bytes, far more than a %dx%d image can take (at most %d); refused unread", size, hd.W, hd.H, max)
+		return Cost{}, fmt.Errorf("%w: file is %d bytes, far more than a %dx%d image can take (at most %d); refused unread", ErrFileTooLarge, size, hd.W, hd.H, max)
 	}
 	c := Cost{Header: hd, WorkBytes: px * workBytesPerPixel[hd.Format]}
 	if hd.Format == "jpeg" {

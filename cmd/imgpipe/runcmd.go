@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/job"
 	"github.com/imgpipe/imgpipe/stages"
@@ -197,11 +198,6 @@ func within(dir, root string, rootInfo os.FileInfo) bool {
 	return err == nil && filepath.IsLocal(rel) || rel == "."
 }
 
-// errNothingDone makes the report's atomic write discard the new report: the run failed
-// before it reported any input, and an empty report must not replace the previous one
-// (which --resume may still need).
-var errNothingDone = errors.New("run failed before any input was done")
-
 // removeTemps removes the temporary files a killed run left (see stages.IsTempName): under
 // the output folder, and beside the report for the report's own name. It returns how many
 // it removed. Only exact temporary names of WriteFileAtomic are taken, so no user file can
@@ -253,34 +249,48 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 		}
 	}
 	reportPath := reportPath(job)
-	if n, err := removeTemps(job.OutputDir, reportPath); err != nil {
-		fmt.Fprintf(stderr, "imgpipe: removing temporary files a previous run left: %v\n", err)
-	} else if n > 0 && !f.quiet {
-		fmt.Fprintf(stderr, "imgpipe: removed %d temporary files a previous run left (it was killed mid-write)\n", n)
+	// Everything below writes into the output folder (or the report's folder): under its
+	// lock, so that a second run cannot take this one's temporary files or report.
+	if dir := lockDir(job.OutputDir, reportPath); dir != "" {
+		lock, err := lockFolder(dir)
+		if err != nil {
+			return fatalError("%v", err)
+		}
+		defer lock.unlock()
 	}
-	tr, err := openTrace(job.Exec.Trace)
-	if err != nil {
-		return err
+	if reportPath != stdoutPath {
+		if n, err := removeTemps(job.OutputDir, reportPath); err != nil {
+			fmt.Fprintf(stderr, "imgpipe: removing temporary files a previous run left: %v\n", err)
+		} else if n > 0 && !f.quiet {
+			fmt.Fprintf(stderr, "imgpipe: removed %d temporary files a previous run left (it was killed mid-write)\n", n)
+		}
 	}
+	defer pipeline.SetGoMemoryLimit(opt.MemoryBudget)()
 
+	var jr *journal
+	opt.Report = cmd.OutOrStdout()
+	if reportPath != stdoutPath {
+		if jr, err = openJournal(reportPath); err != nil {
+			return fatalError("report %s: %v", reportPath, err)
+		}
+		opt.Report = jr.writer()
+	}
 	var src pipeline.Source = pipeline.Folder(job.InputDir, job.OutputDir)
 	if job.Exec.Resume {
-		prev, err := os.Open(reportPath)
-		switch {
-		case err == nil:
-			defer prev.Close()
-			ext := ""
-			if plan.Save != nil {
-				ext = plan.Save.Ext
-			}
-			src = pipeline.Resume(src, prev, job.OutputDir, ext)
-		case errors.Is(err, os.ErrNotExist):
-			if !f.quiet {
-				fmt.Fprintf(stderr, "imgpipe: --resume: no previous report at %s; processing every input\n", reportPath)
-			}
-		default:
+		prev, err := jr.previous()
+		if err != nil {
+			jr.discard()
 			return fatalError("--resume: %v", err)
 		}
+		defer closeAll(prev)
+		if len(prev) == 0 && !f.quiet {
+			fmt.Fprintf(stderr, "imgpipe: --resume: no previous report at %s; processing every input\n", reportPath)
+		}
+		readers := make([]io.Reader, len(prev))
+		for i, p := range prev {
+			readers[i] = p
+		}
+		src = pipeline.Resume(src, plan, job.OutputDir, readers...)
 	}
 	var sink pipeline.Sink = pipeline.ToFolder(job.OutputDir)
 	if plan.Save == nil {
@@ -290,53 +300,70 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	ui := newProgress(stderr, f.quiet, job.InputDir, job.OutputDir)
 	opt.Device, opt.Progress = "cpu", ui.update
 	opt.Notice = func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
-	if tr != nil {
+	var tr *sched.Trace
+	if job.Exec.Trace != "" {
+		tr = newTrace()
 		opt.Trace = tr
 	}
-	var sum pipeline.Summary
-	// The report is written through a temporary file renamed at the end, so it is never
-	// half-written, even when the run is interrupted.
-	werr := stages.WriteFileAtomic(reportPath, func(w io.Writer) error {
-		opt.Report = w
-		sum, runErr = pipeline.Run(cmd.Context(), plan, src, sink, opt)
-		if runErr != nil && sum.Total() == 0 {
-			return errNothingDone
-		}
-		return nil
-	})
-	kept := errors.Is(werr, errNothingDone)
-	if kept {
-		werr = nil
-	}
+	sum, runErr := pipeline.Run(cmd.Context(), plan, src, sink, opt)
+	nothingDone := runErr != nil && sum.Total() == 0
 	ui.finish()
-	if tr != nil {
-		if err := tr.WriteFile(job.Exec.Trace); err != nil {
-			fmt.Fprintf(stderr, "imgpipe: --trace: %v\n", err)
-		}
-	}
-	if werr != nil {
-		return fatalError("report %s: %v", reportPath, werr)
-	}
+
+	// What can still fail (the report's rename, the trace) never hides what the run did:
+	// the failures and the summary are printed first.
+	ui.printFailures()
 	if !f.quiet {
-		ui.printFailures()
 		fmt.Fprintln(stderr, summaryLine(sum))
 	}
+	var late []error
 	switch {
-	case sum.Interrupted && kept:
+	case jr == nil:
+	case nothingDone:
+		jr.discard() // an empty report must not replace the previous one
+	default:
+		if err := jr.commit(); err != nil {
+			late = append(late, fmt.Errorf("report %s: %v (the report so far is in %s)", reportPath, err, jr.path))
+		}
+	}
+	if tr != nil {
+		if err := writeTrace(tr, job.Exec.Trace, cmd.OutOrStdout()); err != nil {
+			late = append(late, fmt.Errorf("--trace %s: %v", job.Exec.Trace, err))
+		}
+	}
+	if len(late) > 0 {
+		if runErr != nil && !errors.Is(runErr, pipeline.ErrStopped) && !sum.Interrupted {
+			late = append([]error{runErr}, late...)
+		}
+		return &exitError{code: exitFatal, err: pipeline.ErrorList(late)}
+	}
+	switch {
+	case sum.Interrupted && nothingDone:
 		fmt.Fprintf(stderr, "imgpipe: interrupted before any input was done; the report at %s was left as it was\n", reportPath)
 		return reported{code: exitInterrupted}
 	case sum.Interrupted:
-		fmt.Fprintf(stderr, "imgpipe: interrupted; the report covers the %d inputs done\n", sum.Total())
+		fmt.Fprintf(stderr, "imgpipe: interrupted; the report covers the %d inputs done (--resume carries on)\n", sum.Total())
 		return reported{code: exitInterrupted}
 	case runErr != nil && !errors.Is(runErr, pipeline.ErrStopped):
 		return fatalError("%v", runErr)
 	case sum.Failed > 0:
-		if errors.Is(runErr, pipeline.ErrStopped) && !f.quiet {
+		if errors.Is(runErr, pipeline.ErrStopped) {
 			fmt.Fprintf(stderr, "imgpipe: %v (on_error: fail)\n", runErr)
 		}
 		return reported{code: exitSomeFailed}
 	}
 	return nil
+}
+
+// lockDir is the folder a run locks: its output folder, or, for a report-only run without
+// one, the report's folder; "" when the run writes no file at all (--report -).
+func lockDir(outDir, report string) string {
+	switch {
+	case outDir != "":
+		return outDir
+	case report != stdoutPath:
+		return filepath.Dir(report)
+	}
+	return ""
 }
 
 // summaryLine is the one-line summary printed on stderr.
