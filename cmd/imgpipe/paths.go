@@ -61,7 +61,10 @@ func checkWriteTarget(p string, j *job.Job, inInfo os.FileInfo) error {
 	dir := filepath.Dir(p)
 	if within(dir, j.InputDir, inInfo) {
 		outInfo, err := os.Stat(j.OutputDir)
-		if j.OutputDir == "" || err != nil || !within(dir, j.OutputDir, outInfo) {
+		if err != nil {
+			outInfo = nil // not made yet: compared by path
+		}
+		if j.OutputDir == "" || !within(dir, j.OutputDir, outInfo) {
 			return fmt.Errorf("lies inside the input folder %s, where it could replace an input; write it elsewhere", j.InputDir)
 		}
 	}

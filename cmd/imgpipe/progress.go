@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -92,6 +93,9 @@ func (p *progress) printFailures() {
 // printable returns name as it is, or quoted with escapes when it holds characters a
 // terminal would act on (a file name may carry escape sequences or newlines).
 func printable(name string) string {
+	if !utf8.ValidString(name) {
+		return strconv.Quote(name)
+	}
 	for _, c := range name {
 		if !unicode.IsPrint(c) {
 			return strconv.Quote(name)

@@ -51,7 +51,12 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 	if err != nil {
 		return nil, nil, &exitError{code: exitUsage, err: err}
 	}
-	// Only the flags set override the job.
+	// Only the flags set override the job. A new output folder takes the job's report
+	// along (the same place relative to it, or the default there), so that overriding -o
+	// never writes over the report of the job's own output folder.
+	if cmd.Flags().Changed("output") && !cmd.Flags().Changed("report") && job.Report != "" {
+		job.Report = moveReport(job.Report, job.OutputDir, cmd.Flags().Lookup("output").Value.String())
+	}
 	for name, to := range map[string]*string{"input": &job.InputDir, "output": &job.OutputDir, "report": &job.Report} {
 		if fl := cmd.Flags().Lookup(name); fl.Changed {
 			*to = fl.Value.String()
@@ -91,6 +96,16 @@ func readJob(args []string) (*job.Job, error) {
 	return &job.Job{Exec: pipeline.DefaultExecution()}, nil
 }
 
+// moveReport is the report path of a job whose output folder moves from oldOut to newOut:
+// the same place relative to the output folder when it lay inside it, otherwise the
+// default in newOut.
+func moveReport(report, oldOut, newOut string) string {
+	if rel, err := filepath.Rel(oldOut, report); err == nil && filepath.IsLocal(rel) {
+		return filepath.Join(newOut, rel)
+	}
+	return filepath.Join(newOut, defaultReportName)
+}
+
 // reportPath is where the run's report goes: the job's, or the default in the output folder.
 func reportPath(job *job.Job) string {
 	if job.Report != "" {
@@ -106,7 +121,8 @@ func reportPath(job *job.Job) string {
 //   - the output folder lies inside the input folder and holds files imgpipe did not make
 //     (it is not empty and has no imgpipe report): the walk skips it, so those images would
 //     be silently left out, and outputs of same-named inputs could overwrite them;
-//   - the report path is a folder (found otherwise only when the finished report is renamed).
+//   - the report or the trace could clobber something (see checkWriteTargets), or
+//     --resume has no report file to read (--report -).
 func checkFolders(job *job.Job) error {
 	at := func(field string) string {
 		if job.File == "" {
@@ -140,12 +156,15 @@ func checkFolders(job *job.Job) error {
 			}
 		}
 	}
-	if rp := reportPath(job); rp != "" {
-		if fr, err := os.Stat(rp); err == nil && fr.IsDir() {
-			return usageError("%sreport %s is a folder; name a file", at("output.report"), rp)
+	if reportPath(job) == stdoutPath && job.Exec.Resume {
+		return usageError("%s--resume reads the previous report, which --report - does not keep; name a report file", at("output.report"))
+	}
+	if tr := job.Exec.Trace; tr != "" && tr != stdoutPath {
+		if fi, err := os.Stat(filepath.Dir(tr)); err != nil || !fi.IsDir() {
+			return usageError("%s--trace %s: its folder %s does not exist", at("execution.trace"), tr, filepath.Dir(tr))
 		}
 	}
-	return nil
+	return checkWriteTargets(job, fi)
 }
 
 // checkNestedOutput accepts an existing output folder that lies inside the input folder
@@ -270,6 +289,9 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	var jr *journal
 	opt.Report = cmd.OutOrStdout()
 	if reportPath != stdoutPath {
+		if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
+			return fatalError("report %s: %v", reportPath, err)
+		}
 		if jr, err = openJournal(reportPath); err != nil {
 			return fatalError("report %s: %v", reportPath, err)
 		}
