@@ -408,22 +408,21 @@ func TestRunCudaInterrupted(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			if ents, _ := os.ReadDir(filepath.Join(out, "d0")); len(ents) >= 3 {
-				cancel()
-				return
-			}
-			time.Sleep(2 * time.Millisecond)
+	// Interrupted at an exact point (after 9 results), not by a timer racing the run.
+	n := 0
+	resultHook = func(*pipeline.Result) {
+		if n++; n == 9 {
+			cancel()
 		}
-	}()
+	}
+	defer func() { resultHook = nil }()
 	var stdout, stderr bytes.Buffer
 	code := run(ctx, []string{"run", "-i", in, "-o", out, "-p", "decode | blur sigma=3 | save", "--device", "cuda", "--batch", "4", "--pinned-mb", "4"}, &stdout, &stderr)
 	if code != exitInterrupted || !strings.Contains(stderr.String(), "imgpipe: interrupted; the report covers the") {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
 	lines, sum := readReport(t, filepath.Join(out, defaultReportName))
-	if !sum.Interrupted || sum.OK == 0 || sum.OK >= 200 {
+	if !sum.Interrupted || sum.OK < 9 || sum.OK >= 200 || sum.Failed != 0 {
 		t.Errorf("summary %+v", sum)
 	}
 	written := files(t, out)

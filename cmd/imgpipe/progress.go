@@ -62,7 +62,15 @@ func countInputs(in, out string) int {
 	}
 }
 
+// resultHook, when set, is called after every result is reported (its report line is in
+// the journal by then). Tests set it to interrupt or kill a run at an exact point instead
+// of racing it with a timer.
+var resultHook func(*pipeline.Result)
+
 func (p *progress) update(r *pipeline.Result) {
+	if resultHook != nil {
+		defer resultHook(r)
+	}
 	if r.Status == pipeline.StatusFailed {
 		p.failed++
 		if len(p.failures) < maxListedFailures {
