@@ -316,3 +316,31 @@ func TestJobReportFollowsOutput(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Files padded far beyond their pixels are refused unread: six 1×1 PNGs of 700 MB each
+// (sparse) under a 64 MB budget keep the process's peak RSS small (measured in a child).
+func TestPaddedFilesBoundedRSS(t *testing.T) {
+	needBinary(t)
+	in := t.TempDir()
+	tiny := pngBytes(t, photo(rand.New(rand.NewSource(5)), 1, 1))
+	for i := 0; i < 6; i++ {
+		p := filepath.Join(in, fmt.Sprintf("%d.png", i))
+		write(t, in, fmt.Sprintf("%d.png", i), tiny)
+		if err := os.Truncate(p, 700<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(binaryPath, "run", "-i", in, "-o", filepath.Join(t.TempDir(), "out"), "-p", "decode | save",
+		"--device", "cpu", "--max-memory-mb", "64", "-q")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitSomeFailed || !strings.Contains(string(out), "far more than a 1x1 image can take") {
+		t.Fatalf("exit %v\n%s", err, out)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		t.Skip("no rusage here")
+	}
+	if peak := ru.Maxrss << 10; peak > 200<<20 { // Maxrss is in KiB on Linux
+		t.Errorf("peak RSS %d MiB under a 64 MiB budget", peak>>20)
+	}
+}
