@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -155,6 +156,7 @@ func (f *Files) Run(ctx context.Context, o Options) error {
 			r.DevWallS = ptr(sum.DeviceWallSeconds)
 		}
 		r.setTimes(runs, sum.OK, sum.Megapixels*1e6)
+		r.PerImageMS = perImageMS(sum)
 		n, cerr := checkFolderOutputs(f.plan, o.Chain, f.c.Dir, f.out, run.report)
 		r.Exact = cerr == nil
 		r.Note = fmt.Sprintf("exact: %d outputs and histograms compared with the CPU chain", n)
@@ -173,11 +175,25 @@ func (f *Files) Run(ctx context.Context, o Options) error {
 		}
 		o.textf("%s on %s: %d images (%.1f MP), %s img/s, %s MP/s, %d failed, exact %v\n",
 			r.System, r.Device, sum.OK, sum.Megapixels, fmtRate(r.ImgPerS), fmtRate(r.MpixPerS), sum.Failed, r.Exact)
+		p := r.PerImageMS
+		o.textf("  per image (worker time, %d workers): read %.2f ms, decode %.2f ms, chain %.2f ms, encode %.2f ms, write %.2f ms\n",
+			sum.Workers, p.Read, p.Decode, p.Chain, p.Encode, p.Write)
 		if err := o.emit(&r); err != nil {
 			return err
 		}
 	}
 	return o.writeTrace(tr, "")
+}
+
+// perImageMS turns a run's phase totals into milliseconds per image of the ones done.
+func perImageMS(sum pipeline.Summary) *pipeline.PhaseSeconds {
+	n := float64(sum.OK + sum.Failed)
+	if n == 0 {
+		return &pipeline.PhaseSeconds{}
+	}
+	ms := func(s float64) float64 { return math.Round(s/n*1e6) / 1e3 }
+	p := sum.Phases
+	return &pipeline.PhaseSeconds{Read: ms(p.Read), Decode: ms(p.Decode), Chain: ms(p.Chain), Encode: ms(p.Encode), Write: ms(p.Write)}
 }
 
 // limitSource yields the first n inputs of src (all of them when n is 0).
@@ -282,7 +298,7 @@ func checkOneOutput(plan *pipeline.Plan, cpu *cpuChain, inPath, outPath string, 
 	if err != nil {
 		return err
 	}
-	src, err := plan.Decode.Decode(data, alloc)
+	src, _, err := plan.Decode.Decode(data, alloc)
 	if err != nil {
 		return fmt.Errorf("decoding the input again: %w", err)
 	}

@@ -73,7 +73,7 @@ func DefaultSlotBytes(batch int) int { return batch * int(alignTo(1920*1080*3, s
 // The upper bounds of streams, batch and pinned_mb are the executor's limits.
 var executionSettings = []ParamSpec{
 	{Name: "device", Kind: Enum, Default: "auto", Values: []string{"auto", "cpu", "cuda"},
-		Help: "where pixel stages run: auto uses a working GPU, else the CPU"},
+		Help: "where pixel stages run: auto uses a working GPU, else the CPU; gpu means cuda"},
 	{Name: "gpu", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: MaxGPUOrdinal},
 		Help: "which GPU auto and cuda use, counting from 0 (see 'imgpipe devices')"},
 	{Name: "streams", Kind: Int, Default: int64(DefaultStreams), Range: &Range{Min: 1, Max: sched.MaxStreams},
@@ -203,6 +203,9 @@ func (e *Execution) Set(name string, v any) error {
 // SetText is Set for a value written as text, such as a YAML scalar ("4", "true", "fail"):
 // it parses the text as the setting's type, validates it and stores it.
 func (e *Execution) SetText(name, s string) error {
+	if name == "device" && s == "gpu" {
+		s = "cuda" // what users type for the GPU; cuda is the value's one name
+	}
 	ps, err := executionSetting(name)
 	if err != nil {
 		return err

@@ -16,20 +16,15 @@ import (
 	"unicode/utf8"
 )
 
-// imageExts are the file extensions taken as images, compared in lower case.
-var imageExts = map[string]bool{
-	".jpg": true, ".jpeg": true, ".png": true, ".gif": true, ".bmp": true,
-	".tif": true, ".tiff": true, ".webp": true,
-}
-
-// IsImageName reports whether a file name has one of the image extensions the folder
-// source takes: jpg jpeg png gif bmp tif tiff webp, in any case.
-func IsImageName(name string) bool {
-	return imageExts[strings.ToLower(filepath.Ext(name))]
-}
-
 // Folder returns a source that walks dir recursively and yields its image files (by
-// extension, see IsImageName) in a deterministic order: each folder's entries sorted by
+// extension, see IsImageName) in a deterministic order: FolderSelect with the zero
+// Selection.
+func Folder(dir string, exclude ...string) Source {
+	return FolderSelect(dir, Selection{}, exclude...)
+}
+
+// FolderSelect returns a source that walks dir recursively and yields the files sel takes
+// (matched on their path relative to dir) in a deterministic order: each folder's entries sorted by
 // name, subfolders walked where they sort. Folders in exclude (typically the output folder,
 // when it lies inside the input folder) are not entered. Symbolic links to files are
 // followed; links to folders are not, so a link cycle cannot trap the walk. An entry with an
@@ -39,8 +34,8 @@ func IsImageName(name string) bool {
 // report lists it as failed. Each input carries its file's size and modification time.
 //
 // Output names (Input.OutStem) follow the clash rule: a file's output is its relative path
-// with the extension replaced by the save format's, except when several image files in one
-// folder share a stem (a.jpg, a.png, a.JPG, compared without case): then EACH of them keeps
+// with the extension replaced by the save format's, except when several selected files in
+// one folder share a stem (a.jpg, a.png, a.JPG, compared without case): then EACH of them keeps
 // its extension before the new one (a.jpg.png, a.png.png, a.JPG.png). The result is
 // deterministic and independent of the walk's progress. If a name still collides (with
 // a.jpg, a.png and a.png.jpg saved as png, a.png becomes a.png.png because it shares its stem
@@ -48,12 +43,13 @@ func IsImageName(name string) bool {
 // input fails with an error saying so and nothing is overwritten.
 //
 // Memory holds one folder listing per level of the current path, not the whole tree.
-func Folder(dir string, exclude ...string) Source {
-	return &folderSource{root: dir, exclude: exclude}
+func FolderSelect(dir string, sel Selection, exclude ...string) Source {
+	return &folderSource{root: dir, sel: sel, exclude: exclude}
 }
 
 type folderSource struct {
 	root    string
+	sel     Selection
 	exclude []string
 	skip    []os.FileInfo
 	stack   []*dirList
@@ -148,34 +144,44 @@ func (s *folderSource) list(rel string) (*dirList, error) {
 		return nil, err
 	}
 	l := &dirList{rel: rel}
-	stems := map[string]int{}
 	for _, de := range des {
 		name := de.Name()
 		if de.IsDir() {
 			l.entries = append(l.entries, dirEntry{name: name, dir: true})
 			continue
 		}
-		if !IsImageName(name) {
+		if !s.sel.Takes(path.Join(rel, name)) {
 			continue
 		}
 		e := dirEntry{name: name}
 		fi, err := s.imageInfo(filepath.Join(s.root, filepath.FromSlash(rel), name), de)
 		if err != nil {
-			// Named as an image but unreadable as one: reported, never silently left out.
+			// Selected as an image but unreadable as one: reported, never silently left out.
 			e.err = fmt.Errorf("walk: %w", err)
-			l.entries = append(l.entries, e)
-			continue
+		} else {
+			e.size, e.modTime = fi.Size(), fi.ModTime()
 		}
-		e.size, e.modTime = fi.Size(), fi.ModTime()
 		l.entries = append(l.entries, e)
-		stems[foldKey(stem(name))]++
+	}
+	var files []*dirEntry
+	for i := range l.entries {
+		if e := &l.entries[i]; !e.dir && e.err == nil {
+			files = append(files, e)
+		}
+	}
+	assignStems(rel, files)
+	return l, nil
+}
+
+// assignStems sets the output stems of the files of one folder (rel) by the clash rule, and
+// the error of each file whose output name is already another's.
+func assignStems(rel string, files []*dirEntry) {
+	stems := map[string]int{}
+	for _, e := range files {
+		stems[foldKey(stem(e.name))]++
 	}
 	owner := map[string]string{}
-	for i := range l.entries {
-		e := &l.entries[i]
-		if e.dir || e.err != nil {
-			continue
-		}
+	for _, e := range files {
 		e.outStem = stem(e.name)
 		if stems[foldKey(e.outStem)] > 1 {
 			e.outStem = e.name
@@ -189,7 +195,6 @@ func (s *folderSource) list(rel string) (*dirList, error) {
 		}
 		owner[key] = e.name
 	}
-	return l, nil
 }
 
 // imageInfo returns the file information of an entry with an image name, following a

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -14,15 +15,15 @@ import (
 // decode turns an input into pixels. owned tells whether the pixels belong to the run (and
 // may be recycled) rather than to the caller.
 // release gives back the input's share of the memory budget once the caller is done with it.
-func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, owned bool, release func(), err error) {
+func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, decoder string, owned bool, release func(), err error) {
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
-			return nil, false, nil, err
+			return nil, "", false, nil, err
 		}
-		return in.Image, false, func() {}, nil
+		return in.Image, "", false, func() {}, nil
 	}
-	img, release, err = r.decodeInto(in, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
-	return img, err == nil, release, err
+	img, decoder, release, err = r.decodeInto(in, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
+	return img, decoder, err == nil, release, err
 }
 
 // checkImage checks pixels given as an input against the decoder's pixel limit.
@@ -38,59 +39,86 @@ func (r *runner) checkImage(m *stages.Image) error {
 
 // decodeInto turns an input into pixels in memory from alloc, which is called once, after
 // the pixels were decoded (a failing file takes no memory from it). Pixels given as the
-// input are checked and copied. Before decoding it reserves the image's share of the memory
-// budget (from the header's size); release gives it back, and is nil when err is not.
-func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, release func(), err error) {
+// input are checked and copied. Before decoding it charges the memory budget (see load);
+// release gives the charge back, and is nil when err is not. decoder names the decoder,
+// for the report ("" for pixels given as the input).
+func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, decoder string, release func(), err error) {
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		dst, err := alloc(in.Image.W, in.Image.H, in.Image.C)
 		if err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		for y := 0; y < dst.H; y++ {
 			copy(dst.Row(y), in.Image.Row(y))
 		}
-		return dst, func() {}, nil
+		return dst, "", func() {}, nil
 	}
-	var data []byte
-	var need int64
+	f, err := r.load(in)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return r.decodeLoaded(f, alloc)
+}
+
+// loaded is an input's encoded bytes with their share of the memory budget held.
+type loaded struct {
+	data    []byte
+	release func() // gives the charge back
+}
+
+// load returns the encoded bytes of an input that is not pixels, with the memory budget
+// charged for decoding them (decodeNeed). Bytes given as the input (Data) are the
+// caller's, already in memory: only their decoding is charged. A file is read by
+// readInput, which charges the budget before it reads the file whole.
+func (r *runner) load(in Input) (loaded, error) {
 	if in.Data != nil {
-		// The bytes are the caller's, already in memory: only the decoding is charged.
-		data = in.Data
-		if need, err = r.decodeNeed(data, int64(len(data))); err != nil {
-			return nil, nil, err
+		need, err := r.decodeNeed(in.Data, int64(len(in.Data)))
+		if err != nil {
+			return loaded{}, err
 		}
-		need -= int64(len(data))
-		if release, err = r.mem.acquire(r.ctx, need); err != nil {
-			return nil, nil, err
+		release, err := r.mem.acquire(r.ctx, need-int64(len(in.Data)))
+		if err != nil {
+			return loaded{}, err
 		}
-	} else {
-		if in.Path == "" {
-			return nil, nil, errors.New("input has no path, data or image")
-		}
-		if data, release, err = r.readInput(in.Path); err != nil {
-			return nil, nil, err
-		}
+		return loaded{in.Data, release}, nil
 	}
+	if in.Path == "" {
+		return loaded{}, errors.New("input has no path, data or image")
+	}
+	t0 := time.Now()
+	data, release, err := r.readInput(in.Path)
+	since(&r.phases.read, t0)
+	if err != nil {
+		return loaded{}, err
+	}
+	return loaded{data, release}, nil
+}
+
+// decodeLoaded decodes f into memory from alloc (see decodeInto). It takes over f's
+// charge: it gives it back on failure, and otherwise returns it as release.
+func (r *runner) decodeLoaded(f loaded, alloc stages.Alloc) (img *stages.Image, decoder string, release func(), err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			release() // a decoder bug fails the input, not the budget
+			f.release() // a decoder bug fails the input, not the budget
 			panic(p)
 		}
 	}()
-	img, err = r.plan.Decode.Decode(data, alloc)
+	t0 := time.Now()
+	img, decoder, err = r.plan.Decode.Decode(f.data, alloc)
+	since(&r.phases.decode, t0)
 	if err == nil {
 		if cerr := img.Check(); cerr != nil {
 			err = fmt.Errorf("decoder returned a bad image: %w", cerr)
 		}
 	}
 	if err != nil {
-		release()
-		return nil, nil, err
+		f.release()
+		return nil, "", nil, err
 	}
-	return img, release, nil
+	return img, decoder, f.release, nil
 }
 
 // decodeNeed is the memory budget's charge for decoding a file of size bytes whose first

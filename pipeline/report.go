@@ -41,6 +41,8 @@ type ReportLine struct {
 	Status    Status   `json:"status"`
 	Width     int      `json:"width,omitempty"`
 	Height    int      `json:"height,omitempty"`
+	Decoder   string   `json:"decoder,omitempty"`
+	Encoder   string   `json:"encoder,omitempty"`
 	Histogram []uint64 `json:"histogram,omitempty"`
 	Error     string   `json:"error,omitempty"`
 	Pipeline  string   `json:"pipeline,omitempty"`
@@ -110,6 +112,9 @@ type Summary struct {
 	// CPUFallback counts the images of a GPU run that ran on the CPU path instead (too
 	// large for a slot); their results are the same bits.
 	CPUFallback int `json:"cpu_fallback,omitempty"`
+	// Phases are the time totals per phase (read, decode, chain, encode, write), summed
+	// over the inputs: see PhaseSeconds.
+	Phases PhaseSeconds `json:"phases_s"`
 	// Pipeline is the canonical spec of the chain.
 	Pipeline string `json:"pipeline"`
 	// Interrupted is set when the run was cancelled (SIGINT) before all inputs were done.
@@ -136,12 +141,12 @@ func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
 
 // Line turns a result into its report line.
 func (r *Result) Line() ReportLine {
-	l := ReportLine{Input: r.Input, Status: r.Status, Width: r.Width, Height: r.Height}
+	l := ReportLine{Input: r.Input, Status: r.Status, Width: r.Width, Height: r.Height, Decoder: r.Decoder}
 	if !utf8.ValidString(r.Input) {
 		l.InputRaw = []byte(r.Input)
 	}
 	if r.Status != StatusFailed {
-		l.Output = r.Output
+		l.Output, l.Encoder = r.Output, r.Encoder
 		if !utf8.ValidString(r.Output) {
 			l.OutputRaw = []byte(r.Output)
 		}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 // Options controls a run.
@@ -105,9 +106,12 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if opt.Device == "" {
 		opt.Device = "cpu"
 	}
+	if plan.Decode.Note != "" && opt.Notice != nil {
+		opt.Notice(plan.Decode.Note)
+	}
 	var be backend = cpuBackend{}
 	if opt.GPU != nil {
-		g, err := newGPURun(plan, opt)
+		g, err := newGPURun(plan, opt, writesOnly(sink))
 		if err != nil {
 			return Summary{}, err
 		}
@@ -117,6 +121,11 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 			be = &gpuBackend{run: g}
 			opt.Device = g.dev.Name()
 			opt.Window = max(opt.Window, g.window(opt.Workers))
+		}
+	}
+	if opt.GPU == nil {
+		if err := plan.CheckCPU(); err != nil {
+			return Summary{}, err
 		}
 	}
 	r := &runner{
@@ -138,6 +147,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 
 	var g errgroup.Group
 	if err := be.start(&g, r); err != nil {
+		r.sum.Phases = r.phases.seconds()
 		r.sum.finish(time.Since(start).Seconds())
 		if rerr := r.report.summary(r.sum); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("report: %w", rerr))
@@ -157,6 +167,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if berr := be.finish(&r.sum); berr != nil && err == nil && ctx.Err() == nil {
 		err = berr
 	}
+	r.sum.Phases = r.phases.seconds()
 	r.sum.finish(time.Since(start).Seconds())
 	switch {
 	case ctx.Err() != nil:
@@ -201,7 +212,8 @@ type runner struct {
 	mu       sync.Mutex
 	failure  *Result // the earliest failure under StopOnError
 
-	sum Summary // owned by collect
+	sum    Summary // owned by collect
+	phases phaseClock
 }
 
 // backend is where a run's work happens: CPU workers that each run the whole chain on one
@@ -344,6 +356,7 @@ func (r *runner) settle(it *item) bool {
 		p := in.Previous
 		res.Status = StatusSkipped
 		res.Output, res.Width, res.Height = p.output(), p.Width, p.Height
+		res.Decoder, res.Encoder = p.Decoder, p.Encoder
 		if len(p.Histogram) == 256 {
 			res.Histogram = new([256]uint64)
 			copy(res.Histogram[:], p.Histogram)
@@ -362,8 +375,9 @@ func failWith(res *Result, stage string, err error) {
 
 // store hands res.Image, the final image, to the sink, which saves it when the chain has
 // a save stage, and sets the result's status. The sink may drop res.Image (ToFolder does)
-// or keep it.
-func (r *runner) store(it *item, track string) {
+// or keep it. encoded, when not nil, is the output the device already encoded with the
+// save stage's encoding: the sink writes those bytes (atomically, as any output).
+func (r *runner) store(it *item, track string, encoded []byte) {
 	res := &it.res
 	var enc *Encoder
 	stage := "sink"
@@ -371,9 +385,21 @@ func (r *runner) store(it *item, track string) {
 		enc = r.plan.Save.Encoder
 		stage = r.plan.Save.Def.Name
 		res.Output = outputName(it.in, r.plan.Save.Ext)
+		if encoded != nil {
+			enc = &Encoder{Ext: enc.Ext, Name: enc.Name, Encode: func(w io.Writer, _ *stages.Image) error {
+				_, err := w.Write(encoded)
+				return err
+			}}
+		}
 	}
 	t0 := time.Now()
-	err := r.sink.Write(r.ctx, res, enc)
+	var encTime time.Duration
+	timed := enc
+	if enc != nil {
+		timed = r.phases.timedEncoder(enc, &encTime)
+	}
+	err := r.sink.Write(r.ctx, res, timed)
+	r.phases.write.Add(int64(time.Since(t0) - encTime))
 	if enc != nil {
 		r.span(track, stage, it.in.Name, t0)
 	}
@@ -381,6 +407,9 @@ func (r *runner) store(it *item, track string) {
 		failWith(res, stage, pathless(err))
 		res.Output = ""
 		return
+	}
+	if enc != nil {
+		res.Encoder = enc.Name
 	}
 	res.Status = StatusOK
 }

@@ -30,6 +30,9 @@ type Result struct {
 	ModTime time.Time
 	// Width and Height are those of the decoded input (0 when decoding failed).
 	Width, Height int
+	// Decoder names the decoder that made the pixels ("go", "turbo", "nvjpeg-hw", ...);
+	// Encoder the save stage's encoding ("png-fast", "jpeg", ...) of a saved output.
+	Decoder, Encoder string
 	// Histogram is set when the chain has a histogram stage.
 	Histogram *[256]uint64
 	// Image is the final image. ToFolder drops it once written, to free memory early.
@@ -118,6 +121,16 @@ func (s folderSink) Write(ctx context.Context, r *Result, enc *Encoder) error {
 
 func (folderSink) Done(context.Context, *Result) error { return nil }
 
+func (folderSink) writesOnly() {}
+
+// writesOnly reports whether sink keeps no image, only the encoded output (ToFolder,
+// Discard): a GPU run may then encode on the device. Sinks say so with a writesOnly
+// method.
+func writesOnly(sink Sink) bool {
+	_, ok := sink.(interface{ writesOnly() })
+	return ok
+}
+
 // checkSink refuses, before a run takes any input, a sink that can do nothing with the
 // plan's results (ToFolder without a save stage). Sinks say so with a checkPlan method.
 func checkSink(plan *Plan, sink Sink) error {
@@ -149,6 +162,8 @@ func (discardSink) Write(_ context.Context, r *Result, enc *Encoder) error {
 }
 
 func (discardSink) Done(context.Context, *Result) error { return nil }
+
+func (discardSink) writesOnly() {}
 
 // Collector is a sink that keeps every result in memory, in input order, with the encoded
 // output in Result.Encoded when the chain saves. For small batches and tests.

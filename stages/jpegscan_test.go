@@ -67,6 +67,11 @@ func TestJPEGScanBomb(t *testing.T) {
 					t.Fatalf("generated file does not decode: %v", err)
 				}
 			}
+			// CheckFile (a GPU run's check before a file goes to the device's decoder,
+			// which has no limits of its own) refuses the same.
+			if _, err := CheckFile(data, DecodeOptions{}); errors.Is(err, ErrTooMuchWork) != tt.wantErr {
+				t.Fatalf("CheckFile: err %v, want refusal %v", err, tt.wantErr)
+			}
 			for _, be := range []JPEGBackend{JPEGGo, JPEGTurbo} {
 				if be == JPEGTurbo && be.Check() != nil {
 					continue

@@ -28,6 +28,10 @@ var gpuChains = []string{
 	"decode | transpose | boxblur radius=15 | grayscale | histogram | save format=jpeg quality=90",
 	"decode | histogram | save",
 	"decode | blur sigma=6 | save",
+	// The geometry stages, shapes changing mid-segment (shrinking and enlarging).
+	"decode | resize width=256 height=256 fit=inside filter=lanczos3 | save format=jpeg",
+	"decode | flip axis=h | resize width=800 height=600 fit=cover filter=linear | rotate angle=90 | grayscale | crop width=301 height=99 gravity=center | histogram | save",
+	"decode | resize height=700 filter=area | flip axis=v | rotate angle=270 | save",
 }
 
 func requireGPU0(t *testing.T) {

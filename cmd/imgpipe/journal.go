@@ -49,11 +49,12 @@ func openJournal(report string) (*journal, error) {
 	return j, nil
 }
 
-// previous opens the reports an earlier run left, newest first: the journal of a killed
-// run, then the last finished report. The caller closes them.
-func (j *journal) previous() ([]*os.File, error) {
+// openReports opens the reports at paths that exist, in order; "" is passed over. The
+// caller closes them. A run's previous reports, newest first, are the journal of a killed
+// run (journal.prev once openJournal moved it aside) and the last finished report.
+func openReports(paths ...string) ([]*os.File, error) {
 	var files []*os.File
-	for _, p := range []string{j.prev, j.report} {
+	for _, p := range paths {
 		if p == "" {
 			continue
 		}

@@ -19,7 +19,8 @@ const stdoutPath = "-"
 //     file, or lead the write elsewhere), a FIFO (its reader would hang), a device or a
 //     folder;
 //   - does not lie inside the input folder (it could be an input), unless it also lies
-//     inside an output folder nested there, which the walk skips;
+//     inside an output folder nested there, which the walk skips, and is not the input
+//     file of -i FILE (the paths of -i - are read later and not checked);
 //   - is not the other one: the trace cannot be the report, nor its journal.
 //
 // Every refusal is a usage error, found before anything is written.
@@ -57,9 +58,13 @@ func checkWriteTarget(p string, j *job.Job, inInfo os.FileInfo) error {
 		return err
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("exists and is %s, not a regular file; name a new file", describe(fi.Mode()))
+	case inInfo == nil && j.InputDir != stdinInput:
+		if in, err := os.Stat(j.InputDir); err == nil && os.SameFile(fi, in) {
+			return errors.New("is the input file; write it elsewhere")
+		}
 	}
 	dir := filepath.Dir(p)
-	if within(dir, j.InputDir, inInfo) {
+	if inInfo != nil && within(dir, j.InputDir, inInfo) {
 		outInfo, err := os.Stat(j.OutputDir)
 		if err != nil {
 			outInfo = nil // not made yet: compared by path

@@ -340,7 +340,70 @@ func TestPaddedFilesBoundedRSS(t *testing.T) {
 	if !ok {
 		t.Skip("no rusage here")
 	}
-	if peak := ru.Maxrss << 10; peak > 200<<20 { // Maxrss is in KiB on Linux
+	// Maxrss is in KiB on Linux. A child started with vfork (as os/exec does) begins with
+	// this process's high-water mark (exec records the mm it leaves), so with many tests
+	// in this process only a peak above that mark is surely the child's own.
+	var self syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &self); err != nil {
+		t.Fatal(err)
+	}
+	peak, inherited := ru.Maxrss<<10, self.Maxrss<<10
+	switch {
+	case peak > 200<<20 && peak > inherited:
 		t.Errorf("peak RSS %d MiB under a 64 MiB budget", peak>>20)
+	case peak > 200<<20:
+		t.Logf("peak RSS %d MiB is this test process's (%d MiB), not the child's; run the test alone to measure it", peak>>20, inherited>>20)
+	}
+}
+
+// A dry run takes no lock and writes no journal: it runs beside a run that holds the
+// folder, and --resume reads a killed run's journal where it lies, leaving it there.
+func TestDryRunTakesNoLockNorJournal(t *testing.T) {
+	in := pngFolder(t, 4)
+	out := filepath.Join(t.TempDir(), "out")
+	args := []string{"run", "-i", in, "-o", out, "-p", "decode | save", "--device", "cpu", "-q"}
+	if code, _, stderr := cli(t, args...); code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	// As a killed run leaves it: a journal and no report.
+	report := filepath.Join(out, defaultReportName)
+	if err := os.Rename(report, journalPath(report)); err != nil {
+		t.Fatal(err)
+	}
+	journal := readFile(t, journalPath(report))
+	lock, err := lockFolder(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.unlock()
+	code, stdout, stderr := cli(t, append(args, "--resume", "--dry-run")...)
+	if code != exitOK || strings.Count(stdout, "skip (done before)") != 4 {
+		t.Errorf("dry run beside a locked folder: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if readFile(t, journalPath(report)) != journal {
+		t.Error("a dry run changed the journal")
+	}
+	ents, _ := os.ReadDir(out)
+	for _, e := range ents {
+		if n := e.Name(); n != runInfoName && n != filepath.Base(journalPath(report)) && !strings.HasSuffix(n, ".png") {
+			t.Errorf("a dry run left %s", n)
+		}
+	}
+}
+
+// With a single file as the input, the report and the trace cannot be that file.
+func TestWritesCannotClobberInputFile(t *testing.T) {
+	dir := t.TempDir()
+	img := pngBytes(t, photo(rand.New(rand.NewSource(2)), 4, 4))
+	write(t, dir, "a.png", img)
+	file := filepath.Join(dir, "a.png")
+	for _, flag := range []string{"--report", "--trace"} {
+		code, _, stderr := cli(t, "run", "-i", file, "-o", filepath.Join(dir, "out"), "-p", "decode | save", "--device", "cpu", flag, file)
+		if code != exitUsage || !strings.Contains(stderr, "is the input file") {
+			t.Errorf("%s the input: exit %d\n%s", flag, code, stderr)
+		}
+	}
+	if got, _ := os.ReadFile(file); !bytes.Equal(got, img) {
+		t.Error("the input file changed")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,38 +20,45 @@ import (
 // runFlags are `imgpipe run`'s own flags; the execution settings' flags derive from
 // pipeline's settings table (settingFlags), as the YAML job's execution mapping does.
 type runFlags struct {
-	spec  string
-	quiet bool
+	spec     string
+	quiet    bool
+	dryRun   bool
+	progress string
+	inputs   inputFlags
 }
 
 const defaultReportName = "imgpipe-report.jsonl"
 
-func newRunCmd(stderr io.Writer) *cobra.Command {
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f runFlags
 	cmd := withHelp("run", &cobra.Command{
 		Use:   "run [JOB.yaml] [flags]",
 		Short: "Run a pipeline over a folder of images",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRun(cmd, args, &f, stderr)
+			return runRun(cmd, args, &f, stdout, stderr)
 		},
 	})
 	fl := cmd.Flags()
-	fl.StringP("input", "i", "", "input folder, walked recursively")
+	fl.StringP("input", "i", "", "input folder (walked recursively), one image file, or - to read a list of paths from stdin")
 	fl.StringP("output", "o", "", "output folder (created if missing)")
 	fl.StringVarP(&f.spec, "pipeline", "p", "", "the chain, e.g. 'decode | grayscale | save' (see 'imgpipe stages')")
 	fl.String("report", "", "JSON Lines report file (default OUT/"+defaultReportName+")")
+	f.inputs.register(cmd)
 	settingFlags(cmd, false)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar, no summary line")
+	fl.BoolVarP(&f.dryRun, "dry-run", "n", false, "list every input with its output name (and what --resume would skip); write nothing")
+	fl.StringVar(&f.progress, "progress", progressAuto, "progress on stderr: auto (a bar on a terminal), json (one JSON line a second), none")
+	registerEnum(cmd, "progress", progressModes...)
 	return cmd
 }
 
 // loadConfig merges the job file and the flags into a run's complete configuration, checks
 // it and compiles its chain; every error is a usage error (exit 2) since nothing has run yet.
-func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) (*job.Job, *pipeline.Plan, error) {
+func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) (*job.Job, *pipeline.Plan, *inputs, error) {
 	job, err := readJob(args)
 	if err != nil {
-		return nil, nil, &exitError{code: exitUsage, err: err}
+		return nil, nil, nil, &exitError{code: exitUsage, err: err}
 	}
 	// Only the flags set override the job. A new output folder takes the job's report
 	// along (the same place relative to it, or the default there), so that overriding -o
@@ -66,7 +75,7 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 		steps, err := pipeline.ParseSpec(f.spec)
 		if err != nil {
 			printSpecErrors(stderr, f.spec, err)
-			return nil, nil, reported{code: exitUsage}
+			return nil, nil, nil, reported{code: exitUsage}
 		}
 		job.Steps = steps
 	}
@@ -74,17 +83,28 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 	if err := job.Complete(); err != nil {
 		errs = append(errs, pipeline.Errors(err)...)
 	}
+	sel := f.inputs.selection()
+	if err := sel.Check(); err != nil {
+		errs = append(errs, pipeline.Errors(err)...)
+	}
+	if !slices.Contains(progressModes, f.progress) {
+		errs = append(errs, fmt.Errorf("--progress %q: want one of %s", f.progress, strings.Join(progressModes, ", ")))
+	}
 	if len(errs) > 0 {
-		return nil, nil, &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
+		return nil, nil, nil, &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
 	}
 	plan, err := pipeline.Compile(job.Steps)
 	if err != nil {
-		return nil, nil, &exitError{code: exitUsage, err: err}
+		return nil, nil, nil, &exitError{code: exitUsage, err: err}
 	}
 	if err := checkFolders(job); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return job, plan, nil
+	in, err := openInputs(job, sel, cmd.InOrStdin())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return job, plan, in, nil
 }
 
 // readJob loads the job file args names, or, with none, returns an empty job with the
@@ -130,27 +150,35 @@ func checkFolders(job *job.Job) error {
 		}
 		return job.PosOf(field).String() + ": "
 	}
-	fi, err := os.Stat(job.InputDir)
-	if err != nil {
-		return usageError("%sinput folder: %v", at("input.dir"), err)
+	// fi is the input folder's; nil for a single file or a list on stdin, which are not
+	// walked (a listed file inside the output folder is not detected).
+	var fi os.FileInfo
+	if job.InputDir != stdinInput {
+		var err error
+		if fi, err = os.Stat(job.InputDir); err != nil {
+			return usageError("%sinput folder: %v", at("input.dir"), err)
+		}
+		if !fi.IsDir() && !fi.Mode().IsRegular() {
+			return usageError("%sinput %s is neither a folder nor a file", at("input.dir"), job.InputDir)
+		}
+		if !fi.IsDir() {
+			fi = nil
+		}
 	}
-	if !fi.IsDir() {
-		return usageError("%sinput folder %s is not a folder", at("input.dir"), job.InputDir)
-	}
-	if job.OutputDir != "" {
+	if job.OutputDir != "" && job.InputDir != stdinInput {
 		fo, err := os.Stat(job.OutputDir)
 		if err != nil {
 			fo = nil // not there yet: MkdirAll makes it, or says why it cannot
 		}
 		switch {
-		case fo != nil && os.SameFile(fi, fo):
+		case fo != nil && fi != nil && os.SameFile(fi, fo):
 			return usageError("%sthe output folder is the input folder; choose another (it may lie inside the input folder)", at("output.dir"))
 		case fo != nil && !fo.IsDir():
 			return usageError("%soutput folder %s is not a folder", at("output.dir"), job.OutputDir)
 		case within(job.InputDir, job.OutputDir, fo):
 			return usageError("%sthe input folder %s lies inside the output folder %s, where outputs could overwrite inputs; choose an output folder outside the input folder",
 				at("output.dir"), job.InputDir, job.OutputDir)
-		case fo != nil && within(job.OutputDir, job.InputDir, fi):
+		case fo != nil && fi != nil && within(job.OutputDir, job.InputDir, fi):
 			if err := checkNestedOutput(job.OutputDir); err != nil {
 				return usageError("%s%v", at("output.dir"), err)
 			}
@@ -217,6 +245,28 @@ func within(dir, root string, rootInfo os.FileInfo) bool {
 	return err == nil && filepath.IsLocal(rel) || rel == "."
 }
 
+// resumeSource applies --resume to src: the earlier reports at paths (newest first; those
+// that do not exist are passed over) mark the inputs they list as done under plan, and
+// whose outputs are still there, as skipped (see pipeline.Resume). report is the report's
+// path, for the message when there is none. The function returned closes the reports.
+func resumeSource(src pipeline.Source, plan *pipeline.Plan, job *job.Job, report string, paths []string, quiet bool, stderr io.Writer) (pipeline.Source, func(), error) {
+	if !job.Exec.Resume {
+		return src, func() {}, nil
+	}
+	prev, err := openReports(paths...)
+	if err != nil {
+		return nil, nil, fatalError("--resume: %v", err)
+	}
+	if len(prev) == 0 && !quiet {
+		fmt.Fprintf(stderr, "imgpipe: --resume: no previous report at %s; processing every input\n", report)
+	}
+	readers := make([]io.Reader, len(prev))
+	for i, p := range prev {
+		readers[i] = p
+	}
+	return pipeline.Resume(src, plan, job.OutputDir, readers...), func() { closeAll(prev) }, nil
+}
+
 // removeTemps removes the temporary files a killed run left (see stages.IsTempName): under
 // the output folder, and beside the report for the report's own name. It returns how many
 // it removed. Only exact temporary names of WriteFileAtomic are taken, so no user file can
@@ -233,10 +283,26 @@ func removeTemps(outDir, report string) (int, error) {
 	return n + m, err
 }
 
-func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) error {
-	job, plan, err := loadConfig(cmd, args, f, stderr)
+func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Writer) error {
+	job, plan, in, err := loadConfig(cmd, args, f, stderr)
 	if err != nil {
 		return err
+	}
+	ext := ""
+	if plan.Save != nil {
+		ext = plan.Save.Ext
+	}
+	if f.dryRun {
+		// Before the device is opened and anything is created: a dry run writes nothing.
+		// No lock and no journal: the reports are read as they lie, the killed run's
+		// journal first, as the real run would read them.
+		rp := reportPath(job)
+		src, closePrev, err := resumeSource(in.source(), plan, job, rp, []string{journalPath(rp), rp}, f.quiet, stderr)
+		if err != nil {
+			return err
+		}
+		defer closePrev()
+		return dryRun(cmd.Context(), src, ext, stdout, stderr, f.quiet)
 	}
 	// The device is opened before anything is created, so that --device cuda without a
 	// GPU leaves no output folder behind. A chain without pixel stages leaves a GPU nothing
@@ -260,6 +326,9 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 	// --pinned-mb) are usage errors, found before anything is written.
 	opt := job.Exec.RunOptions(tgt.dev)
 	if err := pipeline.CheckGPU(plan, opt); err != nil {
+		if errors.Is(err, pipeline.ErrNoDeviceDecoder) && opt.GPU != nil {
+			return fatalError("%v", err) // a GPU that cannot load nvJPEG: a runtime problem
+		}
 		return usageError("%v", err)
 	}
 	if job.OutputDir != "" {
@@ -297,29 +366,26 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 		}
 		opt.Report = jr.writer()
 	}
-	var src pipeline.Source = pipeline.Folder(job.InputDir, job.OutputDir)
-	if job.Exec.Resume {
-		prev, err := jr.previous()
-		if err != nil {
-			jr.discard()
-			return fatalError("--resume: %v", err)
-		}
-		defer closeAll(prev)
-		if len(prev) == 0 && !f.quiet {
-			fmt.Fprintf(stderr, "imgpipe: --resume: no previous report at %s; processing every input\n", reportPath)
-		}
-		readers := make([]io.Reader, len(prev))
-		for i, p := range prev {
-			readers[i] = p
-		}
-		src = pipeline.Resume(src, plan, job.OutputDir, readers...)
+	var prevPaths []string // --resume needs a report file (checkFolders): jr is set then
+	if jr != nil {
+		prevPaths = []string{jr.prev, jr.report}
 	}
+	src, closePrev, err := resumeSource(in.source(), plan, job, reportPath, prevPaths, f.quiet, stderr)
+	if err != nil {
+		jr.discard()
+		return err
+	}
+	defer closePrev()
 	var sink pipeline.Sink = pipeline.ToFolder(job.OutputDir)
 	if plan.Save == nil {
 		sink = pipeline.Discard() // a report-only chain, e.g. decode | histogram
 	}
 
-	ui := newProgress(stderr, f.quiet, job.InputDir, job.OutputDir)
+	ui := newProgress(stderr, f.quiet, f.progress, in.count)
+	src = ui.source(src)
+	// The first Ctrl-C cancels the context: say at once what happens now.
+	stopNotice := ui.onInterrupt(cmd.Context())
+	defer stopNotice()
 	opt.Device, opt.Progress = "cpu", ui.update
 	opt.Notice = func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
 	var tr *sched.Trace
@@ -328,6 +394,7 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer) er
 		opt.Trace = tr
 	}
 	sum, runErr := pipeline.Run(cmd.Context(), plan, src, sink, opt)
+	stopNotice()
 	nothingDone := runErr != nil && sum.Total() == 0
 	ui.finish()
 
