@@ -56,16 +56,15 @@ report names each input's decoder.`,
 		return &Decoder{
 			Backend:   backend,
 			CPUJPEG:   string(opt.JPEG),
-			Header:    func(data []byte) (stages.Header, error) { return stages.DecodeHeader(data, opt) },
+			Header:    func(data []byte) (stages.Header, error) { return stages.CheckFile(data, opt) },
 			MaxPixels: opt.MaxPixels,
 			Note:      note,
 			Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, string, error) {
 				m, by, err := stages.DecodeBy(data, opt, alloc)
 				return m, string(by), err
 			},
-			Pixels: func(data []byte) (int64, error) {
-				h, err := stages.DecodeHeader(data, opt)
-				return int64(h.W) * int64(h.H), err
+			Cost: func(head []byte, size int64) (stages.Cost, error) {
+				return stages.DecodeCost(head, size, opt)
 			},
 			Head: func(head []byte) error {
 				if len(head) == 0 {

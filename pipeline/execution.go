@@ -84,7 +84,8 @@ var executionSettings = []ParamSpec{
 		Help: "page-locked memory for the GPU's batch slots, in MiB (GPU only); 0 sizes each slot for batch 1080p frames"},
 	{Name: "max_memory_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 1 << 24},
 		Help: fmt.Sprintf("memory the images being decoded and processed at once may take together, in MiB "+
-			"(16 bytes per pixel each, from its header); 0 means %d", DefaultMemoryBudget>>20)},
+			"(each: its file, the decoder's working set and the chain's buffers, charged from its header before it is read; "+
+			"also sets Go's memory limit); 0 means %d", DefaultMemoryBudget>>20)},
 	{Name: "workers", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 4096},
 		Help: "images processed at once on the CPU (on a GPU: decode workers, and as many save workers); 0 means one per core"},
 	{Name: "on_error", Kind: Enum, Default: "skip", Values: []string{"skip", "fail"},

@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -46,7 +48,8 @@ func ReadFileList(r io.Reader) ([]string, error) {
 // listed file: `find /data -name '*.jpg'` gives names relative to /data's deepest common
 // folder, and a single file is named by its base name. Output stems follow Folder's clash
 // rule among the selected files of each folder. A file listed twice fails the second time
-// (the first is processed once); a missing or unreadable file fails when it is read.
+// (the first is processed once); a missing or unreadable file fails when it is read. Each
+// input carries its file's size and modification time (for Resume), read as it is yielded.
 func Files(paths []string, sel Selection) (Source, error) {
 	abs := make([]string, len(paths))
 	for i, p := range paths {
@@ -89,7 +92,22 @@ func Files(paths []string, sel Selection) (Source, error) {
 		ins[i].OutStem = path.Join(path.Dir(ins[i].Name), e.outStem)
 		ins[i].Err = e.err
 	}
-	return Inputs(ins...), nil
+	return &statSource{Inputs(ins...)}, nil
+}
+
+// statSource gives each input, as it is yielded, its file's size and modification time,
+// which the report records for Resume. A file that cannot be stat'ed keeps neither, and
+// fails when it is read.
+type statSource struct{ Source }
+
+func (s *statSource) Next(ctx context.Context) (Input, error) {
+	in, err := s.Source.Next(ctx)
+	if err == nil && in.Err == nil && in.Path != "" {
+		if fi, err := os.Stat(in.Path); err == nil && fi.Mode().IsRegular() {
+			in.Size, in.ModTime = fi.Size(), fi.ModTime()
+		}
+	}
+	return in, err
 }
 
 // commonFolder is the deepest folder that holds every one of the absolute, clean paths.

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,6 +10,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Folder returns a source that walks dir recursively and yields its image files (by
@@ -22,8 +27,11 @@ func Folder(dir string, exclude ...string) Source {
 // (matched on their path relative to dir) in a deterministic order: each folder's entries sorted by
 // name, subfolders walked where they sort. Folders in exclude (typically the output folder,
 // when it lies inside the input folder) are not entered. Symbolic links to files are
-// followed; links to folders are not, so a link cycle cannot trap the walk. Anything that is
-// not a regular file (a FIFO, a device) is ignored, so reading never blocks.
+// followed; links to folders are not, so a link cycle cannot trap the walk. An entry with an
+// image name that is not a regular file (a broken link, a link loop, a link to a folder, a
+// FIFO, a device) is never read, so reading never blocks, but it is not left out silently
+// either: it is yielded with Input.Err saying why ("walk: broken symbolic link"), so the
+// report lists it as failed. Each input carries its file's size and modification time.
 //
 // Output names (Input.OutStem) follow the clash rule: a file's output is its relative path
 // with the extension replaced by the save format's, except when several selected files in
@@ -58,6 +66,8 @@ type dirEntry struct {
 	name    string
 	dir     bool
 	outStem string
+	size    int64
+	modTime time.Time
 	err     error
 }
 
@@ -95,10 +105,8 @@ func (s *folderSource) Next(ctx context.Context) (Input, error) {
 		top.i++
 		rel := path.Join(top.rel, e.name)
 		if !e.dir {
-			in := Input{Name: rel, Path: filepath.Join(s.root, filepath.FromSlash(rel)), OutStem: path.Join(top.rel, e.outStem)}
-			if e.err != nil {
-				in.Err = e.err
-			}
+			in := Input{Name: rel, Path: filepath.Join(s.root, filepath.FromSlash(rel)), OutStem: path.Join(top.rel, e.outStem),
+				Size: e.size, ModTime: e.modTime, Err: e.err}
 			return in, nil
 		}
 		if s.excluded(rel) {
@@ -138,28 +146,27 @@ func (s *folderSource) list(rel string) (*dirList, error) {
 	l := &dirList{rel: rel}
 	for _, de := range des {
 		name := de.Name()
-		switch t := de.Type(); {
-		case t.IsDir():
+		if de.IsDir() {
 			l.entries = append(l.entries, dirEntry{name: name, dir: true})
-			continue
-		case t&fs.ModeSymlink != 0:
-			// Follow links to files only: a link to a folder could make a cycle.
-			fi, err := os.Stat(filepath.Join(s.root, filepath.FromSlash(rel), name))
-			if err != nil || !fi.Mode().IsRegular() {
-				continue
-			}
-		case !t.IsRegular():
 			continue
 		}
 		if !s.sel.Takes(path.Join(rel, name)) {
 			continue
 		}
-		l.entries = append(l.entries, dirEntry{name: name})
+		e := dirEntry{name: name}
+		fi, err := s.imageInfo(filepath.Join(s.root, filepath.FromSlash(rel), name), de)
+		if err != nil {
+			// Selected as an image but unreadable as one: reported, never silently left out.
+			e.err = fmt.Errorf("walk: %w", err)
+		} else {
+			e.size, e.modTime = fi.Size(), fi.ModTime()
+		}
+		l.entries = append(l.entries, e)
 	}
 	var files []*dirEntry
 	for i := range l.entries {
-		if !l.entries[i].dir {
-			files = append(files, &l.entries[i])
+		if e := &l.entries[i]; !e.dir && e.err == nil {
+			files = append(files, e)
 		}
 	}
 	assignStems(rel, files)
@@ -171,12 +178,12 @@ func (s *folderSource) list(rel string) (*dirList, error) {
 func assignStems(rel string, files []*dirEntry) {
 	stems := map[string]int{}
 	for _, e := range files {
-		stems[strings.ToLower(stem(e.name))]++
+		stems[foldKey(stem(e.name))]++
 	}
 	owner := map[string]string{}
 	for _, e := range files {
 		e.outStem = stem(e.name)
-		if stems[strings.ToLower(e.outStem)] > 1 {
+		if stems[foldKey(e.outStem)] > 1 {
 			e.outStem = e.name
 		}
 		// Names that differ in case only come from inputs that differ in case only, which
@@ -188,6 +195,66 @@ func assignStems(rel string, files []*dirEntry) {
 		}
 		owner[key] = e.name
 	}
+}
+
+// imageInfo returns the file information of an entry with an image name, following a
+// link to a file, or says why it is not a regular file that can be read: a broken link, a
+// link loop, a link to a folder (not followed, so that a cycle cannot trap the walk), a
+// FIFO or a device (reading one could block).
+func (s *folderSource) imageInfo(full string, de fs.DirEntry) (os.FileInfo, error) {
+	t := de.Type()
+	if t&fs.ModeSymlink == 0 {
+		if !t.IsRegular() {
+			return nil, fmt.Errorf("not a regular file (%s)", kindOf(t))
+		}
+		return de.Info()
+	}
+	fi, err := os.Stat(full)
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return nil, errors.New("symbolic link loop")
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, errors.New("broken symbolic link")
+	case err != nil:
+		return nil, pathless(err)
+	case fi.IsDir():
+		return nil, errors.New("symbolic link to a folder (links to folders are not followed)")
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("symbolic link to something that is not a regular file (%s)", kindOf(fi.Mode().Type()))
+	}
+	return fi, nil
+}
+
+// kindOf names a file type that is not a regular file.
+func kindOf(t fs.FileMode) string {
+	switch {
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeCharDevice != 0:
+		return "a character device"
+	case t&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + t.String()
+}
+
+// foldKey is name in lower case for comparisons without regard to case. Unlike
+// strings.ToLower it keeps bytes that are not UTF-8 as they are, so that two names that
+// differ only in such bytes stay different.
+func foldKey(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); {
+		r, n := utf8.DecodeRuneInString(name[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteByte(name[i])
+		} else {
+			b.WriteRune(unicode.ToLower(r))
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // stem is a file name without its extension.

@@ -299,8 +299,10 @@ func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
 	}
 	res := &it.res
 	stage := r.plan.Steps[0].Def.Name
+	var file *loaded // read by fileToDevice for the CPU to decode
 	if b.run.files != nil && it.in.Image == nil {
-		if done, committed := b.fileToDevice(it, w); done {
+		var done, committed bool
+		if file, done, committed = b.fileToDevice(it, w); done {
 			return committed
 		}
 	}
@@ -334,7 +336,17 @@ func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
 		return w.bufs.get(width, height, c), nil
 	}
 	t0 := time.Now()
-	img, decoder, release, err := r.decodeInto(it.in, alloc)
+	var (
+		img     *stages.Image
+		decoder string
+		release func()
+		err     error
+	)
+	if file != nil {
+		img, decoder, release, err = r.decodeLoaded(*file, alloc)
+	} else {
+		img, decoder, release, err = r.decodeInto(it.in, alloc)
+	}
 	r.span(w.track, stage, it.in.Name, t0)
 	res.Decoder = decoder
 	if err == nil && !onCPU {
@@ -449,57 +461,70 @@ func (s *Summary) gpuStats(st sched.Stats) {
 	s.PoolHits = st.PoolHits()
 }
 
-// fileToDevice reads an input's file and, when the routing rule (deviceDecoder) sends it
-// to the device decoder, commits its bytes to a batch: only the file crosses the link,
-// and no host memory is charged for its pixels. done reports that the input was dealt
-// with (committed, failed, or dropped because the run is ending); otherwise the file,
-// now in it.in.Data, decodes on this CPU worker. The header is checked (pixel limit,
-// size) before anything is reserved.
-func (b *gpuBackend) fileToDevice(it *item, w *worker) (done, committed bool) {
+// fileToDevice reads an input's file (load: the memory budget is charged as for any
+// decode, and a file far larger than its pixels is refused unread) and, when the routing
+// rule (deviceDecoder) sends it to the device decoder, commits its bytes to a batch: only
+// the file crosses the link, and its charge is given back once the bytes are in the slot.
+// done reports that the input was dealt with (committed, failed, or dropped because the
+// run is ending); otherwise file, with its charge still held, is for this CPU worker to
+// decode (nil when the input has no bytes to read: decodeInto says what is missing). The
+// file is checked as the CPU decoder would check it (pixel limit, size, JPEG scan limit)
+// before anything is reserved.
+func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, committed bool) {
 	r, res, dec := b.r, &it.res, b.r.plan.Decode
 	stage := r.plan.Steps[0].Def.Name
+	if it.in.Data == nil && it.in.Path == "" {
+		return nil, false, false
+	}
 	t0 := time.Now()
 	defer func() {
 		if done { // otherwise the CPU path's decode span covers this time too
 			r.span(w.track, stage, it.in.Name, t0)
 		}
 	}()
-	data := it.in.Data
-	if data == nil {
-		if it.in.Path == "" {
-			return false, false // decodeInto says what is missing
+	f, err := r.load(it.in)
+	if err != nil {
+		if r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()) {
+			it.dropped = true // the run ended while it waited for memory: never started
+			return nil, true, false
 		}
-		var err error
-		if data, err = readFile(it.in.Path, dec); err != nil {
-			failWith(res, stage, err)
-			return true, false
-		}
-		it.in.Data = data
+		failWith(res, stage, err)
+		return nil, true, false
 	}
+	handedOn := false
+	defer func() {
+		if !handedOn {
+			f.release()
+		}
+	}()
+	data := f.data
 	if dec.Header == nil || stages.Sniff(data) != "jpeg" {
-		return false, false
+		handedOn = true
+		return &f, false, false
 	}
 	hd, err := dec.Header(data)
 	if err != nil {
 		failWith(res, stage, err)
-		return true, false
+		return nil, true, false
 	}
 	route := deviceDecoder(dec.Backend, b.run.files.DecodeRoute(data))
 	shape := sched.Shape{W: hd.W, H: hd.H, C: 3}
 	if route == "" || sched.CheckShape(shape) != nil {
-		return false, false
+		handedOn = true
+		return &f, false, false
 	}
 	rsv, err := b.e.ReserveFile(r.ctx, len(data), shape, hd.Orientation, route, it)
 	switch {
 	case errors.Is(err, sched.ErrTooLarge):
-		return false, false // too large for a slot: the CPU decodes it, then the usual path
+		handedOn = true
+		return &f, false, false // too large for a slot: the CPU decodes it, then the usual path
 	case err != nil:
 		it.dropped = true // the executor stopped: the run is ending
-		return true, false
+		return nil, true, false
 	}
 	copy(rsv.Bytes(), data)
 	res.Decoder = route
 	b.inExec.Store(it.idx, it)
 	rsv.Commit()
-	return true, true
+	return nil, true, true
 }

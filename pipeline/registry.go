@@ -65,11 +65,15 @@ type Decoder struct {
 	// image, or a header over MaxPixels), so a big hostile file is refused without reading
 	// it into memory. A nil error only means "read on".
 	Head func(head []byte) error
-	// Pixels, if set, returns the width × height a file's header announces, read without
-	// decoding; the run charges the memory budget with it before decoding. nil: unknown.
-	Pixels func(data []byte) (int64, error)
-	// Header, if set, reads a file's header (size after orientation, orientation, format)
-	// with the pixel limit checked, for a GPU run that may decode the file on the device.
+	// Cost, if set, reads what decoding a file of size bytes will take from its first
+	// bytes (HeadBytes of them, or the whole file): its header's size, checked, and the
+	// decoder's working set. The run charges the memory budget with it before it reads
+	// the file whole. An error for a head shorter than the file only means the header
+	// lies further on. nil: only the file's bytes are charged.
+	Cost func(head []byte, size int64) (stages.Cost, error)
+	// Header, if set, reads a whole file's header (size after orientation, orientation,
+	// format) and checks it as Decode would before decoding (pixel limit, size, JPEG scan
+	// limit), for a GPU run that may decode the file on the device.
 	Header func(data []byte) (stages.Header, error)
 	// Backend is the decode stage's backend parameter ("auto", "go", "turbo", "nvjpeg"),
 	// which decides where files decode on a GPU run (see deviceDecoder); "" decodes every
@@ -83,12 +87,10 @@ type Decoder struct {
 // supported formats, including large JPEG metadata segments, in most files.
 const HeadBytes = 256 << 10
 
-// MaxFileBytes is the largest input file the engine reads for this decoder. A file cannot
-// hold a picture within MaxPixels and be larger than 8 bytes per pixel (16-bit RGBA, stored
-// raw) plus headers, so anything bigger is refused before it is read into memory.
-func (d *Decoder) MaxFileBytes() int64 {
-	return d.MaxPixels*8 + 1<<20
-}
+// MaxFileBytes is the largest input file the engine reads for this decoder: the largest a
+// file of MaxPixels can be (stages.MaxFileBytes); anything bigger is refused before it
+// is read into memory.
+func (d *Decoder) MaxFileBytes() int64 { return stages.MaxFileBytes(d.MaxPixels) }
 
 // Encoder is a bound sink stage: it encodes the final image into a file format.
 type Encoder struct {

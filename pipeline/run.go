@@ -32,7 +32,10 @@ type Options struct {
 	// reported and the run goes on (on_error: skip).
 	StopOnError bool
 	// Report receives the JSON Lines report: one line per input in input order, then the
-	// summary line. nil for none.
+	// summary line. nil for none. Each line is written through as its input is reported,
+	// and a Report with a Sync method (an *os.File) is synced at most every
+	// ReportSyncInterval and at the end, so the file is a journal that a killed run leaves
+	// readable up to its last reported input (Resume reads it).
 	Report io.Writer
 	// Progress, if set, is called for every result, in input order, one at a time.
 	Progress func(*Result)
@@ -130,7 +133,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		src:    src,
 		sink:   sink,
 		opt:    opt,
-		report: newReportWriter(opt.Report),
+		report: newReportWriter(opt.Report, plan.String()),
 		window: make(chan struct{}, opt.Window),
 		jobs:   make(chan *item),
 		done:   make(chan *item, opt.Window),
@@ -343,7 +346,7 @@ func (r *runner) emit(ctx context.Context, res *Result) error {
 func (r *runner) settle(it *item) bool {
 	in := it.in
 	res := &it.res
-	*res = Result{Index: it.idx, Input: in.Name}
+	*res = Result{Index: it.idx, Input: in.Name, Size: in.Size, ModTime: in.ModTime}
 	switch {
 	case in.Err != nil:
 		res.Status = StatusFailed
@@ -352,7 +355,7 @@ func (r *runner) settle(it *item) bool {
 	case in.Previous != nil:
 		p := in.Previous
 		res.Status = StatusSkipped
-		res.Output, res.Width, res.Height = p.Output, p.Width, p.Height
+		res.Output, res.Width, res.Height = p.output(), p.Width, p.Height
 		res.Decoder, res.Encoder = p.Decoder, p.Encoder
 		if len(p.Histogram) == 256 {
 			res.Histogram = new([256]uint64)

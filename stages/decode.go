@@ -202,9 +202,38 @@ func DecodeHeader(data []byte, opt DecodeOptions) (Header, error) {
 	return h, err
 }
 
-// readHeader returns the header, the format and the stored (canvas)
-// dimensions, or an error for unknown, broken or oversized files.
+// CheckFile reads the header of data, a whole file, and checks it as Decode
+// does before decoding any pixel: the pixel limit of opt, the size the header
+// implies (see minEncodedSize) and, for a JPEG, the scan limits
+// (MaxJPEGScans, MaxJPEGPasses). A decoder with no limits of its own (the
+// GPU's) is given only files that pass it.
+func CheckFile(data []byte, opt DecodeOptions) (Header, error) {
+	h, _, _, err := checkFile(data, opt)
+	return h, err
+}
+
+// checkFile is CheckFile with readHeader's results.
+func checkFile(data []byte, opt DecodeOptions) (Header, *format, image.Point, error) {
+	hd, f, canvas, err := readHeader(data, opt)
+	if err == nil && f.name == "jpeg" {
+		// On every backend: Go's decoder has no scan limit of its own.
+		err = checkJPEGWork(data)
+	}
+	if err != nil {
+		return Header{}, nil, image.Point{}, err
+	}
+	return hd, f, canvas, nil
+}
+
+// readHeader is readHeaderSized for data that is the whole file.
 func readHeader(data []byte, opt DecodeOptions) (Header, *format, image.Point, error) {
+	return readHeaderSized(data, int64(len(data)), opt)
+}
+
+// readHeaderSized returns the header, the format and the stored (canvas)
+// dimensions, or an error for unknown, broken or oversized files; data is the
+// start of a file of size bytes.
+func readHeaderSized(data []byte, size int64, opt DecodeOptions) (Header, *format, image.Point, error) {
 	max := opt.MaxPixels
 	if max == 0 {
 		max = DefaultMaxPixels
@@ -235,8 +264,8 @@ func readHeader(data []byte, opt DecodeOptions) (Header, *format, image.Point, e
 	if int64(w) > max/int64(h) {
 		return Header{}, nil, image.Point{}, &LimitError{W: w, H: h, MaxPixels: max}
 	}
-	if min := minEncodedSize(f.name, cfg); int64(len(data)) < min {
-		return Header{}, nil, image.Point{}, fmt.Errorf("%w: %d bytes cannot hold a %dx%d %s (at least %d)", io.ErrUnexpectedEOF, len(data), w, h, f.name, min)
+	if min := minEncodedSize(f.name, cfg); size < min {
+		return Header{}, nil, image.Point{}, fmt.Errorf("%w: %d bytes cannot hold a %dx%d %s (at least %d)", io.ErrUnexpectedEOF, size, w, h, f.name, min)
 	}
 	hd := Header{Format: f.name, W: w, H: h, Orientation: 1}
 	if opt.Orient && f.name == "jpeg" {
@@ -319,7 +348,7 @@ func Decode(data []byte, opt DecodeOptions, alloc Alloc) (*Image, error) {
 // JPEGAuto is resolved by ResolveJPEGBackend on every call (cheap: the
 // library is loaded once).
 func DecodeBy(data []byte, opt DecodeOptions, alloc Alloc) (*Image, JPEGBackend, error) {
-	hd, f, canvas, err := readHeader(data, opt)
+	hd, f, canvas, err := checkFile(data, opt)
 	if err != nil {
 		return nil, "", err
 	}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/cutest"
@@ -143,15 +142,14 @@ func TestGPURunInterrupted(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			if ents, _ := os.ReadDir(filepath.Join(out, "d0")); len(ents) >= 5 {
-				cancel()
-				return
-			}
-			time.Sleep(time.Millisecond)
+	// Interrupted at an exact point (after 15 results), not by a timer racing the run.
+	n := 0
+	resultHook = func(*pipeline.Result) {
+		if n++; n == 15 {
+			cancel()
 		}
-	}()
+	}
+	defer func() { resultHook = nil }()
 	var stdout, stderr bytes.Buffer
 	code := run(ctx, []string{"run", "-i", in, "-o", out, "-p", "decode | blur sigma=2 | save compression=9", "--device", "cuda"}, &stdout, &stderr)
 	if code != exitInterrupted {
@@ -160,7 +158,7 @@ func TestGPURunInterrupted(t *testing.T) {
 	lines, sum := readReport(t, filepath.Join(out, defaultReportName))
 	written := files(t, out) // fails on temporary files left
 	delete(written, defaultReportName)
-	if !sum.Interrupted || len(written) != len(lines) || sum.OK >= 300 {
+	if !sum.Interrupted || len(written) != len(lines) || sum.OK >= 300 || sum.Failed != 0 {
 		t.Errorf("summary %+v, %d outputs, %d lines", sum, len(written), len(lines))
 	}
 	for _, l := range lines {
@@ -169,6 +167,7 @@ func TestGPURunInterrupted(t *testing.T) {
 		}
 	}
 	// The GPU is fine: a new run works.
+	resultHook = nil
 	code, _, errOut := cli(t, "run", "-i", in, "-o", out, "-p", "decode | blur sigma=2 | save compression=9", "--device", "cuda", "--resume", "-q")
 	_, sum2 := readReport(t, filepath.Join(out, defaultReportName))
 	if code != exitOK || sum2.Skipped != sum.OK || sum2.OK != 300-sum.OK {

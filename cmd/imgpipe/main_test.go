@@ -32,6 +32,9 @@ import (
 var binaryPath string
 
 func TestMain(m *testing.M) {
+	if n := os.Getenv(stallEnv); n != "" {
+		os.Exit(stallingChild(n))
+	}
 	dir, err := os.MkdirTemp("", "imgpipe-test-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

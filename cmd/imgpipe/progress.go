@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -99,6 +100,25 @@ func (p *progress) inFlight() int {
 	return max(0, int(p.yielded.Load())-p.ok-p.failed-p.skipped)
 }
 
+// onInterrupt makes interrupted say at once, when ctx is cancelled (the first Ctrl-C),
+// what the run does now. The function returned (idempotent) stops that; a notice already
+// under way is waited for, so that it never interleaves with what the run prints next.
+func (p *progress) onInterrupt(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	stopAfter := context.AfterFunc(ctx, func() {
+		defer close(done)
+		p.interrupted()
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if !stopAfter() {
+				<-done
+			}
+		})
+	}
+}
+
 // interrupted says, at the first Ctrl-C, what the run does now.
 func (p *progress) interrupted() {
 	nl := ""
@@ -108,7 +128,15 @@ func (p *progress) interrupted() {
 	fmt.Fprintf(p.w, "%simgpipe: interrupting: finishing %d images (Ctrl-C again to abort)\n", nl, p.inFlight())
 }
 
+// resultHook, when set, is called after every result is reported (its report line is in
+// the journal by then). Tests set it to interrupt or kill a run at an exact point instead
+// of racing it with a timer.
+var resultHook func(*pipeline.Result)
+
 func (p *progress) update(r *pipeline.Result) {
+	if resultHook != nil {
+		defer resultHook(r)
+	}
 	p.mu.Lock()
 	switch r.Status {
 	case pipeline.StatusFailed:
@@ -205,6 +233,9 @@ func (p *progress) printFailures() {
 // printable returns name as it is, or quoted with escapes when it holds characters a
 // terminal would act on (a file name may carry escape sequences or newlines).
 func printable(name string) string {
+	if !utf8.ValidString(name) {
+		return strconv.Quote(name)
+	}
 	for _, c := range name {
 		if !unicode.IsPrint(c) {
 			return strconv.Quote(name)

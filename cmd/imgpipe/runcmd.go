@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/job"
 	"github.com/imgpipe/imgpipe/stages"
@@ -60,7 +60,12 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 	if err != nil {
 		return nil, nil, nil, &exitError{code: exitUsage, err: err}
 	}
-	// Only the flags set override the job.
+	// Only the flags set override the job. A new output folder takes the job's report
+	// along (the same place relative to it, or the default there), so that overriding -o
+	// never writes over the report of the job's own output folder.
+	if cmd.Flags().Changed("output") && !cmd.Flags().Changed("report") && job.Report != "" {
+		job.Report = moveReport(job.Report, job.OutputDir, cmd.Flags().Lookup("output").Value.String())
+	}
 	for name, to := range map[string]*string{"input": &job.InputDir, "output": &job.OutputDir, "report": &job.Report} {
 		if fl := cmd.Flags().Lookup(name); fl.Changed {
 			*to = fl.Value.String()
@@ -111,6 +116,16 @@ func readJob(args []string) (*job.Job, error) {
 	return &job.Job{Exec: pipeline.DefaultExecution()}, nil
 }
 
+// moveReport is the report path of a job whose output folder moves from oldOut to newOut:
+// the same place relative to the output folder when it lay inside it, otherwise the
+// default in newOut.
+func moveReport(report, oldOut, newOut string) string {
+	if rel, err := filepath.Rel(oldOut, report); err == nil && filepath.IsLocal(rel) {
+		return filepath.Join(newOut, rel)
+	}
+	return filepath.Join(newOut, defaultReportName)
+}
+
 // reportPath is where the run's report goes: the job's, or the default in the output folder.
 func reportPath(job *job.Job) string {
 	if job.Report != "" {
@@ -126,7 +141,8 @@ func reportPath(job *job.Job) string {
 //   - the output folder lies inside the input folder and holds files imgpipe did not make
 //     (it is not empty and has no imgpipe report): the walk skips it, so those images would
 //     be silently left out, and outputs of same-named inputs could overwrite them;
-//   - the report path is a folder (found otherwise only when the finished report is renamed).
+//   - the report or the trace could clobber something (see checkWriteTargets), or
+//     --resume has no report file to read (--report -).
 func checkFolders(job *job.Job) error {
 	at := func(field string) string {
 		if job.File == "" {
@@ -168,12 +184,15 @@ func checkFolders(job *job.Job) error {
 			}
 		}
 	}
-	if rp := reportPath(job); rp != "" {
-		if fr, err := os.Stat(rp); err == nil && fr.IsDir() {
-			return usageError("%sreport %s is a folder; name a file", at("output.report"), rp)
+	if reportPath(job) == stdoutPath && job.Exec.Resume {
+		return usageError("%s--resume reads the previous report, which --report - does not keep; name a report file", at("output.report"))
+	}
+	if tr := job.Exec.Trace; tr != "" && tr != stdoutPath {
+		if fi, err := os.Stat(filepath.Dir(tr)); err != nil || !fi.IsDir() {
+			return usageError("%s--trace %s: its folder %s does not exist", at("execution.trace"), tr, filepath.Dir(tr))
 		}
 	}
-	return nil
+	return checkWriteTargets(job, fi)
 }
 
 // checkNestedOutput accepts an existing output folder that lies inside the input folder
@@ -226,30 +245,27 @@ func within(dir, root string, rootInfo os.FileInfo) bool {
 	return err == nil && filepath.IsLocal(rel) || rel == "."
 }
 
-// resumeSource applies --resume to src: with a previous report at reportPath, inputs it
-// lists as done (and whose output exists) are marked skipped. The function returned closes
-// the report.
-func resumeSource(src pipeline.Source, job *job.Job, ext, reportPath string, quiet bool, stderr io.Writer) (pipeline.Source, func(), error) {
+// resumeSource applies --resume to src: the earlier reports at paths (newest first; those
+// that do not exist are passed over) mark the inputs they list as done under plan, and
+// whose outputs are still there, as skipped (see pipeline.Resume). report is the report's
+// path, for the message when there is none. The function returned closes the reports.
+func resumeSource(src pipeline.Source, plan *pipeline.Plan, job *job.Job, report string, paths []string, quiet bool, stderr io.Writer) (pipeline.Source, func(), error) {
 	if !job.Exec.Resume {
 		return src, func() {}, nil
 	}
-	prev, err := os.Open(reportPath)
-	switch {
-	case err == nil:
-		return pipeline.Resume(src, prev, job.OutputDir, ext), func() { prev.Close() }, nil
-	case errors.Is(err, os.ErrNotExist):
-		if !quiet {
-			fmt.Fprintf(stderr, "imgpipe: --resume: no previous report at %s; processing every input\n", reportPath)
-		}
-		return src, func() {}, nil
+	prev, err := openReports(paths...)
+	if err != nil {
+		return nil, nil, fatalError("--resume: %v", err)
 	}
-	return nil, nil, fatalError("--resume: %v", err)
+	if len(prev) == 0 && !quiet {
+		fmt.Fprintf(stderr, "imgpipe: --resume: no previous report at %s; processing every input\n", report)
+	}
+	readers := make([]io.Reader, len(prev))
+	for i, p := range prev {
+		readers[i] = p
+	}
+	return pipeline.Resume(src, plan, job.OutputDir, readers...), func() { closeAll(prev) }, nil
 }
-
-// errNothingDone makes the report's atomic write discard the new report: the run failed
-// before it reported any input, and an empty report must not replace the previous one
-// (which --resume may still need).
-var errNothingDone = errors.New("run failed before any input was done")
 
 // removeTemps removes the temporary files a killed run left (see stages.IsTempName): under
 // the output folder, and beside the report for the report's own name. It returns how many
@@ -278,7 +294,10 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 	}
 	if f.dryRun {
 		// Before the device is opened and anything is created: a dry run writes nothing.
-		src, closePrev, err := resumeSource(in.source(), job, ext, reportPath(job), f.quiet, stderr)
+		// No lock and no journal: the reports are read as they lie, the killed run's
+		// journal first, as the real run would read them.
+		rp := reportPath(job)
+		src, closePrev, err := resumeSource(in.source(), plan, job, rp, []string{journalPath(rp), rp}, f.quiet, stderr)
 		if err != nil {
 			return err
 		}
@@ -318,18 +337,42 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 		}
 	}
 	reportPath := reportPath(job)
-	if n, err := removeTemps(job.OutputDir, reportPath); err != nil {
-		fmt.Fprintf(stderr, "imgpipe: removing temporary files a previous run left: %v\n", err)
-	} else if n > 0 && !f.quiet {
-		fmt.Fprintf(stderr, "imgpipe: removed %d temporary files a previous run left (it was killed mid-write)\n", n)
+	// Everything below writes into the output folder (or the report's folder): under its
+	// lock, so that a second run cannot take this one's temporary files or report.
+	if dir := lockDir(job.OutputDir, reportPath); dir != "" {
+		lock, err := lockFolder(dir)
+		if err != nil {
+			return fatalError("%v", err)
+		}
+		defer lock.unlock()
 	}
-	tr, err := openTrace(job.Exec.Trace)
-	if err != nil {
-		return err
+	if reportPath != stdoutPath {
+		if n, err := removeTemps(job.OutputDir, reportPath); err != nil {
+			fmt.Fprintf(stderr, "imgpipe: removing temporary files a previous run left: %v\n", err)
+		} else if n > 0 && !f.quiet {
+			fmt.Fprintf(stderr, "imgpipe: removed %d temporary files a previous run left (it was killed mid-write)\n", n)
+		}
 	}
+	defer pipeline.SetGoMemoryLimit(opt.MemoryBudget)()
 
-	src, closePrev, err := resumeSource(in.source(), job, ext, reportPath, f.quiet, stderr)
+	var jr *journal
+	opt.Report = cmd.OutOrStdout()
+	if reportPath != stdoutPath {
+		if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
+			return fatalError("report %s: %v", reportPath, err)
+		}
+		if jr, err = openJournal(reportPath); err != nil {
+			return fatalError("report %s: %v", reportPath, err)
+		}
+		opt.Report = jr.writer()
+	}
+	var prevPaths []string // --resume needs a report file (checkFolders): jr is set then
+	if jr != nil {
+		prevPaths = []string{jr.prev, jr.report}
+	}
+	src, closePrev, err := resumeSource(in.source(), plan, job, reportPath, prevPaths, f.quiet, stderr)
 	if err != nil {
+		jr.discard()
 		return err
 	}
 	defer closePrev()
@@ -341,58 +384,75 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 	ui := newProgress(stderr, f.quiet, f.progress, in.count)
 	src = ui.source(src)
 	// The first Ctrl-C cancels the context: say at once what happens now.
-	stopNotice := context.AfterFunc(cmd.Context(), ui.interrupted)
+	stopNotice := ui.onInterrupt(cmd.Context())
 	defer stopNotice()
 	opt.Device, opt.Progress = "cpu", ui.update
 	opt.Notice = func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
-	if tr != nil {
+	var tr *sched.Trace
+	if job.Exec.Trace != "" {
+		tr = newTrace()
 		opt.Trace = tr
 	}
-	var sum pipeline.Summary
-	// The report is written through a temporary file renamed at the end, so it is never
-	// half-written, even when the run is interrupted.
-	werr := stages.WriteFileAtomic(reportPath, func(w io.Writer) error {
-		opt.Report = w
-		sum, runErr = pipeline.Run(cmd.Context(), plan, src, sink, opt)
-		if runErr != nil && sum.Total() == 0 {
-			return errNothingDone
-		}
-		return nil
-	})
+	sum, runErr := pipeline.Run(cmd.Context(), plan, src, sink, opt)
 	stopNotice()
-	kept := errors.Is(werr, errNothingDone)
-	if kept {
-		werr = nil
-	}
+	nothingDone := runErr != nil && sum.Total() == 0
 	ui.finish()
-	if tr != nil {
-		if err := tr.WriteFile(job.Exec.Trace); err != nil {
-			fmt.Fprintf(stderr, "imgpipe: --trace: %v\n", err)
-		}
-	}
-	if werr != nil {
-		return fatalError("report %s: %v", reportPath, werr)
-	}
+
+	// What can still fail (the report's rename, the trace) never hides what the run did:
+	// the failures and the summary are printed first.
+	ui.printFailures()
 	if !f.quiet {
-		ui.printFailures()
 		fmt.Fprintln(stderr, summaryLine(sum))
 	}
+	var late []error
 	switch {
-	case sum.Interrupted && kept:
+	case jr == nil:
+	case nothingDone:
+		jr.discard() // an empty report must not replace the previous one
+	default:
+		if err := jr.commit(); err != nil {
+			late = append(late, fmt.Errorf("report %s: %v (the report so far is in %s)", reportPath, err, jr.path))
+		}
+	}
+	if tr != nil {
+		if err := writeTrace(tr, job.Exec.Trace, cmd.OutOrStdout()); err != nil {
+			late = append(late, fmt.Errorf("--trace %s: %v", job.Exec.Trace, err))
+		}
+	}
+	if len(late) > 0 {
+		if runErr != nil && !errors.Is(runErr, pipeline.ErrStopped) && !sum.Interrupted {
+			late = append([]error{runErr}, late...)
+		}
+		return &exitError{code: exitFatal, err: pipeline.ErrorList(late)}
+	}
+	switch {
+	case sum.Interrupted && nothingDone:
 		fmt.Fprintf(stderr, "imgpipe: interrupted before any input was done; the report at %s was left as it was\n", reportPath)
 		return reported{code: exitInterrupted}
 	case sum.Interrupted:
-		fmt.Fprintf(stderr, "imgpipe: interrupted; the report covers the %d inputs done\n", sum.Total())
+		fmt.Fprintf(stderr, "imgpipe: interrupted; the report covers the %d inputs done (--resume carries on)\n", sum.Total())
 		return reported{code: exitInterrupted}
 	case runErr != nil && !errors.Is(runErr, pipeline.ErrStopped):
 		return fatalError("%v", runErr)
 	case sum.Failed > 0:
-		if errors.Is(runErr, pipeline.ErrStopped) && !f.quiet {
+		if errors.Is(runErr, pipeline.ErrStopped) {
 			fmt.Fprintf(stderr, "imgpipe: %v (on_error: fail)\n", runErr)
 		}
 		return reported{code: exitSomeFailed}
 	}
 	return nil
+}
+
+// lockDir is the folder a run locks: its output folder, or, for a report-only run without
+// one, the report's folder; "" when the run writes no file at all (--report -).
+func lockDir(outDir, report string) string {
+	switch {
+	case outDir != "":
+		return outDir
+	case report != stdoutPath:
+		return filepath.Dir(report)
+	}
+	return ""
 }
 
 // summaryLine is the one-line summary printed on stderr.
