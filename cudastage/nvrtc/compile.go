@@ -87,8 +87,10 @@ var diagLine = regexp.MustCompile(`^(.*)\((\d+)\): (?:catastrophic )?error( [^:]
 
 // parseLog turns NVRTC's log into a CompileError positioned at the first
 // error. NVRTC prints the offending source line under the diagnostic and a
-// caret under the column; the column is the caret's (1-based).
-func parseLog(name, log string) *CompileError {
+// caret under the column; the column is the caret's (1-based), corrected by
+// the indent NVRTC adds to the echoed line when source has that line (NVRTC
+// 13 indents it by two more columns than the source).
+func parseLog(name, log, source string) *CompileError {
 	if len(log) > MaxLogBytes {
 		log = log[:MaxLogBytes] + "\n[log truncated]"
 	}
@@ -103,12 +105,27 @@ func parseLog(name, log string) *CompileError {
 		e.Line, _ = strconv.Atoi(m[2])
 		if i+2 < len(lines) {
 			if c := strings.TrimRight(lines[i+2], " \r"); strings.HasSuffix(c, "^") && strings.Trim(c, " ^") == "" {
-				e.Col = len(c)
+				e.Col = len(c) - echoIndent(lines[i+1], source, e.Line)
 			}
 		}
 		break
 	}
 	return e
+}
+
+// echoIndent is how many columns further right NVRTC echoed source line n
+// than it stands in source (0 when it cannot tell).
+func echoIndent(echo, source string, n int) int {
+	src := strings.Split(source, "\n")
+	if n < 1 || n > len(src) {
+		return 0
+	}
+	text := strings.TrimSpace(src[n-1])
+	at, in := strings.Index(echo, text), strings.Index(src[n-1], text)
+	if text == "" || at < 0 || at < in {
+		return 0
+	}
+	return at - in
 }
 
 // compile runs NVRTC on r, which must have passed check, and returns the
@@ -139,7 +156,7 @@ func (l *library) compile(r Request) ([]byte, error) {
 		if lerr != nil {
 			return nil, fmt.Errorf("%s: %w (and reading the log: %v)", r.Name, err, lerr)
 		}
-		return nil, parseLog(r.Name, log)
+		return nil, parseLog(r.Name, log, r.Source)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.Name, err)

@@ -67,7 +67,7 @@ func TestParseLog(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := parseLog("k.cu", tt.log)
+			e := parseLog("k.cu", tt.log, "")
 			if e.File != tt.file || e.Line != tt.line || e.Col != tt.col || e.Msg != tt.msg {
 				t.Errorf("got %s:%d:%d %q, want %s:%d:%d %q", e.File, e.Line, e.Col, e.Msg, tt.file, tt.line, tt.col, tt.msg)
 			}
