@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/imgpipe/imgpipe/pipeline"
 )
 
 // photoPNG writes a w×h PNG of random-ish RGB pixels to path.
@@ -60,5 +62,21 @@ func TestCheckFolderOutputsCatchesDifferences(t *testing.T) {
 	photoPNG(t, filepath.Join(out, "a.png"), 10, 20, 7)
 	if _, err := checkFolderOutputs(plan, c, in, out, report); err == nil || !strings.Contains(err.Error(), "differs") {
 		t.Errorf("a wrong output passed the check: %v", err)
+	}
+}
+
+func TestPerImageMS(t *testing.T) {
+	tests := []struct {
+		sum  pipeline.Summary
+		want pipeline.PhaseSeconds
+	}{
+		{pipeline.Summary{OK: 3, Failed: 1, Phases: pipeline.PhaseSeconds{Read: 0.004, Decode: 0.4, Chain: 0.2, Encode: 0.08, Write: 0.0123456}},
+			pipeline.PhaseSeconds{Read: 1, Decode: 100, Chain: 50, Encode: 20, Write: 3.086}},
+		{pipeline.Summary{}, pipeline.PhaseSeconds{}},
+	}
+	for _, tc := range tests {
+		if got := perImageMS(tc.sum); *got != tc.want {
+			t.Errorf("perImageMS(%+v) = %+v, want %+v", tc.sum.Phases, *got, tc.want)
+		}
 	}
 }

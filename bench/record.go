@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/pipeline"
 )
 
 // Record is one configuration's result in the peers' record schema (bench/peers/common.py,
@@ -36,7 +37,10 @@ type Record struct {
 	Threads    int      `json:"threads,omitempty"`    // CPU runs: worker goroutines
 	Megapixels *float64 `json:"megapixels,omitempty"` // files mode: decoded pixels per run
 	Failed     int      `json:"failed,omitempty"`     // files mode: inputs that failed
-	Pinned     *bool    `json:"pinned,omitempty"`     // GPU runs: page-locked host memory
+	// PerImageMS is, in files mode, each phase's worker time per image in milliseconds
+	// (pipeline.PhaseSeconds of the last run ÷ its images, × 1000).
+	PerImageMS *pipeline.PhaseSeconds `json:"per_image_ms,omitempty"`
+	Pinned     *bool                  `json:"pinned,omitempty"` // GPU runs: page-locked host memory
 
 	// GPU runs: the copy limit in MP/s (page-locked H2D ÷ 3 bytes per pixel; null without
 	// a GPU), the fraction of it reached, and the measured page-locked bandwidth in GB/s.

@@ -37,7 +37,8 @@ func IsURL(loc string) bool {
 type Store interface {
 	// Source walks the store's image files in pipeline.Folder's order, with its output
 	// names; exclude is a folder (or prefix) not to enter, "" for none.
-	Source(exclude string) pipeline.Source
+	// sel picks the files (the zero Selection: image names).
+	Source(exclude string, sel pipeline.Selection) pipeline.Source
 	// Input is the input of one file, by its relative slash path.
 	Input(name string) pipeline.Input
 	// Stat returns a file's size and modification time.
@@ -95,11 +96,11 @@ func WriteObject(ctx context.Context, loc, name string, write func(io.Writer) er
 
 type dirStore string
 
-func (d dirStore) Source(exclude string) pipeline.Source {
+func (d dirStore) Source(exclude string, sel pipeline.Selection) pipeline.Source {
 	if exclude == "" || IsURL(exclude) {
-		return pipeline.Folder(string(d))
+		return pipeline.FolderSelect(string(d), sel)
 	}
-	return pipeline.Folder(string(d), exclude)
+	return pipeline.FolderSelect(string(d), sel, exclude)
 }
 
 func (d dirStore) Input(name string) pipeline.Input {
@@ -149,14 +150,16 @@ func objectError(err error) error {
 
 // Source walks the bucket like pipeline.Folder walks a folder: one listing per "folder"
 // level (keys split at '/'), entries sorted by name, subfolders walked where they sort,
-// image names only (pipeline.IsImageName), output names by pipeline.OutStems.
-func (s *bucketStore) Source(exclude string) pipeline.Source {
-	return &bucketSource{s: s, exclude: strings.Trim(exclude, "/")}
+// the keys sel takes (matched on their path below the bucket's prefix), output names by
+// pipeline.OutStems.
+func (s *bucketStore) Source(exclude string, sel pipeline.Selection) pipeline.Source {
+	return &bucketSource{s: s, exclude: strings.Trim(exclude, "/"), sel: sel}
 }
 
 type bucketSource struct {
 	s       *bucketStore
 	exclude string
+	sel     pipeline.Selection
 	stack   []*level
 	started bool
 }
@@ -170,6 +173,8 @@ type level struct {
 type entry struct {
 	name    string
 	dir     bool
+	size    int64
+	modTime time.Time
 	outStem string
 	err     error
 }
@@ -198,6 +203,7 @@ func (src *bucketSource) Next(ctx context.Context) (pipeline.Input, error) {
 		if !e.dir {
 			in := src.s.Input(rel)
 			in.OutStem, in.Err = e.outStem, e.err
+			in.Size, in.ModTime = e.size, e.modTime
 			return in, nil
 		}
 		if rel == src.exclude {
@@ -232,8 +238,8 @@ func (src *bucketSource) list(ctx context.Context, rel string) (*level, error) {
 		if name == "" || strings.Contains(name, "/") {
 			continue // a "folder" marker object, or a key the delimiter did not split
 		}
-		if o.IsDir || pipeline.IsImageName(name) {
-			l.entries = append(l.entries, entry{name: name, dir: o.IsDir})
+		if o.IsDir || src.sel.Takes(path.Join(rel, name)) {
+			l.entries = append(l.entries, entry{name: name, dir: o.IsDir, size: o.Size, modTime: o.ModTime})
 		}
 	}
 	// Keys list in byte order with '/' after folders' names ("a.jpg" before "a/"); a

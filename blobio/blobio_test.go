@@ -97,8 +97,8 @@ func TestBucketWalkIsFolderWalk(t *testing.T) {
 		}
 		return string(b)
 	}
-	want := walk(t, local.Source(filepath.Join(dir, "out")), readFile)
-	got := walk(t, bucket.Source("out"), readObject)
+	want := walk(t, local.Source(filepath.Join(dir, "out"), pipeline.Selection{}), readFile)
+	got := walk(t, bucket.Source("out", pipeline.Selection{}), readObject)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("bucket walk:\n%+v\nfolder walk:\n%+v", got, want)
 	}

@@ -89,26 +89,21 @@ type Batch struct {
 	// Dst are where the results go, in the destination buffer, with the
 	// shapes Op.OutShape gives. For a histogram op (Op.Hist) only Off
 	// counts: the image's sched.HistBytes of counts, 8-byte aligned; Run
-	// zeroes them first.
+	// zeroes them first. For an encoding op (Op.Encode) too: the file, at
+	// most Op.Encode.Bound of the source's shape bytes.
 	Dst []BatchImage
 }
 
-// ScratchLayout returns where a separable filter keeps each image's uint16
-// intermediate in the scratch buffer (rows of 2·W·C bytes, images aligned to
-// ScratchAlign) and the scratch size: at most 2·Σ(W·H·C) + ScratchAlign·n
-// bytes. Ops whose launcher needs no scratch get nil, 0.
+// ScratchLayout returns where the op's passes find each image in the scratch
+// buffer (nil when its kernels place their own records there) and the
+// scratch size: for a separable filter, rows of 2·W·C bytes, images aligned
+// to ScratchAlign, at most 2·Σ(W·H·C) + ScratchAlign·n bytes. Ops whose
+// launcher needs no scratch get nil, 0.
 func (b *Batch) ScratchLayout() ([]BatchImage, uint64) {
-	if l := launchers[b.Op.Name]; l == nil || !l.scratch {
-		return nil, 0
+	if l := launchers[b.Op.Name]; l != nil && l.scratch != nil {
+		return l.scratch.layout(b.Src)
 	}
-	out := make([]BatchImage, len(b.Src))
-	var off uint64
-	for i, s := range b.Src {
-		off = alignUp(off, ScratchAlign)
-		out[i] = BatchImage{W: s.W, H: s.H, C: s.C, Off: off, Stride: 2 * s.W * s.C}
-		off += 2 * uint64(s.W) * uint64(s.H) * uint64(s.C)
-	}
-	return out, off
+	return nil, 0
 }
 
 // ScratchBytes is the size of the scratch buffer Run needs (0 for ops that
@@ -146,6 +141,12 @@ func (b *Batch) plan() ([]launch, error) {
 			return nil, fmt.Errorf("%s: source %d: %w", name, i, err)
 		}
 		d := b.Dst[i]
+		if b.Op.Encode != nil {
+			if err := checkEncodeDst(b.Op, s, d); err != nil {
+				return nil, fmt.Errorf("%s: file %d: %w", name, i, err)
+			}
+			continue
+		}
 		if b.Op.Hist {
 			if d.Off%8 != 0 || d.Off > math.MaxInt64-sched.HistBytes {
 				return nil, fmt.Errorf("%s: counts %d at offset %d, want a multiple of 8", name, i, d.Off)
@@ -194,7 +195,9 @@ type byteRange struct{ lo, hi uint64 }
 func (b *Batch) dstRanges() []byteRange {
 	r := make([]byteRange, len(b.Dst))
 	for i, d := range b.Dst {
-		if b.Op.Hist {
+		if b.Op.Encode != nil {
+			r[i] = byteRange{d.Off, d.Off + uint64(b.Op.Encode.Bound(b.Src[i].shape()))}
+		} else if b.Op.Hist {
 			r[i] = byteRange{d.Off, d.Off + sched.HistBytes}
 		} else {
 			r[i] = byteRange{d.Off, d.Off + d.span()}
@@ -261,6 +264,12 @@ func (b *Batch) EncodeTable(dst []byte) error {
 			dst = dst[kImgBytes:]
 		}
 	}
+	if l := launchers[b.Op.Name]; l.extra > 0 {
+		for i := range b.Src {
+			l.encodeExtra(b.Op.Args, b.Src[i], b.Dst[i], dst[:l.extra])
+			dst = dst[l.extra:]
+		}
+	}
 	return nil
 }
 
@@ -270,6 +279,7 @@ type Buffers struct {
 	Dst     cu.DevicePtr // Batch.Dst (histogram: the counts)
 	Scratch cu.DevicePtr // at least ScratchBytes, for the separable filters; else unused
 	Table   cu.DevicePtr // the launch tables written by EncodeTable, already on the device
+	Lens    cu.DevicePtr // an encoding op's file lengths, a uint32 per image; else unused
 }
 
 // check verifies that the pointers needed are set and that what the launch
@@ -296,10 +306,20 @@ func (buf Buffers) check(b *Batch, name string) error {
 		{"table", abs(buf.Table, byteRange{0, uint64(TableBytes(b.Op, len(b.Src)))}), false},
 	}
 	if n := b.ScratchBytes(); n > 0 {
-		if buf.Scratch == 0 {
+		align := launchers[b.Op.Name].scratch.align
+		switch {
+		case buf.Scratch == 0:
 			return fmt.Errorf("%s: needs %d bytes of scratch, none given", name, n)
+		case align > 0 && uint64(buf.Scratch)%align != 0:
+			return fmt.Errorf("%s: scratch at %#x is not aligned to %d bytes", name, uint64(buf.Scratch), align)
 		}
 		areas = append(areas, area{"scratch", abs(buf.Scratch, byteRange{0, n}), true})
+	}
+	if b.Op.Encode != nil {
+		if buf.Lens == 0 {
+			return fmt.Errorf("%s: an encoding op needs a lengths buffer", name)
+		}
+		areas = append(areas, area{"lengths", abs(buf.Lens, byteRange{0, 4 * uint64(len(b.Src))}), true})
 	}
 	for i, a := range areas {
 		for _, c := range areas[i+1:] {

@@ -1,6 +1,7 @@
 package cudastage
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,9 +19,10 @@ import (
 // unusable and later calls fail fast; the executor treats any device error
 // as fatal and the CLI maps cu.IsSticky errors to exit code 3.
 type Device struct {
-	g    *GPU
-	k    *Kernels
-	name string
+	g     *GPU
+	k     *Kernels
+	name  string
+	codec jpegCodec // nvJPEG, opened on first use (filedecode.go)
 }
 
 // NewDevice loads the kernels into g's context. Close unloads them, after
@@ -40,8 +42,11 @@ func NewDevice(g *GPU) (*Device, error) {
 	return &Device{g: g, k: k, name: fmt.Sprintf("GPU %d (%s)", g.Ordinal(), name)}, nil
 }
 
-// Close unloads the kernels.
-func (d *Device) Close() error { return d.g.Do(d.k.Unload) }
+// Close releases nvJPEG's handles (when they were opened) and unloads the
+// kernels.
+func (d *Device) Close() error {
+	return d.g.Do(func() error { return errors.Join(d.codec.close(), d.k.Unload()) })
+}
 
 // GPU returns the device's GPU.
 func (d *Device) GPU() *GPU { return d.g }
@@ -64,8 +69,11 @@ func (d *Device) NewStream() (sched.Stream, error) {
 	return sched.Stream(s), d.g.Check(err)
 }
 
-// DestroyStream implements sched.Device.
-func (d *Device) DestroyStream(s sched.Stream) error { return d.g.Check(cu.Stream(s).Destroy()) }
+// DestroyStream implements sched.Device, releasing the stream's nvJPEG
+// decoders too.
+func (d *Device) DestroyStream(s sched.Stream) error {
+	return d.g.Check(errors.Join(d.codec.dropStream(s), cu.Stream(s).Destroy()))
+}
 
 // SyncStream implements sched.Device.
 func (d *Device) SyncStream(s sched.Stream) error { return d.g.Check(cu.Stream(s).Synchronize()) }
@@ -172,15 +180,19 @@ func (d *Device) DtoH(s sched.Stream, dst []byte, src sched.DevPtr, off int) err
 }
 
 // batchOf turns the executor's placements into a kernel Batch: images are
-// tightly packed (stride W·C); a histogram's destination is its counts.
+// tightly packed (stride W·C); a histogram's destination is its counts, an
+// encoder's its file.
 func batchOf(call *sched.OpCall) *Batch {
 	b := &Batch{Op: call.Op, Src: make([]BatchImage, len(call.Images)), Dst: make([]BatchImage, len(call.Images))}
 	hist := call.Op.Hist
 	for i, im := range call.Images {
 		b.Src[i] = BatchImage{W: im.In.W, H: im.In.H, C: im.In.C, Off: uint64(im.SrcOff), Stride: im.In.W * im.In.C}
-		if hist {
+		switch {
+		case call.Op.Encode != nil:
+			b.Dst[i] = BatchImage{Off: uint64(im.DstOff)}
+		case hist:
 			b.Dst[i] = BatchImage{Off: uint64(im.HistOff)}
-		} else {
+		default:
 			b.Dst[i] = BatchImage{W: im.Out.W, H: im.Out.H, C: im.Out.C, Off: uint64(im.DstOff), Stride: im.Out.W * im.Out.C}
 		}
 	}
@@ -188,17 +200,21 @@ func batchOf(call *sched.OpCall) *Batch {
 }
 
 // CheckOp implements sched.Device: the op's stage has a launcher here and
-// the launcher accepts the op's arguments.
+// the launcher accepts the op's arguments. A user kernel is compiled and
+// loaded here, so that its errors come before any input is touched.
 func (d *Device) CheckOp(op sched.Op) error {
-	_, err := launcherFor(op)
-	return err
+	l, err := launcherFor(op)
+	if err != nil || l.prepare == nil {
+		return err
+	}
+	return d.g.Do(func() error { return l.prepare(d.k, d.g.Device(), op.Args) })
 }
 
 // TableBytes implements sched.Device.
 func (d *Device) TableBytes(op sched.Op, n int) int { return TableBytes(op, n) }
 
 // ScratchBytes implements sched.Device: the separable filters keep a uint16
-// per sample.
+// per sample, the PNG encoder its block records and bit streams.
 func (d *Device) ScratchBytes(op sched.Op, srcCap, n int) int {
 	return int(MaxScratchBytes(op, uint64(srcCap), n))
 }
@@ -216,6 +232,7 @@ func (d *Device) Run(s sched.Stream, call *sched.OpCall) error {
 		Dst:     cu.DevicePtr(call.Dst),
 		Scratch: cu.DevicePtr(call.Scratch),
 		Table:   cu.DevicePtr(call.Table) + cu.DevicePtr(call.TableOff),
+		Lens:    cu.DevicePtr(call.Lens),
 	}
 	if call.Op.Hist {
 		buf.Dst = cu.DevicePtr(call.Hist)

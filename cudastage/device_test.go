@@ -5,12 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -503,8 +501,12 @@ func TestAdapterBatches(t *testing.T) {
 // every op package pipeline binds for a stage with a GPU implementation
 // passes the kernels' batch check.
 func TestBatchOf(t *testing.T) {
-	specs := []string{"boxblur radius=7", "blur sigma=2"}
-	specs = append(specs, slices.Sorted(maps.Keys(launchers))...) // every launcher, default parameters
+	specs := []string{"boxblur radius=7", "blur sigma=2", "resize width=4 fit=cover filter=area", "crop width=3 gravity=south"}
+	for _, name := range fatbinStages() { // every fatbin pixel stage, default parameters
+		if launchers[name].encode == "" { // an encoder's op is no stage spec (TestPNGBatchOf)
+			specs = append(specs, stageSpec(name))
+		}
+	}
 	for _, spec := range specs {
 		op := opOf(spec)
 		in := sched.Shape{W: 9, H: 5, C: 3}

@@ -2,6 +2,7 @@ package cudastage
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
@@ -24,6 +25,15 @@ func opsOf(spec string) []sched.Op {
 		panic(fmt.Sprintf("opsOf(%q): %v", spec, err))
 	}
 	return ops
+}
+
+// stageSpec is a valid spec of the stage called name with default parameters
+// where they are valid (resize has no default size).
+func stageSpec(name string) string {
+	if name == "resize" {
+		return "resize width=4"
+	}
+	return name
 }
 
 // opOf is the op of a spec of one pixel stage ("boxblur radius=3").
@@ -62,10 +72,21 @@ func Pack(shapes []BatchImage, align int) ([]BatchImage, uint64, error) {
 
 // Outputs returns the Dst placements for op over src, packed as Pack does
 // (align bytes), and the destination buffer size. For a histogram op they
-// are consecutive sched.HistBytes count arrays (Off only; align is ignored).
+// are consecutive sched.HistBytes count arrays (Off only; align is ignored),
+// for an encoding op files of Op.Encode.Bound bytes (Off only).
 // The outputs of one op are the sources of the next, except after a
 // histogram, which passes its image through: the next op reads its Src.
 func Outputs(op sched.Op, src []BatchImage, align int) ([]BatchImage, uint64, error) {
+	if op.Encode != nil { // files of Bound bytes, one after another
+		out := make([]BatchImage, len(src))
+		var off uint64
+		for i, s := range src {
+			off = alignUp(off, uint64(align))
+			out[i] = BatchImage{Off: off}
+			off += uint64(op.Encode.Bound(s.shape()))
+		}
+		return out, off, nil
+	}
 	if op.Hist {
 		if len(src) > MaxBatchImages {
 			return nil, 0, fmt.Errorf("outputs: %d images, at most %d", len(src), MaxBatchImages)
@@ -82,4 +103,19 @@ func Outputs(op sched.Op, src []BatchImage, align int) ([]BatchImage, uint64, er
 		shapes[i] = BatchImage{W: out.W, H: out.H, C: out.C}
 	}
 	return Pack(shapes, align)
+}
+
+// fatbinStages are the stages whose launchers run imgpipe's own kernels
+// (passes), sorted, the PNG encoder ("save", encode set) included;
+// user-kernel launchers (prepare and run) need a source and a GPU to bind,
+// and are tested in op_kernel_gpu_test.go.
+func fatbinStages() []string {
+	var out []string
+	for name, l := range launchers {
+		if len(l.passes) > 0 {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -1,8 +1,10 @@
 package cudastage
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
@@ -27,26 +29,51 @@ type launcher struct {
 	// batch's source, the last writes its destination; intermediates go
 	// through the scratch buffer.
 	passes []pass
-	// scratch is set when the passes keep a uint16 per sample in scratch
-	// memory (see Batch.ScratchLayout).
-	scratch bool
+	// scratch is the launcher's scratch memory; nil when it needs none.
+	scratch *scratchSpec
+	// encode is the format the launcher encodes (sched.EncodeOp.Format) when
+	// its stage's op is a segment's encoder; "" for a pixel stage.
+	encode string
 	// check validates the op's Args; nil when the stage takes none.
 	check func(args any) error
 	// params returns the kernel parameters that follow (table, n, src, dst),
 	// bound from the op's Args; nil when there are none.
 	params func(args any) []any
+	// prepare and run, when set, replace passes for a stage whose kernels
+	// are not in imgpipe's fatbin (a user kernel): prepare compiles and loads
+	// them into the current context for device dev, before any input is
+	// touched (Device.CheckOp); run queues them on s, without a launch
+	// table.
+	prepare func(k *Kernels, dev cu.Device, args any) error
+	run     func(k *Kernels, s cu.Stream, b *Batch, buf Buffers) error
+	// extra is the bytes of per-image data (a geometry the kernel cannot
+	// derive from the source's shape alone) that follow the launch table's
+	// entries, one record per image in entry order; encodeExtra writes one
+	// record for an image src → dst. 0 and nil when the stage needs none.
+	extra       int
+	encodeExtra func(args any, src, dst BatchImage, out []byte)
 }
 
 // pass is one kernel launch of a stage.
 type pass struct {
 	kernel   string // the function's name in the module
 	src, dst bufRole
+	// extra are buffers passed after src and dst (an encoder's scratch and
+	// file lengths), for kernels that need more than two.
+	extra []bufRole
 	// tiles returns the blocks the kernel spends on a w×h×c source image and
 	// its entry's tiles_x (see the kernel's comment in its .cu file).
 	tiles func(w, h, c int64) (blocks, tilesX int64)
+	// units, when set, counts per-image records a kernel keeps in scratch
+	// (the encoder's blocks): each entry's reserved field is then the sum of
+	// units over the earlier images, the index of the image's first record.
+	units func(w, h, c int64) int64
 	// smem is the dynamic shared memory of a launch, from the op's Args; nil
 	// for none.
 	smem func(args any) uint32
+	// byDst makes tiles count over the destination image's shape instead of
+	// the source's (for stages whose output may be larger than their input).
+	byDst bool
 }
 
 // bufRole names which of a launch's buffers a pass reads or writes.
@@ -56,7 +83,20 @@ const (
 	roleSrc bufRole = iota
 	roleDst
 	roleScratch
+	roleLens // an encoder's file lengths (sched.OpCall.Lens)
 )
+
+// scratchSpec is a launcher's scratch memory.
+type scratchSpec struct {
+	// layout returns where passes with the scratch role find each image
+	// (nil when the kernels place their records themselves) and the bytes
+	// the batch needs.
+	layout func(src []BatchImage) ([]BatchImage, uint64)
+	// max bounds layout's size over n images of srcBytes pixel bytes in all.
+	max func(srcBytes uint64, n int) uint64
+	// align is the alignment the scratch pointer needs (0: none).
+	align uint64
+}
 
 // launch is a pass planned over one batch.
 type launch struct {
@@ -80,18 +120,27 @@ var launchers = map[string]*launcher{}
 // register adds the launcher of the stage called name; op files call it from
 // init.
 func register(name string, l *launcher) {
-	if _, dup := launchers[name]; dup || len(l.passes) == 0 {
-		panic("cudastage: launcher for " + name + " registered twice or without passes")
+	if _, dup := launchers[name]; dup || (len(l.passes) == 0) == (l.run == nil) || (l.run == nil) != (l.prepare == nil) {
+		panic("cudastage: launcher for " + name + " registered twice, or not with either passes or prepare and run")
 	}
 	launchers[name] = l
 }
 
-// launcherFor returns op's launcher after checking op's arguments.
+// launcherFor returns op's launcher after checking op's arguments, and that
+// an encoding op (op.Encode) goes to a launcher of its format and only there.
 func launcherFor(op sched.Op) (*launcher, error) {
 	l := launchers[op.Name]
 	switch {
 	case l == nil:
 		return nil, fmt.Errorf("stage %q has no GPU kernel", op.Name)
+	case l.encode != "" && op.Encode == nil:
+		return nil, fmt.Errorf("%s: the GPU %s kernels encode files, but the op has no encoding", op, op.Name)
+	case l.encode != "" && op.Encode.Format != l.encode:
+		return nil, fmt.Errorf("%s: format %q has no GPU encoder (the GPU encodes %s)", op, op.Encode.Format, l.encode)
+	case l.encode != "" && (op.Encode.Bound == nil || op.Hist):
+		return nil, fmt.Errorf("%s: an encoding op needs a Bound and cannot be a histogram", op)
+	case l.encode == "" && op.Encode != nil:
+		return nil, fmt.Errorf("%s: stage %s has no GPU encoder", op, op.Name)
 	case l.check != nil:
 		if err := l.check(op.Args); err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
@@ -118,15 +167,25 @@ func (l *launcher) plan(args any) []launch {
 // add appends the entries for images src → dst, giving each its blocks.
 func (p *launch) add(src, dst []BatchImage) {
 	p.entries = make([]entry, len(src))
+	var units int64
 	for i, s := range src {
-		blocks, tx := p.tiles(int64(s.W), int64(s.H), int64(s.C))
+		w, h, c := int64(s.W), int64(s.H), int64(s.C)
+		t := s
+		if p.byDst {
+			t = dst[i]
+		}
+		blocks, tx := p.tiles(int64(t.W), int64(t.H), int64(t.C))
 		p.entries[i] = entry{
 			srcOff: s.Off, dstOff: dst[i].Off,
 			w: int32(s.W), h: int32(s.H), c: int32(s.C),
 			srcStride: int32(s.Stride), dstStride: int32(dst[i].Stride),
 			block0: int32(min(p.blocks, math.MaxInt32)), tilesX: int32(tx),
+			reserve: int32(min(units, math.MaxInt32)),
 		}
 		p.blocks += int(blocks)
+		if p.units != nil {
+			units += p.units(w, h, c)
+		}
 	}
 }
 
@@ -140,11 +199,12 @@ func direct(kernel string, tiles func(w, h, c int64) (blocks, tilesX int64)) []p
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // TableBytes is the size of the launch tables of op over n images, which
-// EncodeTable writes and Run reads from device memory (0 for a stage without
-// a launcher, which the executor refuses anyway).
+// EncodeTable writes and Run reads from device memory: each pass's entries,
+// then the per-image extra records (0 for a stage without a launcher, which
+// the executor refuses anyway).
 func TableBytes(op sched.Op, n int) int {
 	if l := launchers[op.Name]; l != nil {
-		return len(l.passes) * n * kImgBytes
+		return len(l.passes)*n*kImgBytes + n*l.extra
 	}
 	return 0
 }
@@ -152,10 +212,10 @@ func TableBytes(op sched.Op, n int) int {
 // MaxScratchBytes bounds Batch.ScratchBytes for op over n images whose pixels
 // take srcBytes in all, for callers that size one scratch buffer per stream.
 func MaxScratchBytes(op sched.Op, srcBytes uint64, n int) uint64 {
-	if l := launchers[op.Name]; l == nil || !l.scratch {
-		return 0
+	if l := launchers[op.Name]; l != nil && l.scratch != nil {
+		return l.scratch.max(srcBytes, n)
 	}
-	return 2*srcBytes + ScratchAlign*uint64(n)
+	return 0
 }
 
 // Kernels are the batched kernels loaded into one CUDA context. Load them
@@ -166,34 +226,60 @@ func MaxScratchBytes(op sched.Op, srcBytes uint64, n int) uint64 {
 type Kernels struct {
 	mod cu.Module
 	fn  map[string]cu.Function
+
+	// user holds the modules and functions of user kernels (op_kernel.go),
+	// loaded by a launcher's prepare, by the op's Args.
+	mu   sync.Mutex
+	user map[any]userFunc
 }
 
-// LoadKernels loads the embedded kernels (kernels.Fatbin) into the current
+// LoadKernels loads the kernels (kernels.Image: the embedded fatbin, or the
+// file IMGPIPE_FATBIN names) into the current
 // context.
-func LoadKernels() (*Kernels, error) { return NewKernels(kernels.Fatbin) }
+func LoadKernels() (*Kernels, error) {
+	image, err := kernels.Image()
+	if err != nil {
+		return nil, err
+	}
+	return NewKernels(image)
+}
 
 // NewKernels loads kernels from a module image (a fatbin, cubin or PTX that
-// defines the kernel of every registered launcher) into the current context.
+// defines the kernel of every registered launcher, and the decoder's
+// orientation kernel) into the current context.
 func NewKernels(image []byte) (*Kernels, error) {
 	mod, err := cu.ModuleLoadData(image)
 	if err != nil {
 		return nil, fmt.Errorf("loading the imgpipe kernels: %w", err)
 	}
-	k := &Kernels{mod: mod, fn: map[string]cu.Function{}}
+	names := []string{orientKernel}
 	for _, l := range launchers {
 		for _, p := range l.passes {
-			if k.fn[p.kernel], err = mod.Function(p.kernel); err != nil {
-				mod.Unload()
-				return nil, fmt.Errorf("loading the imgpipe kernels: %w", err)
-			}
+			names = append(names, p.kernel)
+		}
+	}
+	k := &Kernels{mod: mod, fn: map[string]cu.Function{}, user: map[any]userFunc{}}
+	for _, name := range names {
+		if k.fn[name], err = mod.Function(name); err != nil {
+			mod.Unload()
+			return nil, fmt.Errorf("loading the imgpipe kernels: %w", err)
 		}
 	}
 	return k, nil
 }
 
-// Unload unloads the module; work already queued that uses it must be
-// finished.
-func (k *Kernels) Unload() error { return k.mod.Unload() }
+// Unload unloads the module and the user kernels' modules; work already
+// queued that uses them must be finished.
+func (k *Kernels) Unload() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var errs []error
+	for key, u := range k.user {
+		errs = append(errs, u.mod.Unload())
+		delete(k.user, key)
+	}
+	return errors.Join(append(errs, k.mod.Unload())...)
+}
 
 // Run queues the batch's kernels on stream s: for a histogram op first a
 // memset of its counts, then one launch per pass of the op's launcher. It
@@ -202,6 +288,9 @@ func (k *Kernels) Unload() error { return k.mod.Unload() }
 // sticky for a fault). An empty batch queues nothing.
 func (k *Kernels) Run(s cu.Stream, b *Batch, buf Buffers) error {
 	launches, err := b.plan()
+	if l := launchers[b.Op.Name]; err == nil && l.run != nil && len(b.Src) > 0 {
+		return l.run(k, s, b, buf)
+	}
 	if err != nil || len(launches) == 0 {
 		return err
 	}
@@ -222,9 +311,13 @@ func (k *Kernels) Run(s cu.Stream, b *Batch, buf Buffers) error {
 	}
 	n := int32(len(b.Src))
 	table := buf.Table
-	roles := [...]cu.DevicePtr{roleSrc: buf.Src, roleDst: buf.Dst, roleScratch: buf.Scratch}
+	roles := [...]cu.DevicePtr{roleSrc: buf.Src, roleDst: buf.Dst, roleScratch: buf.Scratch, roleLens: buf.Lens}
 	for _, p := range launches {
-		args := append([]any{&table, &n, &roles[p.src], &roles[p.dst]}, extra...)
+		args := []any{&table, &n, &roles[p.src], &roles[p.dst]}
+		for _, r := range p.extra {
+			args = append(args, &roles[r])
+		}
+		args = append(args, extra...)
 		if p.blocks > math.MaxUint32 {
 			return fmt.Errorf("%s: %s: grid of %d blocks", name, p.kernel, p.blocks)
 		}

@@ -48,6 +48,10 @@ func TestKernelConstants(t *testing.T) {
 		"V_TILE_Y":        kVTileY,
 		"MAX_BLUR_RADIUS": kMaxBlurRadius,
 		"MAX_BOX_RADIUS":  kMaxBoxRadius,
+		"PNG_BLOCK":       kPngBlock,
+		"PNG_REC_BYTES":   kPngRecBytes,
+		"PNG_STAGE_BYTES": kPngStageBytes,
+		"RESIZE_LANCZOS":  kResizeLanczos,
 	}
 	defineRe := regexp.MustCompile(`(?m)^[ \t]*#[ \t]*define[ \t]+IMGPIPE_(\w+)[ \t]+(\S+)`)
 	globalRe := regexp.MustCompile(`extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(`)
@@ -87,15 +91,23 @@ func TestKernelConstants(t *testing.T) {
 			t.Errorf("no kernel source defines IMGPIPE_%s", name)
 		}
 	}
-	launched := map[string]bool{}
+	// The file decoder's orientation kernel is launched by Kernels.Orient.
+	launched := map[string]bool{orientKernel: true}
+	if f := kernelIn[orientKernel]; f != "orient.cu" {
+		t.Errorf("kernel %s is in %q, want kernels/orient.cu", orientKernel, f)
+	}
 	for _, stage := range slices.Sorted(maps.Keys(launchers)) {
 		for _, p := range launchers[stage].passes {
 			launched[p.kernel] = true
+			file := stage + ".cu"
+			if stage == "save" {
+				file = "pngenc.cu" // save's GPU side is its png-fast encoder
+			}
 			switch f, ok := kernelIn[p.kernel]; {
 			case !ok:
 				t.Errorf("stage %s: no kernel source defines extern \"C\" __global__ %s", stage, p.kernel)
-			case f != stage+".cu":
-				t.Errorf("stage %s: kernel %s is in %s, want kernels/%s.cu", stage, p.kernel, f, stage)
+			case f != file:
+				t.Errorf("stage %s: kernel %s is in %s, want kernels/%s", stage, p.kernel, f, file)
 			}
 		}
 	}
@@ -171,6 +183,17 @@ func TestLauncherFor(t *testing.T) {
 		{"blur no args", sched.Op{Name: "blur"}, "launch arguments are <nil>"},
 		{"box int32 args", sched.Op{Name: "boxblur", Args: int32(3)}, "launch arguments are int32, want the int radius"},
 		{"box no args", sched.Op{Name: "boxblur"}, "launch arguments are <nil>"},
+		{"flip v", opOf("flip axis=v"), ""},
+		{"flip bad axis", sched.Op{Name: "flip", Args: stages.Axis("d")}, `flip axis "d"`},
+		{"flip string args", sched.Op{Name: "flip", Args: "h"}, "launch arguments are string, want stages.Axis"},
+		{"rotate 270", opOf("rotate angle=270"), ""},
+		{"rotate 45", sched.Op{Name: "rotate", Args: 45}, "rotate angle 45"},
+		{"crop gravity", opOf("crop width=5 gravity=center"), ""},
+		{"crop negative", sched.Op{Name: "crop", Args: stages.CropSpec{X: -1}}, "may be negative"},
+		{"crop no args", sched.Op{Name: "crop"}, "launch arguments are <nil>"},
+		{"resize cover", opOf("resize width=9 height=4 fit=cover filter=linear"), ""},
+		{"resize no size", sched.Op{Name: "resize", Args: stages.ResizeSpec{Fit: stages.FitExact, Filter: stages.FilterArea}}, "give width, height or both"},
+		{"resize bad filter", sched.Op{Name: "resize", Args: stages.ResizeSpec{Width: 3, Fit: stages.FitExact, Filter: "cubic"}}, `unknown filter "cubic"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -196,7 +219,14 @@ func TestStagesMatchRegistry(t *testing.T) {
 		}
 	}
 	sort.Strings(gpu)
-	have := slices.Sorted(maps.Keys(launchers))
+	// Encoders are ops the planner makes for a segment's save stage
+	// (sched.Op.Encode), not stages with GPU launch arguments.
+	var have []string
+	for _, n := range slices.Sorted(maps.Keys(launchers)) {
+		if launchers[n].encode == "" {
+			have = append(have, n)
+		}
+	}
 	if len(gpu) == 0 {
 		t.Fatal("pipeline.Builtin has no stage with a GPU implementation")
 	}
@@ -210,8 +240,11 @@ func TestStagesMatchRegistry(t *testing.T) {
 			t.Errorf("launcher %s is registered but pipeline.Builtin has no stage %s with GPU set", n, n)
 		}
 	}
-	for _, n := range gpu {
-		op := opOf(n)
+	for _, n := range fatbinStages() { // the kernel stage's op needs a source
+		if launchers[n].encode != "" {
+			continue
+		}
+		op := opOf(stageSpec(n))
 		if op.Name != n {
 			t.Errorf("stage %s binds an op named %q", n, op.Name)
 		}
@@ -227,7 +260,7 @@ func TestStagesMatchRegistry(t *testing.T) {
 // and functions that read the op's Args only exist where check validated
 // them first.
 func TestLauncherPasses(t *testing.T) {
-	for _, name := range slices.Sorted(maps.Keys(launchers)) {
+	for _, name := range fatbinStages() {
 		l := launchers[name]
 		n := len(l.passes)
 		if n == 0 {
@@ -237,11 +270,17 @@ func TestLauncherPasses(t *testing.T) {
 		usesScratch := false
 		for i, p := range l.passes {
 			wantSrc, wantDst := roleScratch, roleScratch
-			if i == 0 {
+			if i == 0 || p.extra != nil { // a pass with extra buffers reads the source itself
 				wantSrc = roleSrc
 			}
-			if i == n-1 {
+			if i == n-1 || p.extra != nil {
 				wantDst = roleDst
+			}
+			for _, r := range p.extra {
+				usesScratch = usesScratch || r == roleScratch
+				if r == roleLens && l.encode == "" {
+					t.Errorf("%s pass %d: a pixel stage is given the lengths buffer", name, i)
+				}
 			}
 			if p.src != wantSrc || p.dst != wantDst {
 				t.Errorf("%s pass %d (%s): reads role %d, writes role %d, want %d, %d", name, i, p.kernel, p.src, p.dst, wantSrc, wantDst)
@@ -254,7 +293,7 @@ func TestLauncherPasses(t *testing.T) {
 				t.Errorf("%s pass %d: shared memory from unchecked Args", name, i)
 			}
 		}
-		if usesScratch != l.scratch {
+		if usesScratch != (l.scratch != nil) {
 			t.Errorf("%s: scratch %v, but its passes use scratch: %v", name, l.scratch, usesScratch)
 		}
 		if l.params != nil && l.check == nil {

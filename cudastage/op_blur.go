@@ -11,7 +11,7 @@ import (
 func init() {
 	register("blur", &launcher{
 		passes:  separable("imgpipe_blur_h", "imgpipe_blur_v", func(args any) int { return len(args.([]uint32)) / 2 }),
-		scratch: true,
+		scratch: separableScratch,
 		check:   checkTaps,
 		params: func(args any) []any {
 			taps := args.([]uint32)

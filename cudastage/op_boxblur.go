@@ -7,7 +7,7 @@ import "fmt"
 func init() {
 	register("boxblur", &launcher{
 		passes:  separable("imgpipe_box_h", "imgpipe_box_v", func(args any) int { return args.(int) }),
-		scratch: true,
+		scratch: separableScratch,
 		check: func(args any) error {
 			r, ok := args.(int)
 			if !ok {

@@ -6,37 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
-	"github.com/imgpipe/imgpipe/kernels"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
 // GPU tests of the batched kernels: every kernel against the stages CPU
 // reference, bit for bit, on random images.
-//
-// IMGPIPE_FATBIN, when set, names a fatbin file to test instead of the
-// embedded one: on the GPU machine, build.sh's fresh output can be tested in
-// the same session that builds it, before it is committed.
+// With IMGPIPE_FATBIN set (kernels.EnvFatbin), every GPU test, this one and
+// the engine's, runs build.sh's fresh output instead of the embedded fatbin.
 
 // testKernels loads the kernels into the current context (inside g.Do).
 func testKernels(t testing.TB) *Kernels {
 	t.Helper()
-	image := kernels.Fatbin
-	if p := os.Getenv("IMGPIPE_FATBIN"); p != "" {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		image = b
-		t.Logf("kernels from %s (%d bytes)", p, len(b))
-	}
-	k, err := NewKernels(image)
+	k, err := LoadKernels()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +275,15 @@ func testOps() []sched.Op {
 	for _, r := range []int{0, 1, 5, 15} {
 		ops = append(ops, opOf(fmt.Sprintf("boxblur radius=%d", r)))
 	}
+	// The geometry stages: every flip, rotation and filter, each resize
+	// shrinking some images of the batch and enlarging others.
+	for _, spec := range []string{"flip axis=h", "flip axis=v", "rotate angle=90", "rotate angle=180", "rotate angle=270",
+		"crop x=5 y=3 width=20 height=30", "crop width=100 height=7 gravity=southeast", "crop width=9 gravity=center",
+		"resize width=256 height=256 fit=inside filter=lanczos3", "resize width=97 height=61 filter=area",
+		"resize width=640 height=300 fit=cover filter=linear", "resize width=1500 filter=lanczos3",
+		"resize height=40 filter=area", "resize width=300 height=300 fit=cover filter=lanczos3"} {
+		ops = append(ops, opOf(spec))
+	}
 	return ops
 }
 
@@ -297,7 +293,12 @@ func opName(op sched.Op) string {
 	case []uint32: // blur taps
 		return fmt.Sprintf("%s-r%d", op.Name, len(a)/2)
 	case int: // boxblur radius
-		return fmt.Sprintf("%s-r%d", op.Name, a)
+		if op.Name == "boxblur" {
+			return fmt.Sprintf("%s-r%d", op.Name, a)
+		}
+	}
+	if op.Args != nil { // the geometry stages: their canonical spec
+		return op.Spec
 	}
 	return op.Name
 }
@@ -342,7 +343,7 @@ func TestGPUKernelsMatchCPU(t *testing.T) {
 
 // loadTestKernels loads the kernels through g.Do and unloads them when the
 // test ends.
-func loadTestKernels(t *testing.T, g *GPU) *Kernels {
+func loadTestKernels(t testing.TB, g *GPU) *Kernels {
 	t.Helper()
 	var k *Kernels
 	if err := g.Do(func() error { k = testKernels(t); return nil }); err != nil {

@@ -2,7 +2,6 @@ package cudastage
 
 import (
 	"encoding/binary"
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -227,6 +226,39 @@ var tilings = map[string]tiling{
 	"imgpipe_box_h":  {samples: true, work: hTiling},
 	"imgpipe_blur_v": {samples: true, work: vTiling},
 	"imgpipe_box_v":  {samples: true, work: vTiling},
+	// The PNG encoder: a block's CTA covers the samples of its 64 KiB of the
+	// filtered stream (the rows' filter bytes are no samples); the layout
+	// pass has one CTA per image.
+	"imgpipe_png_plan": {samples: true, work: pngTiling},
+	"imgpipe_png_pack": {samples: true, work: pngTiling},
+	"imgpipe_png_layout": {samples: true, work: func(e entry, _ int, mark func(x, y int)) {
+		rect(e, 0, int(e.w*e.c), int(e.h), int(e.w*e.c), mark)
+	}},
+	"imgpipe_flip":   {work: pixelTiling},
+	"imgpipe_rotate": {work: pixelTiling},
+	"imgpipe_crop":   {work: pixelTiling},
+	"imgpipe_resize": {work: pixelTiling},
+}
+
+// pngTiling: block tile of an image's filtered stream, rows of 1 + w·c bytes.
+func pngTiling(e entry, tile int, mark func(x, y int)) {
+	rowlen := 1 + int(e.w*e.c)
+	n := rowlen * int(e.h)
+	for p := tile * kPngBlock; p < min((tile+1)*kPngBlock, n); p++ {
+		if j := p % rowlen; j > 0 {
+			mark(j-1, p/rowlen)
+		}
+	}
+}
+
+// pixelTiling: the geometry kernels, one thread per destination pixel in
+// row-major order, 256 per block (for rotate the destination has the
+// source's pixel count, which is all the model counts).
+func pixelTiling(e entry, tile int, mark func(x, y int)) {
+	n := int(e.w) * int(e.h)
+	for p := tile * kThreads; p < min((tile+1)*kThreads, n); p++ {
+		mark(p%int(e.w), p/int(e.w))
+	}
 }
 
 // hTiling: the horizontal separable pass, kHTile samples of kHRows rows.
@@ -303,12 +335,17 @@ func TestLaunchTables(t *testing.T) {
 	// Every stage with a launcher, with its default parameters unless given
 	// here.
 	specs := map[string]string{"blur": "blur sigma=1.5", "boxblur": "boxblur radius=5"}
-	for _, name := range slices.Sorted(maps.Keys(launchers)) {
+	for _, name := range fatbinStages() {
 		spec, ok := specs[name]
 		if !ok {
-			spec = name
+			spec = stageSpec(name)
 		}
-		op := opOf(spec)
+		var op sched.Op
+		if launchers[name].encode != "" {
+			op = pngTestOp() // an encoder's op is made by the planner, not from a spec
+		} else {
+			op = opOf(spec)
+		}
 		t.Run(op.String(), func(t *testing.T) {
 			b := &Batch{Op: op, Src: src}
 			if b.Dst, _, err = Outputs(op, src, 256); err != nil {
@@ -330,7 +367,11 @@ func TestLaunchTables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			es := decodeTable(buf[:TableBytes(op, len(src))])
+			entryBytes := len(launches) * len(src) * kImgBytes
+			if l := launchers[op.Name]; entryBytes+len(src)*l.extra != TableBytes(op, len(src)) {
+				t.Fatalf("TableBytes %d, want %d entries and %d extra records", TableBytes(op, len(src)), entryBytes/kImgBytes, len(src))
+			}
+			es := decodeTable(buf[:entryBytes])
 			if len(es) != len(launches)*len(src) {
 				t.Fatalf("%d entries for %d launches", len(es), len(launches))
 			}
@@ -351,17 +392,24 @@ func TestLaunchTables(t *testing.T) {
 				if p.src == roleScratch {
 					from = tmp
 				}
-				total := 0
+				total, units := 0, int64(0)
 				for i, e := range part {
 					s, d := from[i], to[i]
 					if e.srcOff != s.Off || e.dstOff != d.Off || int(e.srcStride) != s.Stride || int(e.dstStride) != d.Stride ||
-						int(e.w) != s.W || int(e.h) != s.H || int(e.c) != s.C || e.reserve != 0 {
+						int(e.w) != s.W || int(e.h) != s.H || int(e.c) != s.C || int64(e.reserve) != units {
 						t.Errorf("pass %d entry %d = %+v, source %+v, destination %+v", pi, i, e, s, d)
 					}
 					if int(e.block0) != total {
 						t.Errorf("pass %d entry %d: block0 %d, want %d", pi, i, e.block0, total)
 					}
-					n, tx := p.tiles(int64(s.W), int64(s.H), int64(s.C))
+					if p.units != nil {
+						units += p.units(int64(s.W), int64(s.H), int64(s.C))
+					}
+					ts := s
+					if p.byDst {
+						ts = d
+					}
+					n, tx := p.tiles(int64(ts.W), int64(ts.H), int64(ts.C))
 					if int64(e.tilesX) != tx {
 						t.Errorf("pass %d entry %d: tiles_x %d, want %d", pi, i, e.tilesX, tx)
 					}
@@ -369,6 +417,12 @@ func TestLaunchTables(t *testing.T) {
 				}
 				if total != p.blocks {
 					t.Errorf("pass %d: %d blocks, entries add up to %d", pi, p.blocks, total)
+				}
+				if p.byDst { // the model counts over the destination's pixels
+					part = slices.Clone(part)
+					for i := range part {
+						part[i].w, part[i].h = int32(to[i].W), int32(to[i].H)
+					}
 				}
 				covered(t, p.kernel, part, p.blocks)
 			}

@@ -12,6 +12,22 @@ const (
 	kVTileY = 64   // vertical pass: rows per block
 )
 
+// separableScratch keeps each image's uint16 intermediate (rows of 2·W·C
+// bytes, images aligned to ScratchAlign).
+var separableScratch = &scratchSpec{
+	layout: func(src []BatchImage) ([]BatchImage, uint64) {
+		out := make([]BatchImage, len(src))
+		var off uint64
+		for i, s := range src {
+			off = alignUp(off, ScratchAlign)
+			out[i] = BatchImage{W: s.W, H: s.H, C: s.C, Off: off, Stride: 2 * s.W * s.C}
+			off += 2 * uint64(s.W) * uint64(s.H) * uint64(s.C)
+		}
+		return out, off
+	},
+	max: func(srcBytes uint64, n int) uint64 { return 2*srcBytes + ScratchAlign*uint64(n) },
+}
+
 // separable returns the two passes of a separable filter whose kernels are h
 // and v; radius gives the filter radius from the op's arguments, which sizes
 // the vertical pass's shared memory ((64 + 2r) rows of 64 uint16).

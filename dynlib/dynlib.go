@@ -166,5 +166,5 @@ func Open(s Spec) (*Lib, error) {
 
 type notFound struct{ msg string }
 
-func (e *notFound) Error() string { return e.msg }
+func (e *notFound) Error() string   { return e.msg }
 func (e *notFound) Is(t error) bool { return t == ErrNotFound }

@@ -14,6 +14,8 @@ package kernels
 
 import (
 	_ "embed"
+	"fmt"
+	"os"
 	"strings"
 )
 
@@ -28,3 +30,22 @@ var recordedHash string
 // SourceHash is the hash of the sources Fatbin was built from, as build.sh
 // recorded it (see build.sh).
 var SourceHash = strings.TrimSpace(recordedHash)
+
+// EnvFatbin names a fatbin file that Image returns instead of the embedded
+// one: for kernel work on a GPU machine, to run a fatbin just rebuilt by
+// build.sh without rebuilding imgpipe or its tests.
+const EnvFatbin = "IMGPIPE_FATBIN"
+
+// Image returns the fatbin to load: the file EnvFatbin names when it is set,
+// else Fatbin.
+func Image() ([]byte, error) {
+	path := os.Getenv(EnvFatbin)
+	if path == "" {
+		return Fatbin, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvFatbin, err)
+	}
+	return b, nil
+}

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/libwebp"
 )
 
 // The builtin stages. Their semantics are those of DESIGN.md ("Reference semantics"); the
@@ -33,28 +34,37 @@ allocated; bigger images fail with a clear error. JPEG EXIF orientation is appli
 unless orient=false. Inputs that are already pixels (Go API) only get the pixel check.
 backend=turbo decodes JPEG with libjpeg-turbo (libturbojpeg.so.0, loaded at run time),
 4-5x faster than Go's decoder but not bit-identical to it (a different IDCT and chroma
-upsampling); the default, go, gives the same pixels on every machine.`,
+upsampling); backend=go gives the same pixels on every machine. The default, auto, is
+turbo where the library loads and go otherwise (saying once how to install it); the
+report names each input's decoder.`,
 	Params: []ParamSpec{
 		{Name: "max_pixels", Kind: Int, Default: int64(stages.DefaultMaxPixels), Range: &Range{Min: 1, Max: 1 << 40},
 			Help: "refuse images with more pixels than this (width×height)"},
 		{Name: "orient", Kind: Bool, Default: true,
 			Help: "apply the JPEG EXIF orientation"},
-		{Name: "backend", Kind: Enum, Default: string(stages.JPEGGo), Values: []string{string(stages.JPEGGo), string(stages.JPEGTurbo)},
-			Help: "JPEG decoder: go (same pixels everywhere) or turbo (libjpeg-turbo, faster)"},
+		{Name: "backend", Kind: Enum, Default: string(stages.JPEGAuto), Values: decodeBackends(),
+			Help: "JPEG decoder: auto (GPU engines on a GPU run, else turbo if it loads, else go), go (same pixels everywhere), turbo (libjpeg-turbo) or nvjpeg (every JPEG the GPU takes)"},
 	},
 	NewDecoder: func(p Params) (*Decoder, error) {
-		opt := stages.DecodeOptions{MaxPixels: p.Int("max_pixels"), Orient: p.Bool("orient"), JPEG: stages.JPEGBackend(p.Str("backend"))}
+		backend := p.Str("backend")
+		opt := stages.DecodeOptions{MaxPixels: p.Int("max_pixels"), Orient: p.Bool("orient"), JPEG: cpuJPEG(backend)}
 		if err := opt.JPEG.Check(); err != nil {
 			return nil, err
 		}
+		var note string
+		opt.JPEG, note = stages.ResolveJPEGBackend(opt.JPEG) // once per run, not per file
 		return &Decoder{
+			Backend:   backend,
+			CPUJPEG:   string(opt.JPEG),
+			Header:    func(data []byte) (stages.Header, error) { return stages.CheckFile(data, opt) },
 			MaxPixels: opt.MaxPixels,
-			Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, error) {
-				return stages.Decode(data, opt, alloc)
+			Note:      note,
+			Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, string, error) {
+				m, by, err := stages.DecodeBy(data, opt, alloc)
+				return m, string(by), err
 			},
-			Pixels: func(data []byte) (int64, error) {
-				h, err := stages.DecodeHeader(data, opt)
-				return int64(h.W) * int64(h.H), err
+			Cost: func(head []byte, size int64) (stages.Cost, error) {
+				return stages.DecodeCost(head, size, opt)
 			},
 			Head: func(head []byte) error {
 				if len(head) == 0 {
@@ -99,9 +109,12 @@ var blurDef = &StageDef{
 	Name: stageBlur,
 	Kind: PixelKind,
 	Help: "Gaussian blur of each channel, integer taps, replicated borders",
-	Doc: `Separable Gaussian with radius max(1, ceil(3·sigma)) and integer taps summing to 16384,
-computed once per run. Borders replicate the edge pixels. Exact integer arithmetic, so
-CPU and GPU give the same bits.`,
+	Doc: `Separable Gaussian with radius r = max(1, ceil(3·sigma)) and integer taps, computed
+once per run: g_i = exp(-i²/(2·sigma²)) in float64 for i in [-r, r], w_i = round(g_i/Σg ·
+16384) with halves away from zero, then w_0 += 16384 - Σw so the taps sum to 16384.
+Borders replicate the edge pixels (coordinates clamped). Horizontal pass: h = Σ w_i ·
+p(x+i, y), stored as h16 = (h + 32) >> 6. Vertical pass: v = Σ w_j · h16(x, y+j), output
+(v + 2^21) >> 22. Exact integer arithmetic, so CPU and GPU give the same bits.`,
 	Params: []ParamSpec{
 		{Name: "sigma", Kind: Float, Default: 1.0, Range: &Range{Min: 0, Max: stages.MaxBlurSigma, MinOpen: true},
 			Help: "standard deviation in pixels"},
@@ -168,33 +181,40 @@ bins. The image passes through unchanged; the counts go to the report.`,
 	GPU: NoLaunchArgs,
 }
 
-// pngCompressions are save's compression settings. The default, fast, is the closest that Go's
-// compress/flate comes to OpenCV's default (zlib level 1 with the Z_RLE strategy): on blurred
-// photos it encoded 3-4x faster than level 1 and gave files as small or smaller. Every setting
-// is lossless.
+// pngCompressions are save's compression settings. The default, fast, is imgpipe's own encoding
+// (stages/pngfast, docs/png-fast.md): Sub filter and Huffman-only deflate in independent blocks,
+// the same bytes on CPU and GPU, several times faster than zlib level 1 with files about as small
+// on photos. Every setting is lossless.
 var pngCompressions = []string{"fast", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
 
 var saveDef = &StageDef{
 	Name: stageSave,
 	Kind: SinkKind,
-	Help: "write the image into the output folder (PNG or JPEG)",
+	Help: "write the image into the output folder (PNG, JPEG, WebP, TIFF or NumPy .npy)",
 	Doc: `Writes the image under the output folder at the input's relative path with the
-extension replaced (.png or .jpg). Writes are atomic: a temporary file, fsync, rename,
-so an output is never partial. When several inputs in one folder share a stem
-(a.jpg, a.png), each is saved as stem.origext.fmt (a.jpg.png, a.png.png).`,
+extension replaced (.png, .jpg, .webp, .tif or .npy). Writes are atomic: a temporary
+file, fsync, rename, so an output is never partial. When several inputs in one folder
+share a stem (a.jpg, a.png), each is saved as stem.origext.fmt (a.jpg.png, a.png.png).
+png and tiff are lossless (gray stays gray; TIFF RGB carries an opaque alpha sample);
+jpeg is baseline 4:2:0; webp is lossy at quality, or lossless with lossless=true
+(libwebp.so.7, loaded at run time; IMGPIPE_LIBWEBP names another file; gray is
+written as RGB); npy is the uint8 array of shape (H, W, C) that numpy.load returns as
+is, C = 1 included.`,
 	Params: []ParamSpec{
-		{Name: "format", Kind: Enum, Default: "png", Values: []string{"png", "jpeg"},
-			Help: "file format; png is lossless"},
+		{Name: "format", Kind: Enum, Default: stages.SaveFormats()[0], Values: stages.SaveFormats(),
+			Help: "file format; png, tiff, npy and webp lossless=true are lossless"},
 		{Name: "quality", Kind: Int, Default: int64(stages.DefaultJPEGQuality), Range: &Range{Min: 1, Max: 100},
-			Help: "JPEG quality (jpeg only)"},
+			Help: "JPEG and lossy WebP quality"},
+		{Name: "lossless", Kind: Bool, Default: false,
+			Help: "WebP: lossless instead of quality"},
 		{Name: "compression", Kind: Enum, Default: "fast", Values: pngCompressions,
-			Help: "PNG: fast (Sub filter, Huffman coding only, like OpenCV's default RLE), 1..9 zlib level, 0 stores"},
+			Help: "PNG: fast (imgpipe's own Huffman-only encoding, same bytes on CPU and GPU), 1..9 zlib level, 0 stores; TIFF: 0 stores, else Deflate"},
 	},
 	NewEncoder: func(p Params) (*Encoder, error) {
-		opt := stages.SaveOptions{Format: p.Str("format"), Quality: int(p.Int("quality"))}
+		opt := stages.SaveOptions{Format: p.Str("format"), Quality: int(p.Int("quality")), Lossless: p.Bool("lossless")}
 		switch c := p.Str("compression"); c {
 		case "fast":
-			opt.Compression = stages.PNGHuffmanOnly
+			opt.Compression = stages.PNGFast
 		case "0":
 			opt.Compression = stages.PNGNoCompression
 		default:
@@ -203,20 +223,28 @@ so an output is never partial. When several inputs in one folder share a stem
 		if err := opt.Validate(); err != nil {
 			return nil, err
 		}
-		ext := "png"
-		if opt.Format == "jpeg" {
-			ext = "jpg"
+		if opt.Format == "webp" {
+			// Found when the chain is compiled, before anything runs: a spec error that says
+			// how to install the library.
+			if err := libwebp.Available(); err != nil {
+				return nil, err
+			}
 		}
-		return &Encoder{Ext: ext, Encode: func(w io.Writer, m *stages.Image) error {
+		enc := &Encoder{Ext: stages.FormatExt(opt.Format), Name: encoderName(opt), Encode: func(w io.Writer, m *stages.Image) error {
 			return stages.Encode(w, m, opt)
-		}}, nil
+		}}
+		if enc.Name == pngFast {
+			enc.DeviceOp = pngFastOp()
+		}
+		return enc, nil
 	},
 }
 
 func sameShape(in stages.Shape, _ Params) (stages.Shape, bool) { return in, false }
 
 // Builtin is the registry of the builtin stages.
-var Builtin = mustRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, saveDef)
+var Builtin = mustRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, kernelDef, saveDef,
+	resizeDef, cropDef, flipDef, rotateDef)
 
 func mustRegistry(defs ...*StageDef) *Registry {
 	r, err := NewRegistry(defs...)

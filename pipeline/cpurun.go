@@ -65,8 +65,9 @@ func (r *runner) process(it *item, w *worker) {
 		}
 	}()
 	t0 := time.Now()
-	img, owned, release, err := r.decode(it.in, &w.bufs)
+	img, decoder, owned, release, err := r.decode(it.in, &w.bufs)
 	r.span(w.track, stage, it.in.Name, t0)
+	it.res.Decoder = decoder
 	if err != nil {
 		if r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()) {
 			it.dropped = true // interrupted while waiting for memory: never started
@@ -94,6 +95,7 @@ func (r *runner) cpuChain(it *item, w *worker, img *stages.Image, owned bool) {
 	if r.plan.HasHistogram() {
 		res.Histogram = new([256]uint64)
 	}
+	chainStart := time.Now()
 	for _, ps := range r.plan.Pixels {
 		stage = ps.Def.Name
 		t0 := time.Now()
@@ -111,8 +113,9 @@ func (r *runner) cpuChain(it *item, w *worker, img *stages.Image, owned bool) {
 		}
 		img, owned = dst, true
 	}
+	since(&r.phases.chain, chainStart)
 	res.Image = img
-	r.store(it, w.track)
+	r.store(it, w.track, nil)
 	if res.Image == nil && owned {
 		sc.put(img) // the sink is done with it
 	}

@@ -31,14 +31,14 @@ func ExampleParseSpec() {
 	}
 	fmt.Println(pipeline.FormatSpec(steps))
 
-	_, err = pipeline.ParseSpec("decode | blurr sigma=1.5 | save format=gif")
+	_, err = pipeline.ParseSpec("decode | blurr sigma=1.5 | save format=pgn")
 	for _, e := range pipeline.Errors(err) {
 		fmt.Println(e)
 	}
 	// Output:
 	// decode | grayscale | blur sigma=1.5 | save format=png
 	// col 10: unknown stage "blurr" (did you mean "blur"?)
-	// col 40: save: format=gif: want one of png, jpeg
+	// col 40: save: format=pgn: want one of png, jpeg, webp, tiff, npy (did you mean "png"?)
 }
 
 func ExampleNew() {
@@ -182,5 +182,5 @@ func ExampleRegistry_Parse() {
 	// .....######.....
 	// ................
 	// 56 white, 72 black
-	// col 10: unknown stage "threshold" (stages: blur, boxblur, decode, grayscale, histogram, save, transpose)
+	// col 10: unknown stage "threshold" (stages: blur, boxblur, crop, decode, flip, grayscale, histogram, kernel, resize, rotate, save, transpose)
 }

@@ -76,7 +76,7 @@ func DefaultSlotBytes(batch int) int { return batch * int(alignTo(1920*1080*3, s
 // The upper bounds of streams, batch and pinned_mb are the executor's limits.
 var executionSettings = []ParamSpec{
 	{Name: "device", Kind: Enum, Default: "auto", Values: []string{"auto", "cpu", "cuda"},
-		Help: "where pixel stages run: auto uses a working GPU, else the CPU"},
+		Help: "where pixel stages run: auto uses a working GPU, else the CPU; gpu means cuda"},
 	{Name: "gpu", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: MaxGPUOrdinal},
 		Help: "which GPU auto and cuda use, counting from 0 (see 'imgpipe devices')"},
 	{Name: "streams", Kind: Int, Default: int64(DefaultStreams), Range: &Range{Min: 1, Max: sched.MaxStreams},
@@ -87,7 +87,8 @@ var executionSettings = []ParamSpec{
 		Help: "page-locked memory for the GPU's batch slots, in MiB (GPU only); 0 sizes each slot for batch 1080p frames"},
 	{Name: "max_memory_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 1 << 24},
 		Help: fmt.Sprintf("memory the images being decoded and processed at once may take together, in MiB "+
-			"(16 bytes per pixel each, from its header); 0 means %d", DefaultMemoryBudget>>20)},
+			"(each: its file, the decoder's working set and the chain's buffers, charged from its header before it is read; "+
+			"also sets Go's memory limit); 0 means %d", DefaultMemoryBudget>>20)},
 	{Name: "workers", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 4096},
 		Help: "images processed at once on the CPU (on a GPU: decode workers, and as many save workers); 0 means one per core"},
 	{Name: "on_error", Kind: Enum, Default: "skip", Values: []string{"skip", "fail"},
@@ -207,6 +208,9 @@ func (e *Execution) Set(name string, v any) error {
 // SetText is Set for a value written as text, such as a YAML scalar ("4", "true", "fail"):
 // it parses the text as the setting's type, validates it and stores it.
 func (e *Execution) SetText(name, s string) error {
+	if name == "device" && s == "gpu" {
+		s = "cuda" // what users type for the GPU; cuda is the value's one name
+	}
 	ps, err := executionSetting(name)
 	if err != nil {
 		return err

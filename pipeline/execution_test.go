@@ -103,6 +103,12 @@ func TestExecutionSetText(t *testing.T) {
 	if err := e.SetText("on_error", "fail"); err != nil || e.OnError != "fail" {
 		t.Errorf("SetText(on_error, fail): %v, on_error %s", err, e.OnError)
 	}
+	if err := e.SetText("device", "gpu"); err != nil || e.Device != "cuda" {
+		t.Errorf("SetText(device, gpu): %v, device %s; want cuda", err, e.Device)
+	}
+	if err := e.SetText("device", "GPU"); err == nil {
+		t.Errorf("SetText(device, GPU): no error; values are exact, as cuda's and cpu's are")
+	}
 }
 
 // The settings table owns every default, range and help line: each entry is consistent,
@@ -139,7 +145,7 @@ func TestExecutionSettingsTable(t *testing.T) {
 	streams, _ := ExecutionSetting("streams")
 	resume, _ := ExecutionSetting("resume")
 	for ps, want := range map[*ParamSpec]string{
-		&device:  "where pixel stages run: auto uses a working GPU, else the CPU (auto|cpu|cuda)",
+		&device:  "where pixel stages run: auto uses a working GPU, else the CPU; gpu means cuda (auto|cpu|cuda)",
 		&streams: "CUDA streams (GPU only) (1..64)",
 		&resume:  resume.Help,
 	} {
@@ -160,7 +166,7 @@ func TestGPURunDefaultsFromSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev := fakeGPU(t, schedtest.FakeConfig{})
-	g, err := newGPURun(plan, Options{GPU: &GPUOptions{Device: dev}})
+	g, err := newGPURun(plan, Options{GPU: &GPUOptions{Device: dev}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

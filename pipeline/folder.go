@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,30 +10,32 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
-// imageExts are the file extensions taken as images, compared in lower case.
-var imageExts = map[string]bool{
-	".jpg": true, ".jpeg": true, ".png": true, ".gif": true, ".bmp": true,
-	".tif": true, ".tiff": true, ".webp": true,
-}
-
-// IsImageName reports whether a file name has one of the image extensions the folder
-// source takes: jpg jpeg png gif bmp tif tiff webp, in any case.
-func IsImageName(name string) bool {
-	return imageExts[strings.ToLower(filepath.Ext(name))]
-}
-
 // Folder returns a source that walks dir recursively and yields its image files (by
-// extension, see IsImageName) in a deterministic order: each folder's entries sorted by
+// extension, see IsImageName) in a deterministic order: FolderSelect with the zero
+// Selection.
+func Folder(dir string, exclude ...string) Source {
+	return FolderSelect(dir, Selection{}, exclude...)
+}
+
+// FolderSelect returns a source that walks dir recursively and yields the files sel takes
+// (matched on their path relative to dir) in a deterministic order: each folder's entries sorted by
 // name, subfolders walked where they sort. Folders in exclude (typically the output folder,
 // when it lies inside the input folder) are not entered. Symbolic links to files are
-// followed; links to folders are not, so a link cycle cannot trap the walk. Anything that is
-// not a regular file (a FIFO, a device) is ignored, so reading never blocks.
+// followed; links to folders are not, so a link cycle cannot trap the walk. An entry with an
+// image name that is not a regular file (a broken link, a link loop, a link to a folder, a
+// FIFO, a device) is never read, so reading never blocks, but it is not left out silently
+// either: it is yielded with Input.Err saying why ("walk: broken symbolic link"), so the
+// report lists it as failed. Each input carries its file's size and modification time.
 //
 // Output names (Input.OutStem) follow the clash rule: a file's output is its relative path
-// with the extension replaced by the save format's, except when several image files in one
-// folder share a stem (a.jpg, a.png, a.JPG, compared without case): then EACH of them keeps
+// with the extension replaced by the save format's, except when several selected files in
+// one folder share a stem (a.jpg, a.png, a.JPG, compared without case): then EACH of them keeps
 // its extension before the new one (a.jpg.png, a.png.png, a.JPG.png). The result is
 // deterministic and independent of the walk's progress. If a name still collides (with
 // a.jpg, a.png and a.png.jpg saved as png, a.png becomes a.png.png because it shares its stem
@@ -40,12 +43,13 @@ func IsImageName(name string) bool {
 // input fails with an error saying so and nothing is overwritten.
 //
 // Memory holds one folder listing per level of the current path, not the whole tree.
-func Folder(dir string, exclude ...string) Source {
-	return &folderSource{root: dir, exclude: exclude}
+func FolderSelect(dir string, sel Selection, exclude ...string) Source {
+	return &folderSource{root: dir, sel: sel, exclude: exclude}
 }
 
 type folderSource struct {
 	root    string
+	sel     Selection
 	exclude []string
 	skip    []os.FileInfo
 	stack   []*dirList
@@ -62,6 +66,8 @@ type dirEntry struct {
 	name    string
 	dir     bool
 	outStem string
+	size    int64
+	modTime time.Time
 	err     error
 }
 
@@ -99,10 +105,8 @@ func (s *folderSource) Next(ctx context.Context) (Input, error) {
 		top.i++
 		rel := path.Join(top.rel, e.name)
 		if !e.dir {
-			in := Input{Name: rel, Path: filepath.Join(s.root, filepath.FromSlash(rel)), OutStem: e.outStem}
-			if e.err != nil {
-				in.Err = e.err
-			}
+			in := Input{Name: rel, Path: filepath.Join(s.root, filepath.FromSlash(rel)), OutStem: path.Join(top.rel, e.outStem),
+				Size: e.size, ModTime: e.modTime, Err: e.err}
 			return in, nil
 		}
 		if s.excluded(rel) {
@@ -142,63 +146,133 @@ func (s *folderSource) list(rel string) (*dirList, error) {
 	l := &dirList{rel: rel}
 	for _, de := range des {
 		name := de.Name()
-		switch t := de.Type(); {
-		case t.IsDir():
+		if de.IsDir() {
 			l.entries = append(l.entries, dirEntry{name: name, dir: true})
 			continue
-		case t&fs.ModeSymlink != 0:
-			// Follow links to files only: a link to a folder could make a cycle.
-			fi, err := os.Stat(filepath.Join(s.root, filepath.FromSlash(rel), name))
-			if err != nil || !fi.Mode().IsRegular() {
-				continue
-			}
-		case !t.IsRegular():
+		}
+		if !s.sel.Takes(path.Join(rel, name)) {
 			continue
 		}
-		if !IsImageName(name) {
-			continue
+		e := dirEntry{name: name}
+		fi, err := s.imageInfo(filepath.Join(s.root, filepath.FromSlash(rel), name), de)
+		if err != nil {
+			// Selected as an image but unreadable as one: reported, never silently left out.
+			e.err = fmt.Errorf("walk: %w", err)
+		} else {
+			e.size, e.modTime = fi.Size(), fi.ModTime()
 		}
-		l.entries = append(l.entries, dirEntry{name: name})
+		l.entries = append(l.entries, e)
 	}
-	var names []string
 	var files []*dirEntry
 	for i := range l.entries {
-		if e := &l.entries[i]; !e.dir {
-			names, files = append(names, e.name), append(files, e)
+		if e := &l.entries[i]; !e.dir && e.err == nil {
+			files = append(files, e)
 		}
 	}
-	stems, errs := OutStems(rel, names)
-	for i, e := range files {
-		e.outStem, e.err = stems[i], errs[i]
-	}
+	assignStems(rel, files)
 	return l, nil
 }
 
-// OutStems applies Folder's name clash rule to the image files of one folder: rel is the
-// folder's slash path ("" for the root), names its image files in walk order. It returns
-// each file's output stem (its relative path without extension) and, for a file whose
-// output name is already taken by an earlier one, the error that fails it. Sources of
-// other stores (object storage) use it so that every source names outputs alike.
-func OutStems(rel string, names []string) ([]string, []error) {
-	count := map[string]int{}
-	for _, n := range names {
-		count[strings.ToLower(stem(n))]++
+// assignStems sets the output stems of the files of one folder (rel) by the clash rule, and
+// the error of each file whose output name is already another's.
+func assignStems(rel string, files []*dirEntry) {
+	stems := map[string]int{}
+	for _, e := range files {
+		stems[foldKey(stem(e.name))]++
 	}
-	stems, errs := make([]string, len(names)), make([]error, len(names))
 	owner := map[string]string{}
-	for i, n := range names {
-		st := stem(n)
-		if count[strings.ToLower(st)] > 1 {
-			st = n
+	for _, e := range files {
+		e.outStem = stem(e.name)
+		if stems[foldKey(e.outStem)] > 1 {
+			e.outStem = e.name
 		}
-		stems[i] = path.Join(rel, st)
 		// Names that differ in case only come from inputs that differ in case only, which
-		// coexist only on a case-sensitive store: compare exactly.
-		if first, taken := owner[st]; taken {
-			errs[i] = fmt.Errorf("save: output name %s.* is already that of %s; rename one of them", path.Join(rel, st), path.Join(rel, first))
+		// coexist only on a case-sensitive file system: compare exactly.
+		key := e.outStem
+		if first, taken := owner[key]; taken {
+			e.err = fmt.Errorf("save: output name %s.* is already that of %s; rename one of them", path.Join(rel, e.outStem), path.Join(rel, first))
 			continue
 		}
-		owner[st] = n
+		owner[key] = e.name
+	}
+}
+
+// imageInfo returns the file information of an entry with an image name, following a
+// link to a file, or says why it is not a regular file that can be read: a broken link, a
+// link loop, a link to a folder (not followed, so that a cycle cannot trap the walk), a
+// FIFO or a device (reading one could block).
+func (s *folderSource) imageInfo(full string, de fs.DirEntry) (os.FileInfo, error) {
+	t := de.Type()
+	if t&fs.ModeSymlink == 0 {
+		if !t.IsRegular() {
+			return nil, fmt.Errorf("not a regular file (%s)", kindOf(t))
+		}
+		return de.Info()
+	}
+	fi, err := os.Stat(full)
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return nil, errors.New("symbolic link loop")
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, errors.New("broken symbolic link")
+	case err != nil:
+		return nil, pathless(err)
+	case fi.IsDir():
+		return nil, errors.New("symbolic link to a folder (links to folders are not followed)")
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("symbolic link to something that is not a regular file (%s)", kindOf(fi.Mode().Type()))
+	}
+	return fi, nil
+}
+
+// kindOf names a file type that is not a regular file.
+func kindOf(t fs.FileMode) string {
+	switch {
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeCharDevice != 0:
+		return "a character device"
+	case t&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + t.String()
+}
+
+// foldKey is name in lower case for comparisons without regard to case. Unlike
+// strings.ToLower it keeps bytes that are not UTF-8 as they are, so that two names that
+// differ only in such bytes stay different.
+func foldKey(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); {
+		r, n := utf8.DecodeRuneInString(name[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteByte(name[i])
+		} else {
+			b.WriteRune(unicode.ToLower(r))
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// OutStems applies Folder's name clash rule (assignStems) to the image files of one
+// folder: rel is the folder's slash path ("" for the root), names its image files in walk
+// order. It returns each file's output stem (its relative path without extension) and, for
+// a file whose output name is already taken by an earlier one, the error that fails it.
+// Sources of other stores (object storage) use it so that every source names outputs alike.
+func OutStems(rel string, names []string) ([]string, []error) {
+	entries := make([]dirEntry, len(names))
+	files := make([]*dirEntry, len(names))
+	for i, n := range names {
+		entries[i].name = n
+		files[i] = &entries[i]
+	}
+	assignStems(rel, files)
+	stems, errs := make([]string, len(names)), make([]error, len(names))
+	for i, e := range entries {
+		stems[i], errs[i] = path.Join(rel, e.outStem), e.err
 	}
 	return stems, errs
 }

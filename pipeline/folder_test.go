@@ -68,6 +68,16 @@ func TestFolderSource(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "missing.png"), filepath.Join(dir, "dangling.png")); err != nil {
 		t.Fatal(err)
 	}
+	// Entries named as images that are not regular files are reported, never read.
+	if err := os.Symlink("loop2.png", filepath.Join(dir, "loop1.png")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("loop1.png", filepath.Join(dir, "loop2.png")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub", filepath.Join(dir, "dirlink.png")); err != nil {
+		t.Fatal(err)
+	}
 	got := listAll(t, Folder(dir, filepath.Join(dir, "out")))
 	want := []struct{ name, stem, err string }{
 		{".hidden.png", ".hidden", ""},
@@ -82,12 +92,17 @@ func TestFolderSource(t *testing.T) {
 		{"clash2/r.png", "clash2/r.png", ""},
 		{"clash2/r.png.jpg", "clash2/r.png", "save: output name clash2/r.png.* is already that of clash2/r.png"},
 		{"d.JPEG", "d", ""},
+		{"dangling.png", "", "walk: broken symbolic link"},
+		{"dirlink.png", "", "walk: symbolic link to a folder"},
 		{"e.tif", "e", ""},
 		{"f.TIFF", "f", ""},
+		{"fifo.png", "", "walk: not a regular file (a named pipe)"},
 		{"g.gif", "g", ""},
 		{"h.bmp", "h", ""},
 		{"i.webp", "i", ""},
 		{"link.jpg", "link", ""},
+		{"loop1.png", "", "walk: symbolic link loop"},
+		{"loop2.png", "", "walk: symbolic link loop"},
 		{"sub/deeper/y.jpg", "sub/deeper/y", ""},
 		{"sub/z.png", "sub/z", ""},
 		{"sub-a/k.png", "sub-a/k", ""},
@@ -228,10 +243,10 @@ func TestResume(t *testing.T) {
 	in, files := makeFolder(t, 7)
 	out := t.TempDir()
 	plan := compileWith(t, Builtin, "decode | blur sigma=1 | histogram | save")
-	run := func(prev []byte, ext string) (Summary, string) {
+	run := func(prev []byte, plan *Plan) (Summary, string) {
 		var src Source = Folder(in, out)
 		if prev != nil {
-			src = Resume(src, bytes.NewReader(prev), out, ext)
+			src = Resume(src, plan, out, bytes.NewReader(prev))
 		}
 		var report bytes.Buffer
 		sum, err := Run(context.Background(), plan, src, ToFolder(out), Options{Workers: 2, Report: &report})
@@ -240,7 +255,7 @@ func TestResume(t *testing.T) {
 		}
 		return sum, report.String()
 	}
-	sum, first := run(nil, "")
+	sum, first := run(nil, plan)
 	if sum.OK != len(files)-1 {
 		t.Fatalf("first run: %+v", sum)
 	}
@@ -254,7 +269,7 @@ func TestResume(t *testing.T) {
 
 	// Everything done before is skipped, with its dimensions and histogram kept; only the
 	// failed input is tried again. Nothing is rewritten.
-	sum, second := run([]byte(first), "png")
+	sum, second := run([]byte(first), plan)
 	if sum.Skipped != len(files)-1 || sum.Failed != 1 || sum.OK != 0 {
 		t.Fatalf("resumed run: %+v", sum)
 	}
@@ -276,17 +291,17 @@ func TestResume(t *testing.T) {
 	if err := os.Remove(filepath.Join(out, "a", "imga.png")); err != nil {
 		t.Fatal(err)
 	}
-	sum, _ = run([]byte(second), "png")
+	sum, _ = run([]byte(second), plan)
 	if sum.OK != 1 || sum.Skipped != len(files)-2 {
 		t.Errorf("after removing one output: %+v", sum)
 	}
 	// Another format means other output names: everything is redone.
-	sum, _ = run([]byte(first), "jpg")
+	sum, _ = run([]byte(first), compileWith(t, Builtin, "decode | blur sigma=1 | histogram | save format=jpeg"))
 	if sum.OK != len(files)-1 {
 		t.Errorf("other format: %+v", sum)
 	}
 	// A report that is not one (or is out of order) only means more work.
-	sum, _ = run([]byte("garbage\n{\"summary\":{}}\n"+l1[3]+"\n"+l1[0]+"\n"), "png")
+	sum, _ = run([]byte("garbage\n{\"summary\":{}}\n"+l1[3]+"\n"+l1[0]+"\n"), plan)
 	if sum.Skipped != 1 {
 		t.Errorf("odd report: %+v", sum)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,9 @@ type GPUOptions struct {
 type gpuRun struct {
 	dev sched.Device
 	cfg sched.Config
+	// files is the device's file decoder when the decode backend sends files to it
+	// (deviceDecoder), else nil.
+	files sched.FileDecoder
 }
 
 // CheckGPU reports whether opt.GPU's settings are usable for plan on opt.GPU.Device, with
@@ -62,14 +66,18 @@ type gpuRun struct {
 // slots do not fit in PinnedBytes, say) is a usage error that leaves no trace. A nil
 // opt.GPU is valid.
 func CheckGPU(plan *Plan, opt Options) error {
-	if opt.GPU == nil {
-		return nil
-	}
 	if plan == nil {
 		return errors.New("run: nil plan")
 	}
+	if opt.GPU == nil {
+		if err := plan.CheckCPU(); err != nil {
+			return err
+		}
+		_, err := fileDecoderFor(plan, nil)
+		return err
+	}
 	opt.Notice = nil // Run gives the notice about a chain that stays on the CPU
-	_, err := newGPURun(plan, opt)
+	_, err := newGPURun(plan, opt, true)
 	return err
 }
 
@@ -77,13 +85,19 @@ func CheckGPU(plan *Plan, opt Options) error {
 // giving a notice, when the plan's pixel stages cannot run as one device segment: then the
 // whole chain runs on the CPU. (Every builtin pixel stage has a GPU implementation, so
 // with the builtin registry this only happens for a chain without pixel stages.)
-func newGPURun(plan *Plan, opt Options) (*gpuRun, error) {
+//
+// encode allows the save stage's device encoding op (see deviceOps): for sinks that only
+// write the output (ToFolder, Discard), since the result then has no image.
+func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	o := opt.GPU
 	if o.Device == nil {
 		return nil, errors.New("run: GPU options without a device")
 	}
-	ops, err := plan.DeviceOps()
+	ops, err := deviceOps(plan, o.Device, encode)
 	if err != nil {
+		if plan.Decode.Backend == backendNvJPEG {
+			return nil, fmt.Errorf("%w: the chain runs on the CPU (%v)", ErrNoDeviceDecoder, err)
+		}
 		if opt.Notice != nil {
 			opt.Notice(fmt.Sprintf("the chain cannot run on %s (%v); running it on the CPU", o.Device.Name(), err))
 		}
@@ -114,7 +128,32 @@ func newGPURun(plan *Plan, opt Options) (*gpuRun, error) {
 		}
 	}
 	cfg.SlotBytes = cmp.Or(cfg.SlotBytes, DefaultSlotBytes(cfg.Batch))
-	return &gpuRun{dev: o.Device, cfg: cfg}, nil
+	g := &gpuRun{dev: o.Device, cfg: cfg}
+	if g.files, err = fileDecoderFor(plan, o.Device); err != nil {
+		return nil, err
+	}
+	if g.files != nil && !slices.ContainsFunc(ops, func(op sched.Op) bool { return !op.Hist }) {
+		// Histograms only: a decoded image would stay on the device, and the sink needs it.
+		if plan.Decode.Backend == backendNvJPEG {
+			return nil, fmt.Errorf("%w: %q returns no image from the device", ErrNoDeviceDecoder, sched.SegmentString(ops))
+		}
+		g.files = nil
+	}
+	return g, nil
+}
+
+// deviceOps are the plan's pixel stages as device ops, and its save stage's encoding op
+// when it has one that dev runs: then the device encodes each file and only the files
+// come back.
+func deviceOps(plan *Plan, dev sched.Device, encode bool) ([]sched.Op, error) {
+	ops, err := plan.DeviceOps()
+	if err != nil {
+		return nil, err
+	}
+	if encode && plan.Save != nil && plan.Save.DeviceOp != nil && dev.CheckOp(*plan.Save.DeviceOp) == nil {
+		ops = append(ops, *plan.Save.DeviceOp)
+	}
+	return ops, nil
 }
 
 // slotBytesFor is the largest slot capacity whose slots fit in budget bytes of page-locked
@@ -131,6 +170,9 @@ func slotBytesFor(dev sched.Device, cfg sched.Config, budget int64) (int, error)
 	}
 	for _, op := range cfg.Ops {
 		fixed += alignTo(int64(dev.TableBytes(op, cfg.Batch)), sched.Align)
+		if op.Encode != nil {
+			fixed += alignTo(int64(4*cfg.Batch), sched.Align) // the files' lengths
+		}
 	}
 	per := (budget/int64(cfg.Slots) - fixed) / regions
 	per = min(per, sched.MaxSlotBytes) &^ (sched.Align - 1)
@@ -257,6 +299,13 @@ func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
 	}
 	res := &it.res
 	stage := r.plan.Steps[0].Def.Name
+	var file *loaded // read by fileToDevice for the CPU to decode
+	if b.run.files != nil && it.in.Image == nil {
+		var done, committed bool
+		if file, done, committed = b.fileToDevice(it, w); done {
+			return committed
+		}
+	}
 	var (
 		rsv     *sched.Reservation
 		onCPU   bool
@@ -287,8 +336,19 @@ func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
 		return w.bufs.get(width, height, c), nil
 	}
 	t0 := time.Now()
-	img, release, err := r.decodeInto(it.in, alloc)
+	var (
+		img     *stages.Image
+		decoder string
+		release func()
+		err     error
+	)
+	if file != nil {
+		img, decoder, release, err = r.decodeLoaded(*file, alloc)
+	} else {
+		img, decoder, release, err = r.decodeInto(it.in, alloc)
+	}
 	r.span(w.track, stage, it.in.Name, t0)
+	res.Decoder = decoder
 	if err == nil && !onCPU {
 		release() // the pixels are in the batch slot, which the executor's own budget bounds
 	} else if err == nil {
@@ -362,10 +422,21 @@ func (r *runner) saveResult(it *item, sr *sched.Result, track string) {
 			res.Image = cloneImage(res.Image)
 		}
 	}()
+	if sr.Decoder != "" {
+		res.Decoder = sr.Decoder
+	}
+	if sr.Err != nil {
+		stage := r.plan.Steps[0].Def.Name // the device could not decode the file
+		if errors.Is(sr.Err, sched.ErrEncoderBound) && r.plan.Save != nil {
+			stage = r.plan.Save.Def.Name
+		}
+		failWith(res, stage, sr.Err)
+		return
+	}
 	res.Width, res.Height = sr.In.W, sr.In.H
 	res.Histogram = sr.Hist
 	res.Image = sr.Image
-	r.store(it, track)
+	r.store(it, track, sr.Encoded)
 }
 
 // cloneImage copies m into Go memory, tightly packed.
@@ -388,4 +459,72 @@ func (s *Summary) gpuStats(st sched.Stats) {
 	s.PinnedReservedBytes, s.PinnedPeakBytes = st.HostPool.Reserved, st.HostPool.Peak
 	s.DeviceReservedBytes, s.DevicePeakBytes = int64(st.DevicePool.Reserved), int64(st.DevicePool.PeakReserved)
 	s.PoolHits = st.PoolHits()
+}
+
+// fileToDevice reads an input's file (load: the memory budget is charged as for any
+// decode, and a file far larger than its pixels is refused unread) and, when the routing
+// rule (deviceDecoder) sends it to the device decoder, commits its bytes to a batch: only
+// the file crosses the link, and its charge is given back once the bytes are in the slot.
+// done reports that the input was dealt with (committed, failed, or dropped because the
+// run is ending); otherwise file, with its charge still held, is for this CPU worker to
+// decode (nil when the input has no bytes to read: decodeInto says what is missing). The
+// file is checked as the CPU decoder would check it (pixel limit, size, JPEG scan limit)
+// before anything is reserved.
+func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, committed bool) {
+	r, res, dec := b.r, &it.res, b.r.plan.Decode
+	stage := r.plan.Steps[0].Def.Name
+	if it.in.Data == nil && it.in.Path == "" && it.in.Open == nil {
+		return nil, false, false
+	}
+	t0 := time.Now()
+	defer func() {
+		if done { // otherwise the CPU path's decode span covers this time too
+			r.span(w.track, stage, it.in.Name, t0)
+		}
+	}()
+	f, err := r.load(it.in)
+	if err != nil {
+		if r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()) {
+			it.dropped = true // the run ended while it waited for memory: never started
+			return nil, true, false
+		}
+		failWith(res, stage, err)
+		return nil, true, false
+	}
+	handedOn := false
+	defer func() {
+		if !handedOn {
+			f.release()
+		}
+	}()
+	data := f.data
+	if dec.Header == nil || stages.Sniff(data) != "jpeg" {
+		handedOn = true
+		return &f, false, false
+	}
+	hd, err := dec.Header(data)
+	if err != nil {
+		failWith(res, stage, err)
+		return nil, true, false
+	}
+	route := deviceDecoder(dec.Backend, b.run.files.DecodeRoute(data))
+	shape := sched.Shape{W: hd.W, H: hd.H, C: 3}
+	if route == "" || sched.CheckShape(shape) != nil {
+		handedOn = true
+		return &f, false, false
+	}
+	rsv, err := b.e.ReserveFile(r.ctx, len(data), shape, hd.Orientation, route, it)
+	switch {
+	case errors.Is(err, sched.ErrTooLarge):
+		handedOn = true
+		return &f, false, false // too large for a slot: the CPU decodes it, then the usual path
+	case err != nil:
+		it.dropped = true // the executor stopped: the run is ending
+		return nil, true, false
+	}
+	copy(rsv.Bytes(), data)
+	res.Decoder = route
+	b.inExec.Store(it.idx, it)
+	rsv.Commit()
+	return nil, true, true
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -14,15 +15,15 @@ import (
 // decode turns an input into pixels. owned tells whether the pixels belong to the run (and
 // may be recycled) rather than to the caller.
 // release gives back the input's share of the memory budget once the caller is done with it.
-func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, owned bool, release func(), err error) {
+func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, decoder string, owned bool, release func(), err error) {
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
-			return nil, false, nil, err
+			return nil, "", false, nil, err
 		}
-		return in.Image, false, func() {}, nil
+		return in.Image, "", false, func() {}, nil
 	}
-	img, release, err = r.decodeInto(in, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
-	return img, err == nil, release, err
+	img, decoder, release, err = r.decodeInto(in, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
+	return img, decoder, err == nil, release, err
 }
 
 // checkImage checks pixels given as an input against the decoder's pixel limit.
@@ -38,109 +39,185 @@ func (r *runner) checkImage(m *stages.Image) error {
 
 // decodeInto turns an input into pixels in memory from alloc, which is called once, after
 // the pixels were decoded (a failing file takes no memory from it). Pixels given as the
-// input are checked and copied. Before decoding it reserves the image's share of the memory
-// budget (from the header's size); release gives it back, and is nil when err is not.
-func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, release func(), err error) {
+// input are checked and copied. Before decoding it charges the memory budget (see load);
+// release gives the charge back, and is nil when err is not. decoder names the decoder,
+// for the report ("" for pixels given as the input).
+func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, decoder string, release func(), err error) {
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		dst, err := alloc(in.Image.W, in.Image.H, in.Image.C)
 		if err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		for y := 0; y < dst.H; y++ {
 			copy(dst.Row(y), in.Image.Row(y))
 		}
-		return dst, func() {}, nil
+		return dst, "", func() {}, nil
 	}
-	data := in.Data
+	f, err := r.load(in)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return r.decodeLoaded(f, alloc)
+}
+
+// loaded is an input's encoded bytes with their share of the memory budget held.
+type loaded struct {
+	data    []byte
+	release func() // gives the charge back
+}
+
+// load returns the encoded bytes of an input that is not pixels, with the memory budget
+// charged for decoding them (decodeNeed). Bytes given as the input (Data) are the
+// caller's, already in memory: only their decoding is charged. A file is read by
+// readInput, which charges the budget before it reads the file whole.
+func (r *runner) load(in Input) (loaded, error) {
+	if in.Data != nil {
+		need, err := r.decodeNeed(in.Data, int64(len(in.Data)))
+		if err != nil {
+			return loaded{}, err
+		}
+		release, err := r.mem.acquire(r.ctx, need-int64(len(in.Data)))
+		if err != nil {
+			return loaded{}, err
+		}
+		return loaded{in.Data, release}, nil
+	}
+	var data []byte
+	var release func()
+	var err error
+	t0 := time.Now()
 	switch {
-	case data != nil:
 	case in.Open != nil:
-		rc, size, err := in.Open(r.ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		data, err = readLimited(rc, size, r.plan.Decode)
-		rc.Close()
-		if err != nil {
-			return nil, nil, err
-		}
+		data, release, err = r.readOpened(in)
 	case in.Path == "":
-		return nil, nil, errors.New("input has no path, data or image")
+		return loaded{}, errors.New("input has no path, data or image")
 	default:
-		if data, err = readFile(in.Path, r.plan.Decode); err != nil {
-			return nil, nil, err
+		data, release, err = r.readInput(in.Path)
+	}
+	since(&r.phases.read, t0)
+	if err != nil {
+		return loaded{}, err
+	}
+	return loaded{data, release}, nil
+}
+
+// decodeLoaded decodes f into memory from alloc (see decodeInto). It takes over f's
+// charge: it gives it back on failure, and otherwise returns it as release.
+func (r *runner) decodeLoaded(f loaded, alloc stages.Alloc) (img *stages.Image, decoder string, release func(), err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			f.release() // a decoder bug fails the input, not the budget
+			panic(p)
 		}
-	}
-	var pixels int64
-	if r.plan.Decode.Pixels != nil {
-		if pixels, err = r.plan.Decode.Pixels(data); err != nil {
-			return nil, nil, err
-		}
-	}
-	if release, err = r.mem.acquire(r.ctx, pixels); err != nil {
-		return nil, nil, err
-	}
-	img, err = r.plan.Decode.Decode(data, alloc)
+	}()
+	t0 := time.Now()
+	img, decoder, err = r.plan.Decode.Decode(f.data, alloc)
+	since(&r.phases.decode, t0)
 	if err == nil {
 		if cerr := img.Check(); cerr != nil {
 			err = fmt.Errorf("decoder returned a bad image: %w", cerr)
 		}
 	}
 	if err != nil {
-		release()
-		return nil, nil, err
+		f.release()
+		return nil, "", nil, err
 	}
-	return img, release, nil
+	return img, decoder, f.release, nil
 }
 
-// readFile reads a whole input file. Anything but a regular file (a FIFO would block), a
-// file over the decoder's size limit, and a file whose first bytes the decoder refuses
-// are refused before the file is read whole.
-func readFile(path string, dec *Decoder) ([]byte, error) {
+// decodeNeed is the memory budget's charge for decoding a file of size bytes whose first
+// bytes are head: the file's bytes, the decoder's working set for its format and size, and
+// the chain's own buffers (ChainBytesPerPixel). A header the head does not hold (it lies
+// further on) gives -1: the whole budget, the safe side. A decoder without Cost (one of
+// the Go API's) is charged the file's bytes only.
+func (r *runner) decodeNeed(head []byte, size int64) (int64, error) {
+	dec := r.plan.Decode
+	if dec.Cost == nil {
+		return size, nil
+	}
+	c, err := dec.Cost(head, size)
+	switch {
+	case err == nil:
+		return size + c.WorkBytes + int64(c.W)*int64(c.H)*ChainBytesPerPixel, nil
+	case int64(len(head)) == size, errors.Is(err, stages.ErrTooLarge), errors.Is(err, stages.ErrFileTooLarge):
+		return 0, err // the whole file was seen, or what was is refused anyway
+	}
+	return -1, nil
+}
+
+// readInput reads a whole input file after charging the memory budget for it, and returns
+// the function that gives the charge back. Anything but a regular file (a FIFO would
+// block), a file over the decoder's size limit, a file whose first bytes the decoder
+// refuses and a file far larger than its header's pixels could need are refused after
+// reading at most HeadBytes, before the budget is charged: the rest of the file is read
+// only once its bytes and its decoding fit in the budget.
+func (r *runner) readInput(path string) (data []byte, release func(), err error) {
 	// O_NONBLOCK so that a FIFO (or a file swapped for one since the folder was walked) is
 	// opened without waiting for a writer; the checks below then look at what was opened.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, pathless(err)
+		return nil, nil, pathless(err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, pathless(err)
+		return nil, nil, pathless(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
+		return nil, nil, errors.New("not a regular file")
 	}
-	return readLimited(f, fi.Size(), dec)
+	return r.readLimited(f, fi.Size())
 }
 
-// readLimited reads a whole input of the given size from f. A size over the decoder's
-// limit, and first bytes the decoder refuses, are refused before the input is read whole.
-func readLimited(f io.Reader, size int64, dec *Decoder) ([]byte, error) {
+// readOpened reads the whole of an input that Open gives (an object in a bucket) as
+// readInput reads a file: the size limit, the decoder's head check and the memory budget's
+// charge all come before the object is read whole.
+func (r *runner) readOpened(in Input) (data []byte, release func(), err error) {
+	rc, size, err := in.Open(r.ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rc.Close()
+	return r.readLimited(rc, size)
+}
+
+// readLimited reads a whole input of the given size from f (see readInput): it reads at
+// most HeadBytes for the checks, charges the memory budget, then reads the rest.
+func (r *runner) readLimited(f io.Reader, size int64) (data []byte, release func(), err error) {
+	dec := r.plan.Decode
 	limit := dec.MaxFileBytes()
 	if size > limit {
-		return nil, fmt.Errorf("file is %d bytes, over the %d-byte limit that max_pixels implies", size, limit)
+		return nil, nil, fmt.Errorf("file is %d bytes, over the %d-byte limit that max_pixels implies", size, limit)
 	}
-	var buf bytes.Buffer
+	head := make([]byte, min(size, HeadBytes))
+	if _, err := io.ReadFull(f, head); err != nil {
+		return nil, nil, pathless(err)
+	}
 	if dec.Head != nil {
-		buf.Grow(int(min(size, HeadBytes)) + bytes.MinRead)
-		if _, err := buf.ReadFrom(io.LimitReader(f, HeadBytes)); err != nil {
-			return nil, pathless(err)
-		}
-		if err := dec.Head(buf.Bytes()); err != nil {
-			return nil, err
+		if err := dec.Head(head); err != nil {
+			return nil, nil, err
 		}
 	}
-	buf.Grow(int(size) - buf.Len() + bytes.MinRead)
-	// Read at most limit+1 bytes, in case the file grew since Stat.
+	need, err := r.decodeNeed(head, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	if release, err = r.mem.acquire(r.ctx, need); err != nil {
+		return nil, nil, err
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	buf.Write(head)
+	// Read at most limit+1 bytes, in case the file grew since Stat (or the store's size was wrong).
 	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1-int64(buf.Len()))); err != nil {
-		return nil, pathless(err)
+		release()
+		return nil, nil, pathless(err)
 	}
 	if int64(buf.Len()) > limit {
-		return nil, fmt.Errorf("file grew over the %d-byte limit that max_pixels implies", limit)
+		release()
+		return nil, nil, fmt.Errorf("file grew over the %d-byte limit that max_pixels implies", limit)
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), release, nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func TestMemBudgetAcquire(t *testing.T) {
-	b := newMemBudget(100 * BytesPerPixel) // room for 100 pixels
+	b := newMemBudget(100) // 100 bytes
 	ctx := context.Background()
 
 	// An image larger than the whole budget takes all of it, so it still runs (alone).
@@ -28,7 +28,7 @@ func TestMemBudgetAcquire(t *testing.T) {
 	}
 	big()
 
-	// Two images of 50 pixels fit together; a third waits for one of them.
+	// Two charges of 50 bytes fit together; a third waits for one of them.
 	r1, _ := b.acquire(ctx, 50)
 	r2, _ := b.acquire(ctx, 50)
 	got := make(chan struct{})
@@ -41,14 +41,15 @@ func TestMemBudgetAcquire(t *testing.T) {
 	}()
 	select {
 	case <-got:
-		t.Fatal("a third 50-pixel image got memory while two held the whole budget")
+		t.Fatal("a third 50-byte charge got memory while two held the whole budget")
 	case <-time.After(20 * time.Millisecond):
 	}
 	r1()
 	<-got
 	r2()
 
-	// Unknown sizes and a disabled budget never wait.
+	// Nothing to charge and a disabled budget never wait; an unknown charge (-1) takes the
+	// whole budget.
 	if rel, err := b.acquire(ctx, 0); err != nil {
 		t.Fatal(err)
 	} else {
@@ -73,13 +74,24 @@ func TestRunMemoryBudget(t *testing.T) {
 	for i := 0; i < 24; i++ {
 		inputs = append(inputs, Input{Name: fmt.Sprintf("%02d.png", i), Data: encode(t, randImage(rng, w, h, 3), "png")})
 	}
+	// What one input is charged: its decoding and the chain's buffers (its bytes are the
+	// caller's).
+	c, err := Builtin.Compile(mustSteps(t, "decode"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost, err := c.Decode.Cost(inputs[0].Data, int64(len(inputs[0].Data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := cost.WorkBytes + w*h*ChainBytesPerPixel
 	tests := []struct {
 		name    string
 		budget  int64
 		maxLive int64 // the most images the budget lets in at once
 	}{
-		{"one image at a time", w * h * BytesPerPixel, 1},
-		{"two at a time", 2*w*h*BytesPerPixel + 1, 2},
+		{"one image at a time", one, 1},
+		{"two at a time", 2*one + 1, 2},
 		{"smaller than one image", 10, 1},
 		// Without a budget the workers do overlap: this shows the cases above can fail.
 		{"off", -1, 6},
@@ -90,7 +102,7 @@ func TestRunMemoryBudget(t *testing.T) {
 			var live, peak atomic.Int64
 			dec := *plan.Decode
 			inner := dec.Decode
-			dec.Decode = func(data []byte, alloc stages.Alloc) (*stages.Image, error) {
+			dec.Decode = func(data []byte, alloc stages.Alloc) (*stages.Image, string, error) {
 				n := live.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}

@@ -15,7 +15,7 @@ import (
 // the format of a run's report. The summary's megapixels per second is worked out from its
 // Megapixels and Seconds; its counts are taken as given.
 func WriteReport(w io.Writer, lines []ReportLine, sum Summary) error {
-	rw := newReportWriter(w)
+	rw := newReportWriter(w, "") // the lines carry their own Pipeline
 	for i := range lines {
 		rw.write(&lines[i])
 	}

@@ -31,7 +31,7 @@ type Plan struct {
 // PixelStep is a pixel stage of a plan with its implementations bound.
 type PixelStep struct {
 	Step
-	// Run is the bound CPU implementation.
+	// Run is the bound CPU implementation; nil for a GPU-only stage.
 	Run CPUFunc
 	// GPU is the bound device op, or nil when the stage has no GPU implementation.
 	GPU *sched.Op
@@ -105,7 +105,7 @@ func (r *Registry) Compile(steps []Step) (*Plan, error) {
 				}
 				hist = &plan.Steps[i]
 			}
-			run, err := s.Def.CPU(s.Params)
+			run, err := bindCPU(s)
 			if err != nil {
 				fail(s, "%s: %v", s.Def.Name, err)
 				continue
@@ -203,6 +203,18 @@ func bindOp(s Step, run CPUFunc) (sched.Op, error) {
 		return sched.Op{}, err
 	}
 	def, params := s.Def, s.Params
+	var cpu CPUFunc // a GPU-only stage's op has none
+	if run != nil {
+		cpu = func(dst, src *stages.Image, hist *[256]uint64) {
+			if _, pass := def.Shape(src.Shape(), params); pass && dst != nil {
+				for y := range src.H {
+					copy(dst.Row(y), src.Row(y))
+				}
+				return
+			}
+			run(dst, src, hist)
+		}
+	}
 	spec := def.Name
 	for i := range def.Params {
 		ps := &def.Params[i]
@@ -216,17 +228,28 @@ func bindOp(s Step, run CPUFunc) (sched.Op, error) {
 			return out
 		},
 		Hist: def.Histogram,
-		CPU: func(dst, src *stages.Image, hist *[256]uint64) {
-			if _, pass := def.Shape(src.Shape(), params); pass && dst != nil {
-				for y := range src.H {
-					copy(dst.Row(y), src.Row(y))
-				}
-				return
-			}
-			run(dst, src, hist)
-		},
+		CPU:  cpu,
 		Args: args,
 	}, nil
+}
+
+// bindCPU binds a pixel step's CPU implementation; a GPU-only stage has none (nil).
+func bindCPU(s Step) (CPUFunc, error) {
+	if s.Def.CPU == nil {
+		return nil, nil
+	}
+	return s.Def.CPU(s.Params)
+}
+
+// CheckCPU reports whether the plan can run on the CPU: every pixel stage has a CPU
+// implementation. The error names the first GPU-only stage, its position and why.
+func (p *Plan) CheckCPU() error {
+	for _, ps := range p.Pixels {
+		if ps.Run == nil {
+			return &PosError{Pos: ps.Pos, Err: fmt.Errorf("stage %s runs only on a GPU (%s): run it with --device cuda", ps.Def.Name, ps.Def.GPUOnly)}
+		}
+	}
+	return nil
 }
 
 // OutShape is the shape of the final image for a decoded image of shape in.
@@ -294,7 +317,7 @@ func DeviceOps(steps []Step) ([]sched.Op, error) {
 			errs = append(errs, errorAt(s.Pos, "%v", err))
 			continue
 		}
-		run, err := s.Def.CPU(s.Params)
+		run, err := bindCPU(s)
 		if err == nil {
 			var op sched.Op
 			if op, err = bindOp(s, run); err == nil {

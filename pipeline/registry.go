@@ -54,28 +54,43 @@ type CPUFunc = sched.CPUFunc
 type Decoder struct {
 	// MaxPixels is the pixel limit checked before anything is allocated for an image.
 	MaxPixels int64
-	// Decode decodes data into pixels obtained from alloc.
-	Decode func(data []byte, alloc stages.Alloc) (*stages.Image, error)
+	// Decode decodes data into pixels obtained from alloc, and names the decoder that
+	// made them for the report ("go", "turbo"; "" for none worth naming).
+	Decode func(data []byte, alloc stages.Alloc) (*stages.Image, string, error)
+	// Note, if set, is a one-line notice about the decoder that a run gives once, such as
+	// decode backend=auto falling back to Go's decoder and how to install libjpeg-turbo.
+	Note string
 	// Head, if set, looks at the first HeadBytes of a file (fewer for a smaller file)
 	// before the rest is read, and returns an error for a file that cannot succeed (not an
 	// image, or a header over MaxPixels), so a big hostile file is refused without reading
 	// it into memory. A nil error only means "read on".
 	Head func(head []byte) error
-	// Pixels, if set, returns the width × height a file's header announces, read without
-	// decoding; the run charges the memory budget with it before decoding. nil: unknown.
-	Pixels func(data []byte) (int64, error)
+	// Cost, if set, reads what decoding a file of size bytes will take from its first
+	// bytes (HeadBytes of them, or the whole file): its header's size, checked, and the
+	// decoder's working set. The run charges the memory budget with it before it reads
+	// the file whole. An error for a head shorter than the file only means the header
+	// lies further on. nil: only the file's bytes are charged.
+	Cost func(head []byte, size int64) (stages.Cost, error)
+	// Header, if set, reads a whole file's header (size after orientation, orientation,
+	// format) and checks it as Decode would before decoding (pixel limit, size, JPEG scan
+	// limit), for a GPU run that may decode the file on the device.
+	Header func(data []byte) (stages.Header, error)
+	// Backend is the decode stage's backend parameter ("auto", "go", "turbo", "nvjpeg"),
+	// which decides where files decode on a GPU run (see deviceDecoder); "" decodes every
+	// file with Decode.
+	Backend string
+	// CPUJPEG names the CPU's JPEG decoder ("go", "turbo") for the report.
+	CPUJPEG string
 }
 
 // HeadBytes is how much of a file Decoder.Head sees: enough for the headers of the
 // supported formats, including large JPEG metadata segments, in most files.
 const HeadBytes = 256 << 10
 
-// MaxFileBytes is the largest input file the engine reads for this decoder. A file cannot
-// hold a picture within MaxPixels and be larger than 8 bytes per pixel (16-bit RGBA, stored
-// raw) plus headers, so anything bigger is refused before it is read into memory.
-func (d *Decoder) MaxFileBytes() int64 {
-	return d.MaxPixels*8 + 1<<20
-}
+// MaxFileBytes is the largest input file the engine reads for this decoder: the largest a
+// file of MaxPixels can be (stages.MaxFileBytes); anything bigger is refused before it
+// is read into memory.
+func (d *Decoder) MaxFileBytes() int64 { return stages.MaxFileBytes(d.MaxPixels) }
 
 // Encoder is a bound sink stage: it encodes the final image into a file format.
 type Encoder struct {
@@ -83,6 +98,11 @@ type Encoder struct {
 	Ext string
 	// Encode writes m to w.
 	Encode func(w io.Writer, m *stages.Image) error
+	// Name names the encoding for the report ("png-fast", "png-zlib6", "jpeg").
+	Name string
+	// DeviceOp, when set, is the encoding op (sched.Op.Encode) that gives Encode's bytes
+	// on a device: a GPU run whose device accepts it encodes there (see newGPURun).
+	DeviceOp *sched.Op
 }
 
 // StageDef defines one stage. It is the single source of truth for everything that reads
@@ -108,8 +128,13 @@ type StageDef struct {
 	// Shape declares a PixelKind stage's output shape.
 	Shape ShapeFunc
 	// CPU binds a PixelKind stage's parameters into its CPU implementation. Binding happens
-	// once per run, so per-run work (blur taps, ...) is not repeated per image.
+	// once per run, so per-run work (blur taps, ...) is not repeated per image. It is nil
+	// only for a GPU-only stage.
 	CPU func(p Params) (CPUFunc, error)
+	// GPUOnly, when set, says why the stage has no CPU implementation (a user's kernel has
+	// no CPU reference): the stage needs GPU, and a plan holding it refuses to run on the
+	// CPU with this reason.
+	GPUOnly string
 	// GPU, when set, says the stage has a GPU kernel that gives the CPU implementation's
 	// exact bits, and binds the stage's parameters into the kernel's launch arguments (nil
 	// for a kernel that takes none: use NoLaunchArgs). The launcher registered under the
@@ -150,8 +175,8 @@ func (d *StageDef) check() error {
 			return fmt.Errorf("stage %s: source stage without NewDecoder", d.Name)
 		}
 	case PixelKind:
-		if d.Shape == nil || d.CPU == nil {
-			return fmt.Errorf("stage %s: pixel stage needs Shape and CPU", d.Name)
+		if d.Shape == nil || (d.CPU == nil) == (d.GPUOnly == "") || (d.GPUOnly != "" && d.GPU == nil) {
+			return fmt.Errorf("stage %s: pixel stage needs Shape and either CPU or GPUOnly with GPU", d.Name)
 		}
 	case SinkKind:
 		if d.NewEncoder == nil {

@@ -24,8 +24,8 @@ func TestRegisterRefusesBadDefinitions(t *testing.T) {
 		{"bad name", func(d *StageDef) { d.Name = "Thing" }, "must match"},
 		{"empty name", func(d *StageDef) { d.Name = "" }, "must match"},
 		{"no help", func(d *StageDef) { d.Help = "" }, "no help"},
-		{"pixel without CPU", func(d *StageDef) { d.CPU = nil }, "needs Shape and CPU"},
-		{"pixel without shape", func(d *StageDef) { d.Shape = nil }, "needs Shape and CPU"},
+		{"pixel without CPU", func(d *StageDef) { d.CPU = nil }, "needs Shape and either CPU or GPUOnly"},
+		{"pixel without shape", func(d *StageDef) { d.Shape = nil }, "needs Shape and either CPU or GPUOnly"},
 		{"source without decoder", func(d *StageDef) { d.Kind = SourceKind }, "without NewDecoder"},
 		{"sink without encoder", func(d *StageDef) { d.Kind = SinkKind }, "without NewEncoder"},
 		{"unknown kind", func(d *StageDef) { d.Kind = 7 }, "unknown kind"},
@@ -81,7 +81,7 @@ func TestBuiltinRegistry(t *testing.T) {
 	for _, d := range defs {
 		names = append(names, d.Name)
 	}
-	want := "decode blur boxblur grayscale histogram transpose save"
+	want := "decode blur boxblur crop flip grayscale histogram kernel resize rotate transpose save"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("Stages() = %s, want %s", got, want)
 	}
@@ -147,7 +147,7 @@ func TestNewParams(t *testing.T) {
 		{box, map[string]any{"radius": 3.5}, "want an integer", ""},
 		{box, map[string]any{"radius": true}, "want a int, got bool", ""},
 		{save, map[string]any{"format": "jpeg", "quality": 50}, "", "format=jpeg quality=50"},
-		{save, map[string]any{"format": "webp", "quality": 500}, "want one of png, jpeg", ""},
+		{save, map[string]any{"format": "gif", "quality": 500}, "want one of png, jpeg", ""},
 	}
 	for _, tt := range tests {
 		p, err := NewParams(tt.def, tt.args)
@@ -161,7 +161,7 @@ func TestNewParams(t *testing.T) {
 		}
 	}
 	// Both problems of the last case are reported.
-	_, err := NewParams(save, map[string]any{"format": "webp", "quality": 500})
+	_, err := NewParams(save, map[string]any{"format": "gif", "quality": 500})
 	if n := len(Errors(err)); n != 2 {
 		t.Errorf("got %d errors, want 2: %v", n, err)
 	}

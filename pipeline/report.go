@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"math"
+	"time"
+	"unicode/utf8"
 )
 
 // Status is what became of an input.
@@ -24,14 +26,45 @@ const (
 //
 //	{"input":"a/b.jpg","output":"a/b.png","status":"ok","width":1920,"height":1080,"histogram":[...]}
 //	{"input":"bad.jpg","status":"failed","error":"decode: unexpected EOF"}
+//
+// Lines of inputs that were done (ok, skipped) also record what --resume checks before it
+// skips one again: the chain (Pipeline, canonical) and the input file's size and
+// modification time. A name that is not valid UTF-8 cannot travel in JSON as is (it would
+// read back with U+FFFD in place of its odd bytes, and two names could collapse into one):
+// then InputRaw (OutputRaw) holds its exact bytes in standard base64 beside the display
+// name, and readers use those.
 type ReportLine struct {
 	Input     string   `json:"input"`
+	InputRaw  []byte   `json:"input_base64,omitempty"`
 	Output    string   `json:"output,omitempty"`
+	OutputRaw []byte   `json:"output_base64,omitempty"`
 	Status    Status   `json:"status"`
 	Width     int      `json:"width,omitempty"`
 	Height    int      `json:"height,omitempty"`
+	Decoder   string   `json:"decoder,omitempty"`
+	Encoder   string   `json:"encoder,omitempty"`
 	Histogram []uint64 `json:"histogram,omitempty"`
 	Error     string   `json:"error,omitempty"`
+	Pipeline  string   `json:"pipeline,omitempty"`
+	Size      int64    `json:"size,omitempty"`
+	// ModTime is the input file's modification time in nanoseconds since 1970 (UTC).
+	ModTime int64 `json:"mtime_ns,omitempty"`
+}
+
+// name returns the exact input name of a line read back.
+func (l *ReportLine) name() string {
+	if l.InputRaw != nil {
+		return string(l.InputRaw)
+	}
+	return l.Input
+}
+
+// output returns the exact output name of a line read back.
+func (l *ReportLine) output() string {
+	if l.OutputRaw != nil {
+		return string(l.OutputRaw)
+	}
+	return l.Output
 }
 
 // Summary sums up a run; it is the report's last line, {"summary":{...}}.
@@ -79,6 +112,9 @@ type Summary struct {
 	// CPUFallback counts the images of a GPU run that ran on the CPU path instead (too
 	// large for a slot); their results are the same bits.
 	CPUFallback int `json:"cpu_fallback,omitempty"`
+	// Phases are the time totals per phase (read, decode, chain, encode, write), summed
+	// over the inputs: see PhaseSeconds.
+	Phases PhaseSeconds `json:"phases_s"`
 	// Pipeline is the canonical spec of the chain.
 	Pipeline string `json:"pipeline"`
 	// Interrupted is set when the run was cancelled (SIGINT) before all inputs were done.
@@ -105,9 +141,19 @@ func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
 
 // Line turns a result into its report line.
 func (r *Result) Line() ReportLine {
-	l := ReportLine{Input: r.Input, Status: r.Status, Width: r.Width, Height: r.Height}
+	l := ReportLine{Input: r.Input, Status: r.Status, Width: r.Width, Height: r.Height, Decoder: r.Decoder}
+	if !utf8.ValidString(r.Input) {
+		l.InputRaw = []byte(r.Input)
+	}
 	if r.Status != StatusFailed {
-		l.Output = r.Output
+		l.Output, l.Encoder = r.Output, r.Encoder
+		if !utf8.ValidString(r.Output) {
+			l.OutputRaw = []byte(r.Output)
+		}
+		l.Size = r.Size
+		if !r.ModTime.IsZero() {
+			l.ModTime = r.ModTime.UnixNano()
+		}
 	}
 	if r.Histogram != nil {
 		l.Histogram = r.Histogram[:]
@@ -118,17 +164,32 @@ func (r *Result) Line() ReportLine {
 	return l
 }
 
-// reportWriter writes report lines as JSON Lines.
+// ReportSyncInterval is how often at most a report written to a file is synced to disk as
+// the run goes. Every line is handed to the operating system as its input finishes, so a
+// killed process (SIGKILL, the OOM killer) loses no finished input's line; the sync bounds
+// what a power cut or a crash of the machine can lose to about this much work.
+const ReportSyncInterval = time.Second
+
+// reportWriter writes report lines as JSON Lines: each line is written through as soon as
+// its input is reported (a journal), and the file, if the writer is one, is synced at most
+// every ReportSyncInterval and at the summary.
 type reportWriter struct {
-	w   *bufio.Writer
-	err error
+	w        *bufio.Writer
+	syncer   interface{ Sync() error } // nil when the writer cannot sync
+	lastSync time.Time
+	chain    string // the plan's canonical spec, recorded in the lines of inputs done
+	err      error
 }
 
-func newReportWriter(w io.Writer) *reportWriter {
+func newReportWriter(w io.Writer, chain string) *reportWriter {
 	if w == nil {
 		return nil
 	}
-	return &reportWriter{w: bufio.NewWriterSize(w, 64<<10)}
+	rw := &reportWriter{w: bufio.NewWriterSize(w, 64<<10), chain: chain, lastSync: time.Now()}
+	if s, ok := w.(interface{ Sync() error }); ok {
+		rw.syncer = s
+	}
+	return rw
 }
 
 func (rw *reportWriter) write(v any) {
@@ -140,10 +201,32 @@ func (rw *reportWriter) write(v any) {
 		b = append(b, '\n')
 		_, err = rw.w.Write(b)
 	}
+	if err == nil {
+		err = rw.w.Flush()
+	}
 	rw.err = err
 }
 
-func (rw *reportWriter) line(r *Result) { rw.write(r.Line()) }
+func (rw *reportWriter) line(r *Result) {
+	if rw == nil {
+		return
+	}
+	l := r.Line()
+	if l.Status != StatusFailed {
+		l.Pipeline = rw.chain
+	}
+	rw.write(l)
+	if rw.err == nil && rw.syncer != nil && time.Since(rw.lastSync) >= ReportSyncInterval {
+		rw.sync()
+	}
+}
+
+func (rw *reportWriter) sync() {
+	if rw.syncer != nil && rw.err == nil {
+		rw.err = rw.syncer.Sync()
+		rw.lastSync = time.Now()
+	}
+}
 
 func (rw *reportWriter) summary(s Summary) error {
 	if rw == nil {
@@ -152,9 +235,7 @@ func (rw *reportWriter) summary(s Summary) error {
 	rw.write(struct {
 		Summary Summary `json:"summary"`
 	}{s})
-	if rw.err == nil {
-		rw.err = rw.w.Flush()
-	}
+	rw.sync()
 	return rw.err
 }
 
@@ -178,7 +259,7 @@ func newReportReader(r io.Reader) *reportReader {
 func (rr *reportReader) next() (*ReportLine, error) {
 	for rr.sc.Scan() {
 		var l ReportLine
-		if json.Unmarshal(rr.sc.Bytes(), &l) != nil || l.Input == "" {
+		if json.Unmarshal(rr.sc.Bytes(), &l) != nil || l.name() == "" {
 			continue
 		}
 		return &l, nil

@@ -7,28 +7,51 @@ import (
 	"path/filepath"
 )
 
-// Resume wraps a Folder source for a run that continues an earlier one. An input is passed
-// on marked done (Input.Previous set; reported as "skipped", keeping its width, height and
-// histogram from the earlier report) when the previous report lists it as ok or skipped,
-// with the output name this run would give it, and that output file still exists under
-// outDir. ext is the save format's extension; "" when the chain saves nothing, in which case
-// the previous status alone decides. Everything else is done again. The chain itself is not
-// compared: resuming with different stage parameters keeps the old outputs.
+// Resume wraps a Folder source for a run that continues earlier ones under plan. An input
+// is passed on marked done (Input.Previous set; reported as "skipped", keeping its width,
+// height and histogram from the earlier report) only when all of these hold for its line
+// in the previous reports:
+//   - its status was ok or skipped;
+//   - it was done by the same chain: the line's pipeline is plan's canonical spec, so a
+//     changed stage or parameter redoes every input;
+//   - its input file did not change since: the size and modification time the line
+//     records are those the source gives now (an input without them, from a source that
+//     does not know them, is checked on the chain alone);
+//   - its output has the name this run would give it, and is still a regular file under
+//     outDir (a link there does not count). A chain that saves nothing needs no output.
 //
-// The previous report is read in step with the walk (both are in walk order), so memory
+// Everything else is done again. previous are the earlier reports, newest first (the
+// journal a killed run left, then the last finished report): the first that lists an input
+// decides for it. Names are matched exactly, byte for byte, names that are not UTF-8
+// included.
+//
+// Each previous report is read in step with the walk (both are in walk order), so memory
 // does not grow with the number of inputs. Lines out of walk order are ignored, and their
 // inputs redone.
-func Resume(src Source, previous io.Reader, outDir, ext string) Source {
-	return &resumeSource{src: src, prev: newReportReader(previous), outDir: outDir, ext: ext}
+func Resume(src Source, plan *Plan, outDir string, previous ...io.Reader) Source {
+	s := &resumeSource{src: src, outDir: outDir, chain: plan.String()}
+	if plan.Save != nil {
+		s.ext = plan.Save.Ext
+	}
+	for _, p := range previous {
+		s.prev = append(s.prev, &prevReport{r: newReportReader(p)})
+	}
+	return s
 }
 
 type resumeSource struct {
 	src    Source
-	prev   *reportReader
-	cur    *ReportLine
-	eof    bool
+	prev   []*prevReport
 	outDir string
 	ext    string
+	chain  string
+}
+
+// prevReport is one earlier report, read in step with the walk.
+type prevReport struct {
+	r   *reportReader
+	cur *ReportLine
+	eof bool
 }
 
 func (s *resumeSource) Next(ctx context.Context) (Input, error) {
@@ -36,30 +59,35 @@ func (s *resumeSource) Next(ctx context.Context) (Input, error) {
 	if err != nil || in.Err != nil || in.Previous != nil {
 		return in, err
 	}
-	if l := s.lookup(in.Name); l != nil && s.done(in, l) {
-		in.Previous = l
+	for _, p := range s.prev {
+		if l := p.lookup(in.Name); l != nil {
+			if s.done(in, l) {
+				in.Previous = l
+			}
+			break
+		}
 	}
 	return in, nil
 }
 
-// lookup advances the previous report to name and returns its line there, if any.
-func (s *resumeSource) lookup(name string) *ReportLine {
-	for !s.eof {
-		if s.cur == nil {
-			l, err := s.prev.next()
+// lookup advances the report to name and returns its line there, if any.
+func (p *prevReport) lookup(name string) *ReportLine {
+	for !p.eof {
+		if p.cur == nil {
+			l, err := p.r.next()
 			if err != nil {
-				s.eof = true // an unreadable rest of the report only means more work
+				p.eof = true // an unreadable rest of the report only means more work
 				return nil
 			}
-			s.cur = l
+			p.cur = l
 		}
-		switch {
-		case s.cur.Input == name:
-			l := s.cur
-			s.cur = nil
+		switch got := p.cur.name(); {
+		case got == name:
+			l := p.cur
+			p.cur = nil
 			return l
-		case walkLess(s.cur.Input, name):
-			s.cur = nil // an input that is gone, or a line out of order
+		case walkLess(got, name):
+			p.cur = nil // an input that is gone, or a line out of order
 		default:
 			return nil
 		}
@@ -68,17 +96,20 @@ func (s *resumeSource) lookup(name string) *ReportLine {
 }
 
 func (s *resumeSource) done(in Input, l *ReportLine) bool {
-	if l.Status != StatusOK && l.Status != StatusSkipped {
+	if l.Status != StatusOK && l.Status != StatusSkipped || l.Pipeline != s.chain {
+		return false
+	}
+	if (in.Size != 0 || !in.ModTime.IsZero()) && (l.Size != in.Size || l.ModTime != in.ModTime.UnixNano()) {
 		return false
 	}
 	if s.ext == "" {
-		return l.Output == ""
+		return l.output() == ""
 	}
 	want := outputName(in, s.ext)
-	if l.Output != want {
+	if l.output() != want {
 		return false
 	}
-	fi, err := os.Stat(filepath.Join(s.outDir, filepath.FromSlash(want)))
+	fi, err := os.Lstat(filepath.Join(s.outDir, filepath.FromSlash(want)))
 	return err == nil && fi.Mode().IsRegular()
 }
 

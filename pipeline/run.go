@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 // Options controls a run.
@@ -31,7 +32,10 @@ type Options struct {
 	// reported and the run goes on (on_error: skip).
 	StopOnError bool
 	// Report receives the JSON Lines report: one line per input in input order, then the
-	// summary line. nil for none.
+	// summary line. nil for none. Each line is written through as its input is reported,
+	// and a Report with a Sync method (an *os.File) is synced at most every
+	// ReportSyncInterval and at the end, so the file is a journal that a killed run leaves
+	// readable up to its last reported input (Resume reads it).
 	Report io.Writer
 	// Progress, if set, is called for every result, in input order, one at a time.
 	Progress func(*Result)
@@ -102,9 +106,12 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if opt.Device == "" {
 		opt.Device = "cpu"
 	}
+	if plan.Decode.Note != "" && opt.Notice != nil {
+		opt.Notice(plan.Decode.Note)
+	}
 	var be backend = cpuBackend{}
 	if opt.GPU != nil {
-		g, err := newGPURun(plan, opt)
+		g, err := newGPURun(plan, opt, writesOnly(sink))
 		if err != nil {
 			return Summary{}, err
 		}
@@ -116,12 +123,17 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 			opt.Window = max(opt.Window, g.window(opt.Workers))
 		}
 	}
+	if opt.GPU == nil {
+		if err := plan.CheckCPU(); err != nil {
+			return Summary{}, err
+		}
+	}
 	r := &runner{
 		plan:   plan,
 		src:    src,
 		sink:   sink,
 		opt:    opt,
-		report: newReportWriter(opt.Report),
+		report: newReportWriter(opt.Report, plan.String()),
 		window: make(chan struct{}, opt.Window),
 		jobs:   make(chan *item),
 		done:   make(chan *item, opt.Window),
@@ -135,6 +147,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 
 	var g errgroup.Group
 	if err := be.start(&g, r); err != nil {
+		r.sum.Phases = r.phases.seconds()
 		r.sum.finish(time.Since(start).Seconds())
 		if rerr := r.report.summary(r.sum); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("report: %w", rerr))
@@ -154,6 +167,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if berr := be.finish(&r.sum); berr != nil && err == nil && ctx.Err() == nil {
 		err = berr
 	}
+	r.sum.Phases = r.phases.seconds()
 	r.sum.finish(time.Since(start).Seconds())
 	switch {
 	case ctx.Err() != nil:
@@ -198,7 +212,8 @@ type runner struct {
 	mu       sync.Mutex
 	failure  *Result // the earliest failure under StopOnError
 
-	sum Summary // owned by collect
+	sum    Summary // owned by collect
+	phases phaseClock
 }
 
 // backend is where a run's work happens: CPU workers that each run the whole chain on one
@@ -331,7 +346,7 @@ func (r *runner) emit(ctx context.Context, res *Result) error {
 func (r *runner) settle(it *item) bool {
 	in := it.in
 	res := &it.res
-	*res = Result{Index: it.idx, Input: in.Name}
+	*res = Result{Index: it.idx, Input: in.Name, Size: in.Size, ModTime: in.ModTime}
 	switch {
 	case in.Err != nil:
 		res.Status = StatusFailed
@@ -340,7 +355,8 @@ func (r *runner) settle(it *item) bool {
 	case in.Previous != nil:
 		p := in.Previous
 		res.Status = StatusSkipped
-		res.Output, res.Width, res.Height = p.Output, p.Width, p.Height
+		res.Output, res.Width, res.Height = p.output(), p.Width, p.Height
+		res.Decoder, res.Encoder = p.Decoder, p.Encoder
 		if len(p.Histogram) == 256 {
 			res.Histogram = new([256]uint64)
 			copy(res.Histogram[:], p.Histogram)
@@ -359,8 +375,9 @@ func failWith(res *Result, stage string, err error) {
 
 // store hands res.Image, the final image, to the sink, which saves it when the chain has
 // a save stage, and sets the result's status. The sink may drop res.Image (ToFolder does)
-// or keep it.
-func (r *runner) store(it *item, track string) {
+// or keep it. encoded, when not nil, is the output the device already encoded with the
+// save stage's encoding: the sink writes those bytes (atomically, as any output).
+func (r *runner) store(it *item, track string, encoded []byte) {
 	res := &it.res
 	var enc *Encoder
 	stage := "sink"
@@ -368,9 +385,21 @@ func (r *runner) store(it *item, track string) {
 		enc = r.plan.Save.Encoder
 		stage = r.plan.Save.Def.Name
 		res.Output = outputName(it.in, r.plan.Save.Ext)
+		if encoded != nil {
+			enc = &Encoder{Ext: enc.Ext, Name: enc.Name, Encode: func(w io.Writer, _ *stages.Image) error {
+				_, err := w.Write(encoded)
+				return err
+			}}
+		}
 	}
 	t0 := time.Now()
-	err := r.sink.Write(r.ctx, res, enc)
+	var encTime time.Duration
+	timed := enc
+	if enc != nil {
+		timed = r.phases.timedEncoder(enc, &encTime)
+	}
+	err := r.sink.Write(r.ctx, res, timed)
+	r.phases.write.Add(int64(time.Since(t0) - encTime))
 	if enc != nil {
 		r.span(track, stage, it.in.Name, t0)
 	}
@@ -378,6 +407,9 @@ func (r *runner) store(it *item, track string) {
 		failWith(res, stage, pathless(err))
 		res.Output = ""
 		return
+	}
+	if enc != nil {
+		res.Encoder = enc.Name
 	}
 	res.Status = StatusOK
 }

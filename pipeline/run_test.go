@@ -276,7 +276,7 @@ func TestRunInputFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	huge := dir + "/huge.png"
-	if err := os.WriteFile(huge, make([]byte, 2<<20), 0o644); err != nil {
+	if err := os.WriteFile(huge, nil, 0o644); err != nil || os.Truncate(huge, 32<<20) != nil {
 		t.Fatal(err)
 	}
 	// Files refused from their first bytes: junk, and a PNG whose header claims 60000×60000
@@ -291,6 +291,10 @@ func TestRunInputFailures(t *testing.T) {
 	binary.BigEndian.PutUint32(hdr[29:], crc32.ChecksumIEEE(hdr[12:29]))
 	if err := os.WriteFile(liar, append(hdr, make([]byte, 4<<20)...), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	padded := dir + "/padded.png"
+	if err := os.WriteFile(padded, encode(t, randImage(rng, 1, 1, 3), "png"), 0o644); err != nil || os.Truncate(padded, 20<<20) != nil {
+		t.Fatal("padded file")
 	}
 	boomImg := randImage(rng, 4, 4, 3)
 	boomImg.Pix[0] = 0xEE
@@ -310,7 +314,8 @@ func TestRunInputFailures(t *testing.T) {
 		{"bad pixels", "decode", Input{Image: &stages.Image{W: 3, H: 3, C: 2, Stride: 6, Pix: make([]byte, 18)}}, "decode: image has 2 channels"},
 		{"missing file", "decode", Input{Path: dir + "/nope.png"}, "decode: open: no such file or directory"},
 		{"fifo", "decode", Input{Path: fifo}, "decode: not a regular file"},
-		{"file over the size limit", "decode max_pixels=1000", Input{Path: huge}, "decode: file is 2097152 bytes, over the 1056576-byte limit"},
+		{"file over the size limit", "decode max_pixels=1000", Input{Path: huge}, "decode: file is 33554432 bytes, over the 16785216-byte limit"},
+		{"small image padded far beyond its pixels", "decode", Input{Path: padded}, "decode: file too large for its pixels: file is 20971520 bytes, far more than a 1x1 image can take (at most 16777224); refused unread"},
 		{"no source", "decode", Input{}, "decode: input has no path, data or image"},
 		{"big non-image file", "decode", Input{Path: junk}, "decode: unknown image format"},
 		{"big file with a huge header", "decode", Input{Path: liar}, "decode: image is 60000x60000 (3600.0 MP), over the 100.0 MP limit"},

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -22,8 +24,15 @@ type Result struct {
 	Output string
 	// Status is ok, failed or skipped.
 	Status Status
+	// Size and ModTime are the input file's, as the source saw them (Input.Size and
+	// ModTime); the report records them for Resume.
+	Size    int64
+	ModTime time.Time
 	// Width and Height are those of the decoded input (0 when decoding failed).
 	Width, Height int
+	// Decoder names the decoder that made the pixels ("go", "turbo", "nvjpeg-hw", ...);
+	// Encoder the save stage's encoding ("png-fast", "jpeg", ...) of a saved output.
+	Decoder, Encoder string
 	// Histogram is set when the chain has a histogram stage.
 	Histogram *[256]uint64
 	// Image is the final image. ToFolder drops it once written, to free memory early.
@@ -59,7 +68,9 @@ type Sink interface {
 
 // ToFolder returns a sink that writes each output into dir at its Result.Output path,
 // creating subfolders. Writes are atomic (temporary file, fsync, rename): an output is
-// complete or absent, whatever happens to the run.
+// complete or absent, whatever happens to the run. Outputs land only inside dir: a
+// subfolder that is a symbolic link fails the input ("save: a is a symbolic link; ..."),
+// so a link such as OUT/a -> ../IN/a cannot lead outputs onto inputs.
 //
 // The chain must end with a save stage, which says how outputs are encoded; a chain without
 // one would write nothing, so Pipeline.Run refuses it before taking any input (and should a
@@ -88,16 +99,37 @@ func (s folderSink) Write(ctx context.Context, r *Result, enc *Encoder) error {
 	// IsLocal refuses "", absolute paths and ".." components, but not names that merely
 	// start with two dots ("..a.png"), which are ordinary files inside the folder.
 	if !filepath.IsLocal(filepath.FromSlash(r.Output)) {
+		r.Image = nil
 		return fmt.Errorf("output name %q is not a relative path inside the output folder", r.Output)
 	}
-	err := stages.WriteFileAtomic(filepath.Join(s.dir, filepath.FromSlash(r.Output)), func(w io.Writer) error {
-		return enc.Encode(w, r.Image)
-	})
+	m := r.Image
 	r.Image = nil
-	return err
+	// The folder is opened per output, so that the sink holds no descriptor between runs;
+	// through it no link inside the folder is followed (see stages.WriteFileAtomicIn).
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(s.dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return stages.WriteFileAtomicIn(root, r.Output, func(w io.Writer) error {
+		return enc.Encode(w, m)
+	})
 }
 
 func (folderSink) Done(context.Context, *Result) error { return nil }
+
+func (folderSink) writesOnly() {}
+
+// writesOnly reports whether sink keeps no image, only the encoded output (ToFolder,
+// Discard): a GPU run may then encode on the device. Sinks say so with a writesOnly
+// method.
+func writesOnly(sink Sink) bool {
+	_, ok := sink.(interface{ writesOnly() })
+	return ok
+}
 
 // checkSink refuses, before a run takes any input, a sink that can do nothing with the
 // plan's results (ToFolder without a save stage). Sinks say so with a checkPlan method.
@@ -130,6 +162,8 @@ func (discardSink) Write(_ context.Context, r *Result, enc *Encoder) error {
 }
 
 func (discardSink) Done(context.Context, *Result) error { return nil }
+
+func (discardSink) writesOnly() {}
 
 // Collector is a sink that keeps every result in memory, in input order, with the encoded
 // output in Result.Encoded when the chain saves. For small batches and tests.

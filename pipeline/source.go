@@ -4,6 +4,7 @@ import (
 	"context"
 	"image"
 	"io"
+	"time"
 
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -29,6 +30,11 @@ type Input struct {
 	// format's. Empty means Name without its extension. Folder sources set it to apply
 	// the name clash rule.
 	OutStem string
+	// Size and ModTime are the input file's size and modification time, when the source
+	// knows them (Folder sets them from the walk); the report records them, and Resume
+	// redoes an input whose file changed since.
+	Size    int64
+	ModTime time.Time
 	// Previous, when set, is this input's line in an earlier report: it was done then and
 	// is reported as skipped without any work (see Resume).
 	Previous *ReportLine

@@ -84,7 +84,7 @@ func newJob(t testing.TB, name, in, out string, s Settings) (*Job, []Task, *pipe
 	}
 	j := &Job{Name: name, Pipeline: plan.String(), Input: in, Output: out, Exec: pipeline.DefaultExecution(), Settings: s}
 	store := openStore(t, in)
-	src := store.Source(out)
+	src := store.Source(out, pipeline.Selection{})
 	var tasks []Task
 	for {
 		in, err := src.Next(context.Background())

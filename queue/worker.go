@@ -247,6 +247,7 @@ func (w *worker) accept(ctx context.Context, msg jetstream.Msg) (pipeline.Input,
 	default:
 		in = w.store.Input(t.Name)
 		in.OutStem = t.OutStem
+		in.Size, in.ModTime = t.Size, t.ModTime // recorded in the report for --resume
 		in.Err = w.unchanged(ctx, t)
 	}
 	if in.Err != nil {
@@ -302,7 +303,11 @@ func (w *worker) Done(ctx context.Context, r *pipeline.Result) error {
 		w.mu.Unlock()
 		return nil
 	}
-	w.finish(e, r.Line())
+	line := r.Line()
+	if line.Status != pipeline.StatusFailed {
+		line.Pipeline = w.job.Pipeline // as a run's report records it, for --resume
+	}
+	w.finish(e, line)
 	return nil
 }
 

@@ -3,9 +3,11 @@ package stages
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -93,10 +95,7 @@ func RemoveTempsOf(path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if len(base) > maxTempBase {
-		base = base[:maxTempBase]
-	}
-	prefix := "." + base + TempMarker
+	prefix := tempPrefix(base)
 	n := 0
 	for _, e := range ents {
 		if e.Type().IsRegular() && IsTempName(e.Name()) && strings.HasPrefix(e.Name(), prefix) {
@@ -125,20 +124,33 @@ func WriteFileAtomic(path string, write func(io.Writer) error) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if len(base) > maxTempBase {
-		base = base[:maxTempBase]
-	}
-	f, err := os.CreateTemp(dir, "."+base+TempMarker+"*")
+	f, err := os.CreateTemp(dir, tempPrefix(base)+"*")
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
+	return commitTemp(f, write, func() error { return os.Rename(f.Name(), path) },
+		func() { os.Remove(f.Name()) }, func() error { return SyncDir(dir) })
+}
+
+// tempPrefix is the start of the temporary names of writes of base.
+func tempPrefix(base string) string {
+	if len(base) > maxTempBase {
+		base = base[:maxTempBase]
+	}
+	return "." + base + TempMarker
+}
+
+// commitTemp writes, fsyncs and closes the temporary file f, then renames it
+// into place and syncs its folder. On any error before the rename it closes
+// f and removes it; after the rename the file is in place, so a failure to
+// sync the folder is reported but nothing is removed.
+func commitTemp(f *os.File, write func(io.Writer) error, rename func() error, remove func(), sync func() error) error {
 	renamed := false
 	defer func() {
 		// Also runs when write panics: no temporary file is left behind.
 		if !renamed {
 			f.Close()
-			os.Remove(tmp)
+			remove()
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 256<<10)
@@ -157,25 +169,111 @@ func WriteFileAtomic(path string, write func(io.Writer) error) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := rename(); err != nil {
 		return err
 	}
 	renamed = true
-	// The rename is durable only once the folder is synced. From here on the
-	// file is in place, so a failure is reported but nothing is removed.
-	return syncDir(dir)
+	// The rename is durable only once the folder is synced.
+	return sync()
 }
 
-// syncDir fsyncs a folder. Filesystems that cannot sync folders (EINVAL,
+// ErrLinkInOutput is returned (wrapped, naming the folder) by WriteFileAtomicIn
+// when a folder on the way to the file is a symbolic link.
+var ErrLinkInOutput = errors.New("is a symbolic link; outputs never go through links inside the output folder")
+
+// WriteFileAtomicIn is WriteFileAtomic for name, a slash-separated path
+// relative to root, with the guarantee that the file lands inside root: every
+// folder on the way is checked without following links (a link is refused
+// with ErrLinkInOutput, even one that points inside root, since its outputs
+// could then land on another input's) and missing ones are created; os.Root
+// refuses anything that would still resolve outside root (a link swapped in
+// between the check and the write). An existing file or link at name itself
+// is replaced, never followed.
+func WriteFileAtomicIn(root *os.Root, name string, write func(io.Writer) error) error {
+	rel := filepath.Clean(filepath.FromSlash(name))
+	if !filepath.IsLocal(rel) {
+		return fmt.Errorf("write: %q is not a relative path inside the folder", name)
+	}
+	dir, base := filepath.Split(rel)
+	if base == "" {
+		return errors.New("write: path names a folder")
+	}
+	dir = filepath.Clean(dir) // "." for the root itself
+	if err := mkdirNoLinks(root, dir); err != nil {
+		return err
+	}
+	prefix := filepath.Join(dir, tempPrefix(base))
+	var f *os.File
+	var tmp string
+	for try := 0; ; try++ {
+		// The digits make the name one IsTempName recognises, as os.CreateTemp's do.
+		tmp = prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		var err error
+		f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || try == 100 {
+			return err
+		}
+	}
+	return commitTemp(f, write, func() error { return root.Rename(tmp, rel) },
+		func() { root.Remove(tmp) }, func() error { return syncRootDir(root, dir) })
+}
+
+// mkdirNoLinks makes sure every folder of dir (relative to root) exists and is
+// a real folder, not a link, creating the missing ones.
+func mkdirNoLinks(root *os.Root, dir string) error {
+	if dir == "." {
+		return nil
+	}
+	p := ""
+	for _, part := range strings.Split(dir, string(filepath.Separator)) {
+		p = filepath.Join(p, part)
+		fi, err := root.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err = root.Mkdir(p, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
+				fi, err = root.Lstat(p) // made now, or by a concurrent writer
+			}
+		}
+		switch {
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s %w", filepath.ToSlash(p), ErrLinkInOutput)
+		case !fi.IsDir():
+			return fmt.Errorf("%s is not a folder", filepath.ToSlash(p))
+		}
+	}
+	return nil
+}
+
+// syncRootDir fsyncs the folder dir of root, as SyncDir does.
+func syncRootDir(root *os.Root, dir string) error {
+	d, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return ignoreSyncUnsupported(d.Sync())
+}
+
+// SyncDir fsyncs a folder, making renames and creations in it durable. Filesystems that cannot sync folders (EINVAL,
 // ENOTSUP) are not an error: there is nothing more we could do on them.
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return err
+	return ignoreSyncUnsupported(d.Sync())
+}
+
+// ignoreSyncUnsupported drops the errors of file systems that cannot sync
+// folders (EINVAL, ENOTSUP): there is nothing more we could do on them.
+func ignoreSyncUnsupported(err error) error {
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) {
+		return nil
 	}
-	return nil
+	return err
 }

@@ -192,3 +192,83 @@ func TestRemoveTempsOf(t *testing.T) {
 		t.Errorf("a folder path: %d, %v", n, err)
 	}
 }
+
+// WriteFileAtomicIn writes only inside its root: a folder on the way that is a link is
+// refused (wherever it points) and what it points at is untouched; a link at the file's
+// own name is replaced, not followed.
+func TestWriteFileAtomicInRefusesLinks(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T, out, victim string) // victim: a file outside out
+		write   string
+		wantErr string // "" for success
+	}{
+		{"plain nested", func(*testing.T, string, string) {}, "a/b/c.png", ""},
+		{"link to a folder outside", func(t *testing.T, out, victim string) {
+			must(t, os.Symlink(filepath.Dir(victim), filepath.Join(out, "a")))
+		}, "a/victim.png", "a is a symbolic link"},
+		{"link to a folder inside", func(t *testing.T, out, _ string) {
+			must(t, os.Mkdir(filepath.Join(out, "real"), 0o755))
+			must(t, os.Symlink("real", filepath.Join(out, "a")))
+		}, "a/x.png", "a is a symbolic link"},
+		{"deeper link", func(t *testing.T, out, victim string) {
+			must(t, os.Mkdir(filepath.Join(out, "d"), 0o755))
+			must(t, os.Symlink(filepath.Dir(victim), filepath.Join(out, "d", "e")))
+		}, "d/e/victim.png", "d/e is a symbolic link"},
+		{"file where a folder should be", func(t *testing.T, out, _ string) {
+			must(t, os.WriteFile(filepath.Join(out, "f"), nil, 0o644))
+		}, "f/x.png", "f is not a folder"},
+		{"link at the name is replaced", func(t *testing.T, out, victim string) {
+			must(t, os.Symlink(victim, filepath.Join(out, "victim.png")))
+		}, "victim.png", ""},
+		{"escaping name", func(*testing.T, string, string) {}, "../victim.png", "not a relative path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := t.TempDir()
+			out := filepath.Join(base, "out")
+			must(t, os.Mkdir(out, 0o755))
+			victim := filepath.Join(base, "in", "victim.png")
+			must(t, os.MkdirAll(filepath.Dir(victim), 0o755))
+			must(t, os.WriteFile(victim, []byte("input"), 0o644))
+			tt.setup(t, out, victim)
+			root, err := os.OpenRoot(out)
+			must(t, err)
+			defer root.Close()
+			err = WriteFileAtomicIn(root, tt.write, func(w io.Writer) error {
+				_, err := io.WriteString(w, "output")
+				return err
+			})
+			if got, _ := os.ReadFile(victim); string(got) != "input" {
+				t.Fatalf("the file outside was changed: %q", got)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(out, filepath.FromSlash(tt.write))
+			fi, err := os.Lstat(p)
+			if err != nil || !fi.Mode().IsRegular() {
+				t.Fatalf("%s: %v, %v", tt.write, fi, err)
+			}
+			if got, _ := os.ReadFile(p); string(got) != "output" {
+				t.Errorf("content %q", got)
+			}
+			if n, err := RemoveTemps(out); n != 0 || err != nil {
+				t.Errorf("temporary files left: %d, %v", n, err)
+			}
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

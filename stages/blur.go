@@ -152,6 +152,10 @@ func blurColumn(out []byte, acc []uint32, row func(int) []uint16, y int, taps []
 // contiguous memory, several times faster than walking the taps per pixel,
 // and folding several taps into one sweep saves loads and stores of acc.
 func blurSums[T uint8 | uint16](acc []uint32, centre []T, pair func(j int) ([]T, []T), taps []uint32, r int) {
+	if useVector {
+		blurSumsVector(acc, centre, pair, taps, r)
+		return
+	}
 	c := centre[:len(acc)]
 	w0, w1 := taps[r], taps[r+1]
 	a1, b1 := pair(1)

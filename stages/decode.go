@@ -25,7 +25,7 @@ const DefaultMaxPixels = 100_000_000
 type DecodeOptions struct {
 	MaxPixels int64       // refuse images with W*H above this; 0 means DefaultMaxPixels
 	Orient    bool        // apply the JPEG EXIF orientation
-	JPEG      JPEGBackend // the JPEG decoder; "" means JPEGGo
+	JPEG      JPEGBackend // the JPEG decoder; "" means JPEGGo (the decode stage's default is JPEGAuto)
 }
 
 // JPEGBackend names a JPEG decoder.
@@ -43,18 +43,53 @@ const (
 	// decoder. Truncated and corrupt files fail as they do with JPEGGo (see
 	// package jpegturbo).
 	JPEGTurbo JPEGBackend = "turbo"
+	// JPEGAuto is the fastest decoder that works here: see
+	// ResolveJPEGBackend. The report names the one each input got.
+	JPEGAuto JPEGBackend = "auto"
 )
+
+// JPEGBackends are the backend names in the order the decode stage lists them.
+var JPEGBackends = []JPEGBackend{JPEGAuto, JPEGGo, JPEGTurbo}
+
+// TurboInstallHint says how to get libjpeg-turbo; JPEGAuto's fallback
+// passes it on.
+const TurboInstallHint = "install libjpeg-turbo (Debian/Ubuntu: apt-get install libturbojpeg0) for JPEG decoding 3-5x faster"
+
+// ResolveJPEGBackend is the one place that says what b means on this
+// machine: JPEGAuto becomes JPEGTurbo when libjpeg-turbo loads and JPEGGo
+// otherwise, in which case note says so and how to install the library (a
+// run says it once); any other backend is itself. It does not check b (see
+// JPEGBackend.Check).
+func ResolveJPEGBackend(b JPEGBackend) (resolved JPEGBackend, note string) {
+	return resolveJPEGBackend(b, jpegturbo.Available)
+}
+
+// resolveJPEGBackend is ResolveJPEGBackend with the library check as an
+// argument, so that tests see both answers on any machine.
+func resolveJPEGBackend(b JPEGBackend, turbo func() error) (JPEGBackend, string) {
+	switch b {
+	case "":
+		return JPEGGo, ""
+	case JPEGAuto:
+		if err := turbo(); err != nil {
+			return JPEGGo, fmt.Sprintf("decode backend=auto: decoding JPEG with Go's decoder, since %v; %s", err, TurboInstallHint)
+		}
+		return JPEGTurbo, ""
+	}
+	return b, ""
+}
 
 // Check returns nil when b can be used here: an error for an unknown name,
 // and for JPEGTurbo the reason libjpeg-turbo cannot be loaded, if any.
+// JPEGAuto always can.
 func (b JPEGBackend) Check() error {
 	switch b {
-	case "", JPEGGo:
+	case "", JPEGGo, JPEGAuto:
 		return nil
 	case JPEGTurbo:
 		return jpegturbo.Available()
 	}
-	return fmt.Errorf("unknown JPEG backend %q (want %q or %q)", string(b), JPEGGo, JPEGTurbo)
+	return fmt.Errorf("unknown JPEG backend %q (want %q, %q or %q)", string(b), JPEGAuto, JPEGGo, JPEGTurbo)
 }
 
 // Alloc returns a w×h image with c channels for the decoder to fill. It is
@@ -167,9 +202,38 @@ func DecodeHeader(data []byte, opt DecodeOptions) (Header, error) {
 	return h, err
 }
 
-// readHeader returns the header, the format and the stored (canvas)
-// dimensions, or an error for unknown, broken or oversized files.
+// CheckFile reads the header of data, a whole file, and checks it as Decode
+// does before decoding any pixel: the pixel limit of opt, the size the header
+// implies (see minEncodedSize) and, for a JPEG, the scan limits
+// (MaxJPEGScans, MaxJPEGPasses). A decoder with no limits of its own (the
+// GPU's) is given only files that pass it.
+func CheckFile(data []byte, opt DecodeOptions) (Header, error) {
+	h, _, _, err := checkFile(data, opt)
+	return h, err
+}
+
+// checkFile is CheckFile with readHeader's results.
+func checkFile(data []byte, opt DecodeOptions) (Header, *format, image.Point, error) {
+	hd, f, canvas, err := readHeader(data, opt)
+	if err == nil && f.name == "jpeg" {
+		// On every backend: Go's decoder has no scan limit of its own.
+		err = checkJPEGWork(data)
+	}
+	if err != nil {
+		return Header{}, nil, image.Point{}, err
+	}
+	return hd, f, canvas, nil
+}
+
+// readHeader is readHeaderSized for data that is the whole file.
 func readHeader(data []byte, opt DecodeOptions) (Header, *format, image.Point, error) {
+	return readHeaderSized(data, int64(len(data)), opt)
+}
+
+// readHeaderSized returns the header, the format and the stored (canvas)
+// dimensions, or an error for unknown, broken or oversized files; data is the
+// start of a file of size bytes.
+func readHeaderSized(data []byte, size int64, opt DecodeOptions) (Header, *format, image.Point, error) {
 	max := opt.MaxPixels
 	if max == 0 {
 		max = DefaultMaxPixels
@@ -177,7 +241,7 @@ func readHeader(data []byte, opt DecodeOptions) (Header, *format, image.Point, e
 	if max < 0 {
 		return Header{}, nil, image.Point{}, fmt.Errorf("pixel limit %d is negative", max)
 	}
-	if opt.JPEG != "" && opt.JPEG != JPEGGo && opt.JPEG != JPEGTurbo {
+	if opt.JPEG != "" && opt.JPEG != JPEGGo && opt.JPEG != JPEGTurbo && opt.JPEG != JPEGAuto {
 		return Header{}, nil, image.Point{}, opt.JPEG.Check()
 	}
 	if len(data) == 0 {
@@ -200,8 +264,8 @@ func readHeader(data []byte, opt DecodeOptions) (Header, *format, image.Point, e
 	if int64(w) > max/int64(h) {
 		return Header{}, nil, image.Point{}, &LimitError{W: w, H: h, MaxPixels: max}
 	}
-	if min := minEncodedSize(f.name, cfg); int64(len(data)) < min {
-		return Header{}, nil, image.Point{}, fmt.Errorf("%w: %d bytes cannot hold a %dx%d %s (at least %d)", io.ErrUnexpectedEOF, len(data), w, h, f.name, min)
+	if min := minEncodedSize(f.name, cfg); size < min {
+		return Header{}, nil, image.Point{}, fmt.Errorf("%w: %d bytes cannot hold a %dx%d %s (at least %d)", io.ErrUnexpectedEOF, size, w, h, f.name, min)
 	}
 	hd := Header{Format: f.name, W: w, H: h, Orientation: 1}
 	if opt.Orient && f.name == "jpeg" {
@@ -274,15 +338,31 @@ func minEncodedSize(format string, cfg image.Config) int64 {
 // "image is 20000x20000 (400.0 MP), over the 100.0 MP limit"; callers add
 // their own "decode: " prefix.
 func Decode(data []byte, opt DecodeOptions, alloc Alloc) (*Image, error) {
-	hd, f, canvas, err := readHeader(data, opt)
+	m, _, err := DecodeBy(data, opt, alloc)
+	return m, err
+}
+
+// DecodeBy is Decode that also tells which decoder made the pixels, for the
+// report: JPEGTurbo for a JPEG that libjpeg-turbo decoded, JPEGGo for
+// everything else (Go's decoders, and JPEGTurbo's fallbacks). opt.JPEG =
+// JPEGAuto is resolved by ResolveJPEGBackend on every call (cheap: the
+// library is loaded once).
+func DecodeBy(data []byte, opt DecodeOptions, alloc Alloc) (*Image, JPEGBackend, error) {
+	hd, f, canvas, err := checkFile(data, opt)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if f.name == "jpeg" && opt.JPEG == JPEGTurbo {
+	if backend, _ := ResolveJPEGBackend(opt.JPEG); f.name == "jpeg" && backend == JPEGTurbo {
 		if m, done, err := decodeTurbo(data, hd, canvas, alloc); done {
-			return m, err
+			return m, JPEGTurbo, err
 		}
 	}
+	m, err := decodeGo(data, f, hd, canvas, alloc)
+	return m, JPEGGo, err
+}
+
+// decodeGo decodes with Go's decoder of format f (readHeader's results).
+func decodeGo(data []byte, f *format, hd Header, canvas image.Point, alloc Alloc) (*Image, error) {
 	src, err := f.decode(bytes.NewReader(data))
 	if err != nil {
 		return nil, plainError(err)

@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/disintegration/imaging"
 	"golang.org/x/image/bmp"
@@ -671,8 +672,14 @@ func TestJPEGOrientation(t *testing.T) {
 	}
 }
 
+// fuzzDecodeTime bounds one decode of FuzzDecode (1 MP at most).
+const fuzzDecodeTime = 2 * time.Second
+
 // FuzzDecode checks that no input panics Decode and that a successful
-// decode returns a consistent RGB image within the limit.
+// decode returns a consistent RGB image within the limit. Slow and greedy
+// inputs are findings too: a decode may take at most fuzzDecodeTime and
+// allocate at most what DecodeCost charges for it plus a few times the file
+// (a scan bomb or a decoder that allocates beyond its working set fails).
 func FuzzDecode(f *testing.F) {
 	for _, data := range fixtures(f) {
 		f.Add(data)
@@ -683,7 +690,23 @@ func FuzzDecode(f *testing.F) {
 	f.Add(exifJPEG(binary.LittleEndian, 3, 6))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		opt := DecodeOptions{MaxPixels: 1 << 20, Orient: true}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		t0 := time.Now()
 		m, err := Decode(data, opt, nil)
+		took := time.Since(t0)
+		runtime.ReadMemStats(&after)
+		// A bound far above any honest decode of 1 MP, so only pathological inputs hit it.
+		if took > fuzzDecodeTime {
+			t.Fatalf("decode took %v (%d bytes)", took, len(data))
+		}
+		allowed := int64(4*len(data)) + 1<<20
+		if c, cerr := DecodeCost(data, int64(len(data)), opt); cerr == nil {
+			allowed += 2 * c.WorkBytes
+		}
+		if got := int64(after.TotalAlloc - before.TotalAlloc); got > allowed {
+			t.Fatalf("decode allocated %d bytes, over the %d its cost allows", got, allowed)
+		}
 		if err != nil {
 			if m != nil {
 				t.Fatal("image and error both returned")

@@ -108,7 +108,8 @@ func TestJPEGBackendCheck(t *testing.T) {
 	}{
 		{"", ""},
 		{JPEGGo, ""},
-		{"nvjpeg", `unknown JPEG backend "nvjpeg" (want "go" or "turbo")`},
+		{JPEGAuto, ""},
+		{"nvjpeg", `unknown JPEG backend "nvjpeg" (want "auto", "go" or "turbo")`},
 		{"Turbo", `unknown JPEG backend "Turbo"`},
 	} {
 		err := tc.b.Check()
@@ -599,4 +600,64 @@ func benchJPEG(b *testing.B) ([]byte, string) {
 		b.Fatal(err)
 	}
 	return buf.Bytes(), "synthetic smooth 1080p, quality 90"
+}
+
+func TestResolveJPEGBackend(t *testing.T) {
+	missing := func() error { return fmt.Errorf("%w: libturbojpeg.so.0 not found", jpegturbo.ErrUnavailable) }
+	present := func() error { return nil }
+	for _, tc := range []struct {
+		name     string
+		b        JPEGBackend
+		turbo    func() error
+		want     JPEGBackend
+		wantNote string
+	}{
+		{"empty is go", "", present, JPEGGo, ""},
+		{"go stays go", JPEGGo, present, JPEGGo, ""},
+		{"turbo stays turbo", JPEGTurbo, missing, JPEGTurbo, ""}, // Check reports a missing library
+		{"auto with the library", JPEGAuto, present, JPEGTurbo, ""},
+		{"auto without it", JPEGAuto, missing, JPEGGo, "Go's decoder, since libjpeg-turbo unavailable: libturbojpeg.so.0 not found; install libjpeg-turbo (Debian/Ubuntu: apt-get install libturbojpeg0)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, note := resolveJPEGBackend(tc.b, tc.turbo)
+			if got != tc.want || (tc.wantNote == "") != (note == "") || !strings.Contains(note, tc.wantNote) {
+				t.Errorf("resolve(%q) = %q, %q; want %q, %q", tc.b, got, note, tc.want, tc.wantNote)
+			}
+		})
+	}
+	// The exported one answers for this machine.
+	got, _ := ResolveJPEGBackend(JPEGAuto)
+	if want := map[bool]JPEGBackend{true: JPEGTurbo, false: JPEGGo}[jpegturbo.Available() == nil]; got != want {
+		t.Errorf("ResolveJPEGBackend(auto) = %q here, want %q", got, want)
+	}
+}
+
+// TestDecodeByNamesTheDecoder: the report's decoder is the one that made the
+// pixels, JPEG or not, fallbacks included.
+func TestDecodeByNamesTheDecoder(t *testing.T) {
+	fx := fixtures(t)
+	turboHere := jpegturbo.Available() == nil
+	for _, tc := range []struct {
+		file    string
+		backend JPEGBackend
+		want    JPEGBackend
+	}{
+		{"orient_1.jpg", JPEGGo, JPEGGo},
+		{"orient_1.jpg", "", JPEGGo},
+		{"orient_1.jpg", JPEGAuto, map[bool]JPEGBackend{true: JPEGTurbo, false: JPEGGo}[turboHere]},
+		{"orient_6.jpg", JPEGAuto, map[bool]JPEGBackend{true: JPEGTurbo, false: JPEGGo}[turboHere]},
+		{"cmyk.jpg", JPEGAuto, JPEGGo}, // libjpeg-turbo does not give CMYK as RGB: Go's decoder does
+	} {
+		_, by, err := DecodeBy(fx[tc.file], DecodeOptions{JPEG: tc.backend, Orient: true}, nil)
+		if err != nil || by != tc.want {
+			t.Errorf("%s with %q: decoder %q, %v; want %q", tc.file, tc.backend, by, err, tc.want)
+		}
+	}
+	png := encoded(t, func(b *bytes.Buffer) error { return Encode(b, NewImage(3, 2, 3), SaveOptions{}) })
+	if _, by, err := DecodeBy(png, DecodeOptions{JPEG: JPEGAuto}, nil); err != nil || by != JPEGGo {
+		t.Errorf("PNG with auto: decoder %q, %v; want go", by, err)
+	}
+	if _, by, err := DecodeBy([]byte("junk"), DecodeOptions{JPEG: JPEGAuto}, nil); err == nil || by != "" {
+		t.Errorf("junk: decoder %q, %v; want none and an error", by, err)
+	}
 }

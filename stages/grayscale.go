@@ -27,7 +27,14 @@ func Grayscale(dst, src *Image) {
 		}
 		in := src.Row(y)
 		in = in[:3*len(out)]
-		for x := range out {
+		n := 0
+		if useVector {
+			n = len(out) &^ 15 // the vector kernel takes groups of 16
+		}
+		if n > 0 {
+			grayRGB(&out[0], &in[0], n)
+		}
+		for x := n; x < len(out); x++ {
 			p := in[3*x : 3*x+3 : 3*x+3]
 			out[x] = luma(p[0], p[1], p[2])
 		}

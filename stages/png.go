@@ -9,17 +9,19 @@ import (
 	"io"
 	"math"
 	"sync"
+
+	"github.com/imgpipe/imgpipe/stages/pngfast"
 )
 
-// A direct PNG writer rather than image/png: image/png has no RGB image type
-// (C = 3 would need a 4-byte RGBA copy of every image) and it tries all five
-// row filters on every row even at its fastest level. Writing the rows
-// straight from the Image, with the Sub filter at the default level as
-// OpenCV does, is several times faster (see BenchmarkEncodePNG). The format
-// is the plain subset: 8-bit gray or RGB, no interlace, no ancillary chunks.
-// Tests decode the output with image/png.
+// Two PNG writers. The default, PNGFast, is imgpipe's own fully specified
+// encoding (package pngfast, docs/png-fast.md): the CPU and the GPU write the
+// same bytes. The zlib levels go through a direct PNG writer rather than
+// image/png: image/png has no RGB image type (C = 3 would need a 4-byte RGBA
+// copy of every image) and it tries all five row filters on every row even at
+// its fastest level. The format is the plain subset: 8-bit gray or RGB, no
+// interlace, no ancillary chunks. Tests decode the output with image/png.
 
-// pngIDATSize is the payload size of each IDAT chunk.
+// pngIDATSize is the payload size of each IDAT chunk of the zlib writer.
 const pngIDATSize = 64 << 10
 
 // PNG row filter types.
@@ -32,10 +34,9 @@ const (
 	nFilters
 )
 
-// zlibPools holds one pool of zlib writers per flate level -2..9 (at index
-// level+2): a writer owns about a megabyte of tables, too much to allocate
-// per image.
-var zlibPools [12]sync.Pool
+// zlibPools holds one pool of zlib writers per flate level 0..9: a writer
+// owns about a megabyte of tables, too much to allocate per image.
+var zlibPools [10]sync.Pool
 
 // pngRows is the per-call row memory, pooled for the same reason.
 type pngRows struct {
@@ -45,7 +46,39 @@ type pngRows struct {
 
 var pngRowPool = sync.Pool{New: func() any { return new(pngRows) }}
 
+// PNGFastBound is the most bytes EncodePNGFast writes for an image of shape
+// s (pngfast.Bound); a device encoder sizes its output with it too.
+func PNGFastBound(s Shape) int { return pngfast.Bound(s.W, s.H, s.C) }
+
+// EncodePNGFast writes m as a PNGFast file into dst, which must hold
+// PNGFastBound(m's shape) bytes, and returns the file's length. Like the
+// pixel stages it panics on an invalid image: callers check images first.
+func EncodePNGFast(dst []byte, m *Image) int {
+	mustValid("EncodePNGFast", "source", m)
+	return pngfast.Encode(dst, m.Pix, m.W, m.H, m.C, m.Stride)
+}
+
+// fastBufs recycles the whole-file buffers of encodePNGFast.
+var fastBufs sync.Pool
+
+func encodePNGFast(w io.Writer, m *Image) error {
+	if err := pngfast.Check(m.W, m.H, m.C); err != nil {
+		return err
+	}
+	var buf []byte
+	if p, ok := fastBufs.Get().(*[]byte); ok {
+		buf = *p
+	}
+	buf = grow(buf, PNGFastBound(m.Shape()))
+	defer func() { fastBufs.Put(&buf) }()
+	_, err := w.Write(buf[:EncodePNGFast(buf, m)])
+	return err
+}
+
 func encodePNG(w io.Writer, m *Image, compression int) error {
+	if compression == PNGFast {
+		return encodePNGFast(w, m)
+	}
 	if m.W > math.MaxInt32 || m.H > math.MaxInt32 {
 		return fmt.Errorf("image is %dx%d, over PNG's limit", m.W, m.H)
 	}
@@ -53,8 +86,6 @@ func encodePNG(w io.Writer, m *Image, compression int) error {
 	switch {
 	case compression == PNGNoCompression:
 		level = flate.NoCompression
-	case compression == PNGHuffmanOnly:
-		level = flate.HuffmanOnly
 	case compression >= 2:
 		// A size-oriented level: pick the filter per row like libpng does.
 		level, adaptive = compression, true
@@ -78,7 +109,7 @@ func writePNG(w io.Writer, m *Image, level int, adaptive bool) error {
 	pw.chunk("IHDR", ihdr[:])
 
 	idat := &idatWriter{pw: pw}
-	zw, _ := zlibPools[level+2].Get().(*zlib.Writer)
+	zw, _ := zlibPools[level].Get().(*zlib.Writer)
 	if zw == nil {
 		var err error
 		if zw, err = zlib.NewWriterLevel(idat, level); err != nil {
@@ -87,7 +118,7 @@ func writePNG(w io.Writer, m *Image, level int, adaptive bool) error {
 	} else {
 		zw.Reset(idat)
 	}
-	defer zlibPools[level+2].Put(zw)
+	defer zlibPools[level].Put(zw)
 
 	rows := pngRowPool.Get().(*pngRows)
 	defer pngRowPool.Put(rows)

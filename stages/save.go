@@ -5,7 +5,6 @@ import (
 	"image"
 	"image/jpeg"
 	"io"
-	"strings"
 	"sync"
 )
 
@@ -15,46 +14,49 @@ const DefaultJPEGQuality = 95
 // PNG compression settings for SaveOptions.Compression, besides the zlib
 // levels 1 (fastest) to 9 (smallest).
 const (
-	// PNGDefault selects level 1 with the Sub filter: what OpenCV's imwrite
-	// does by default, fast with a reasonable size.
-	PNGDefault = 0
+	// PNGFast, the zero value, is imgpipe's own encoding (package pngfast,
+	// docs/png-fast.md): Sub filter and Huffman coding in independent
+	// 64 KiB blocks, the same bytes from the CPU and the GPU encoder, several
+	// times faster than level 1 and about as small on photos (see
+	// BenchmarkEncodePNG).
+	PNGFast = 0
 	// PNGNoCompression stores the rows without compressing them.
 	PNGNoCompression = -1
-	// PNGHuffmanOnly uses the Sub filter and Huffman coding without
-	// string matching: about 3x faster than level 1 on photos, with files
-	// 10-40% larger (measured on 1080p photos, see BenchmarkEncodePNG).
-	PNGHuffmanOnly = -2
 )
 
 // SaveOptions controls Encode.
 type SaveOptions struct {
-	Format  string // "png" (the default when empty) or "jpeg" ("jpg" is accepted)
-	Quality int    // JPEG quality 1..100; 0 means DefaultJPEGQuality
-	// Compression is the PNG zlib level 1..9, PNGDefault (0, meaning 1),
-	// PNGNoCompression or PNGHuffmanOnly. Every setting is lossless; higher
-	// levels are smaller and slower.
+	Format  string // one of SaveFormats(): "png" (the default when empty), "jpeg" ("jpg"), "webp", "tiff" ("tif"), "npy"
+	Quality int    // JPEG and lossy WebP quality 1..100; 0 means DefaultJPEGQuality
+	// Lossless selects lossless WebP (Quality is then unused).
+	Lossless bool
+	// Compression is PNGFast (0, the default), the PNG zlib level 1..9
+	// (level 1 filters every row with Sub, higher levels pick a filter per
+	// row), or PNGNoCompression. Every setting is lossless; higher levels
+	// are smaller and slower. For TIFF, PNGNoCompression stores and anything
+	// else uses Deflate.
 	Compression int
 }
 
 // normalize fills in defaults and checks ranges, so that a bad option is
 // reported before any output is written.
 func (o SaveOptions) normalize() (SaveOptions, error) {
-	switch strings.ToLower(o.Format) {
-	case "", "png":
-		o.Format = "png"
-	case "jpeg", "jpg":
-		o.Format = "jpeg"
-	default:
-		return o, fmt.Errorf("unknown save format %q, want png or jpeg", o.Format)
+	if o.Format == "" {
+		o.Format = saveFormats[0].name
 	}
+	f := lookupFormat(o.Format)
+	if f == nil {
+		return o, errUnknownFormat(o.Format)
+	}
+	o.Format = f.name
 	if o.Quality == 0 {
 		o.Quality = DefaultJPEGQuality
 	}
 	if o.Quality < 1 || o.Quality > 100 {
-		return o, fmt.Errorf("jpeg quality %d is not in 1..100", o.Quality)
+		return o, fmt.Errorf("quality %d is not in 1..100", o.Quality)
 	}
-	if o.Compression < PNGHuffmanOnly || o.Compression > 9 {
-		return o, fmt.Errorf("png compression %d is not in -2..9", o.Compression)
+	if o.Compression < PNGNoCompression || o.Compression > 9 {
+		return o, fmt.Errorf("png compression %d is not in -1..9", o.Compression)
 	}
 	return o, nil
 }
@@ -66,7 +68,8 @@ func (o SaveOptions) Validate() error {
 }
 
 // Encode writes m to w in opt's format: PNG (lossless, 8-bit gray for C = 1,
-// 8-bit RGB for C = 3) or baseline JPEG (4:2:0 for C = 3, gray for C = 1).
+// 8-bit RGB for C = 3), baseline JPEG (4:2:0 for C = 3, gray for C = 1), WebP
+// (libwebp, see encodeWebP), TIFF (encodeTIFF) or a NumPy array (encodeNPY).
 func Encode(w io.Writer, m *Image, opt SaveOptions) error {
 	if m == nil {
 		return fmt.Errorf("no image to encode")
@@ -78,10 +81,7 @@ func Encode(w io.Writer, m *Image, opt SaveOptions) error {
 	if err != nil {
 		return err
 	}
-	if opt.Format == "png" {
-		return encodePNG(w, m, opt.Compression)
-	}
-	return encodeJPEG(w, m, opt.Quality)
+	return lookupFormat(opt.Format).encode(w, m, opt)
 }
 
 // rgbaPool recycles the RGBA copies the JPEG encoder needs for C = 3: its

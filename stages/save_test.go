@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/imgpipe/imgpipe/stages/pngfast"
 )
 
 // smoothImage is a photo-like w×h×c picture: gradients plus mild noise.
@@ -31,7 +33,7 @@ func smoothImage(rng *rand.Rand, w, h, c, pad int) *Image {
 }
 
 func TestEncodePNGRoundTrip(t *testing.T) {
-	for _, level := range []int{PNGHuffmanOnly, PNGNoCompression, PNGDefault, 1, 2, 6, 9} {
+	for _, level := range []int{PNGFast, PNGNoCompression, 1, 2, 6, 9} {
 		t.Run(fmt.Sprint("level", level), func(t *testing.T) {
 			forShapes(t, func(t *testing.T, rng *rand.Rand, s shape, c int) {
 				for _, src := range []*Image{randImage(rng, s.w, s.h, c, s.pad), smoothImage(rng, s.w, s.h, c, s.pad)} {
@@ -68,20 +70,38 @@ func TestEncodePNGRoundTrip(t *testing.T) {
 	}
 }
 
+// TestPNGFastIsPngfast checks the wiring: Encode's default PNG is pngfast's
+// file, and EncodePNGFast writes the same bytes within PNGFastBound.
+func TestPNGFastIsPngfast(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	for _, src := range []*Image{smoothImage(rng, 31, 17, 3, 5), randImage(rng, 300, 250, 1, 0)} {
+		want := pngfast.Append(nil, src.Pix, src.W, src.H, src.C, src.Stride)
+		var b bytes.Buffer
+		if err := Encode(&b, src, SaveOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]byte, PNGFastBound(src.Shape()))
+		n := EncodePNGFast(dst, src)
+		if !bytes.Equal(b.Bytes(), want) || !bytes.Equal(dst[:n], want) {
+			t.Errorf("%dx%dx%d: Encode or EncodePNGFast differ from pngfast", src.W, src.H, src.C)
+		}
+	}
+}
+
 // TestPNGLevels checks that the levels are really different settings:
 // smaller files at higher levels on compressible data, and stored data at
 // level -1.
 func TestPNGLevels(t *testing.T) {
 	src := smoothImage(rand.New(rand.NewSource(5)), 256, 128, 3, 0)
 	size := map[int]int{}
-	for _, level := range []int{PNGNoCompression, PNGHuffmanOnly, PNGDefault, 9} {
+	for _, level := range []int{PNGNoCompression, PNGFast, 1, 9} {
 		var b bytes.Buffer
 		if err := Encode(&b, src, SaveOptions{Compression: level}); err != nil {
 			t.Fatal(err)
 		}
 		size[level] = b.Len()
 	}
-	if raw := 256 * 128 * 3; size[PNGNoCompression] < raw || size[PNGHuffmanOnly] >= raw/2 || size[PNGDefault] >= raw/2 || size[9] >= size[PNGDefault] {
+	if raw := 256 * 128 * 3; size[PNGNoCompression] < raw || size[PNGFast] >= raw/2 || size[1] >= raw/2 || size[9] >= size[1] {
 		t.Fatalf("sizes by level %v (raw %d)", size, raw)
 	}
 }
@@ -246,7 +266,7 @@ func TestEncodeErrors(t *testing.T) {
 		{"quality high", ok, SaveOptions{Format: "jpeg", Quality: 101}, io.Discard, "quality 101"},
 		{"quality negative", ok, SaveOptions{Format: "jpeg", Quality: -3}, io.Discard, "quality -3"},
 		{"compression", ok, SaveOptions{Compression: 10}, io.Discard, "compression 10"},
-		{"compression low", ok, SaveOptions{Compression: -3}, io.Discard, "compression -3"},
+		{"compression low", ok, SaveOptions{Compression: -2}, io.Discard, "compression -2 is not in -1..9"},
 		{"nil image", nil, SaveOptions{}, io.Discard, "no image"},
 		{"bad image", &Image{W: 2, H: 2, C: 4, Stride: 8, Pix: make([]byte, 16)}, SaveOptions{}, io.Discard, "channels"},
 		{"jpeg too wide", &Image{W: 70000, H: 1, C: 3, Stride: 210000, Pix: make([]byte, 210000)}, SaveOptions{Format: "jpeg"}, io.Discard, "over JPEG's 65535 limit"},
@@ -336,7 +356,7 @@ func TestWriteFileAtomicFailures(t *testing.T) {
 			return boom
 		}},
 		{"encode error", filepath.Join(dir, "enc.png"), func(w io.Writer) error {
-			return Encode(w, NewImage(2, 2, 3), SaveOptions{Format: "webp"})
+			return Encode(w, NewImage(2, 2, 3), SaveOptions{Format: "gif"})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

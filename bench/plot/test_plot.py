@@ -2,6 +2,7 @@
 
 import io
 import json
+import math
 import os
 import sys
 import tempfile
@@ -146,6 +147,45 @@ class PlotTest(unittest.TestCase):
         for bad in ("5", "a:b", "3:1"):
             with self.assertRaises(Exception):
                 plot.parse_window(bad)
+
+    def test_sweep_axes(self):
+        # The bug this guards against: the ticks came from every line of the axes, the
+        # copy-limit line's x data [0, 1] included, so a log axis spanned 0..8 and squashed
+        # every point at its right edge.
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        # (the lowest point: pytorch-tuned at 1 stream, imgpipe at batch 4)
+        for vary, want, lowest in (("streams", [1, 2, 4, 8], 6300), ("batch", [4, 8, 16, 32], 12400)):
+            fig = plot.sweep_figure(plt, sample_records(), vary, DEV)
+            try:
+                ax = fig.axes[0]
+                self.assertEqual(ax.get_xscale(), "log")
+                self.assertEqual(list(ax.get_xticks()), want, vary)
+                self.assertEqual([t.get_text() for t in ax.get_xticklabels()], [str(x) for x in want])
+                lo, hi = ax.get_xlim()
+                self.assertTrue(want[0] / 2 < lo < want[0] and want[-1] < hi < want[-1] * 2, (vary, lo, hi))
+                # Every point lies inside the limits, well away from the edges (in log space).
+                span = math.log2(hi) - math.log2(lo)
+                for line in ax.get_lines():
+                    if line.get_label() == "copy-engine limit":
+                        continue
+                    for x in line.get_xdata():
+                        pos = (math.log2(x) - math.log2(lo)) / span
+                        self.assertTrue(0.02 < pos < 0.98, (vary, line.get_label(), x, pos))
+                ylo, yhi = ax.get_ylim()
+                self.assertLessEqual(ylo, lowest)
+                self.assertGreaterEqual(yhi, 18400)  # the copy limit is in view
+            finally:
+                plt.close(fig)
+
+    def test_sweep_fixed_prefers_the_best_point(self):
+        # A full 2×2 grid: both batches vary streams twice; the fastest record is at batch 32.
+        grid = [rec("imgpipe", 100 + s + (50 if b == 32 else 0), streams=s, batch=b) for s in (1, 2) for b in (16, 32)]
+        self.assertEqual(plot.sweep_fixed(grid, "raw", "streams"), 32)
+        self.assertEqual(plot.sweep_fixed(grid, "raw", "batch"), 2)
 
     def test_sweep_without_variation_is_skipped(self):
         p = self.write("r.jsonl", json.dumps(rec("imgpipe", 10.0)))

@@ -32,7 +32,7 @@ type benchFlags struct {
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f benchFlags
 	cmd := withHelp("bench", &cobra.Command{
-		Use:   "bench raw|files DIR|copy [flags]",
+		Use:   "bench raw|files DIR|decode DIR|copy [flags]",
 		Short: "Measure throughput: the engine on raw frames, a folder end to end, copy bandwidth",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -106,6 +106,25 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	files.Flags().StringVar(&fc.Out, "out", "", "output folder (default: a temporary folder, removed at the end)")
 	settingFlags(files, false, "workers", "pinned_mb")
 
+	dec := withHelp("bench-decode", &cobra.Command{
+		Use:   "decode DIR [flags]",
+		Short: "JPEG decoding alone, per decoder: go, turbo, and the GPU's batched decode",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := f.options(cmd, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("frames") {
+				o.Frames = 0 // every file, unless --frames says otherwise
+			}
+			return f.withDevice(cmd.Context(), o, "", stderr, func() error {
+				_, err := bench.Decode(cmd.Context(), *o, args[0])
+				return err
+			})
+		},
+	})
+
 	cp := withHelp("bench-copy", &cobra.Command{
 		Use:   "copy [flags]",
 		Short: "Page-locked and pageable copy bandwidth, and a one-batch profile of the chain",
@@ -131,7 +150,7 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 			})
 		},
 	})
-	cmd.AddCommand(raw, files, cp)
+	cmd.AddCommand(raw, files, dec, cp)
 	return cmd
 }
 

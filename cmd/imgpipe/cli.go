@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,9 @@ type reported struct{ code int }
 
 func (r reported) Error() string { return fmt.Sprintf("exit %d", r.code) }
 
+// stdin is what `run -i -` and `validate -` read; tests replace it.
+var stdin io.Reader = os.Stdin
+
 // run is the whole CLI: it parses args, runs the command and returns the exit code. ctx is
 // cancelled on SIGINT. Nothing here calls os.Exit, so tests drive it directly.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -79,14 +83,22 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	})
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.SetIn(stdin)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError("%v (see 'imgpipe %s --help')", err, c.Name())
 	})
-	root.AddCommand(newRunCmd(stderr), newValidateCmd(stdout), newStagesCmd(stdout), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout, stderr), newStagesCmd(stdout), newVersionCmd(stdout))
 	root.AddCommand(newDevicesCmd(stdout))
 	root.AddCommand(newBenchCmd(stdout, stderr))
 	root.AddCommand(newSubmitCmd(stdout, stderr), newWorkerCmd(stderr), newWaitCmd(stderr), newReportCmd(stdout))
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(newManCmd(root, stdout))
+	// --version prints what `imgpipe version` does; the template runs only when asked, so
+	// no other command loads the libraries it reports on.
+	root.Version = "set" // any non-empty value makes cobra add --version
+	cobra.AddTemplateFunc("versionReport", versionReport)
+	root.SetVersionTemplate("{{versionReport}}")
+	// cobra's own `completion bash|zsh|fish|powershell` command stays: it is generated from
+	// the same commands and flags, the enum flags' values included (registerEnum).
 	return root
 }
 

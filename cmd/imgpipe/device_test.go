@@ -22,6 +22,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/pipeline"
@@ -185,7 +186,9 @@ func TestRunAutoWithoutGPU(t *testing.T) {
 	in := deviceFolder(t)
 	opened := noGPU(t)
 	cpuSum, autoSum, stderr := compareDevices(t, in, chain, "auto", "-q")
-	const want = "imgpipe: no usable GPU (CUDA driver library libcuda.so.1 not found (is the NVIDIA driver installed?)); running on the CPU\n"
+	// -q hides the summary, never errors: the folder's two broken files are listed.
+	const fails = "imgpipe: broken/text.jpg: decode: unknown image format\nimgpipe: broken/trunc.png: decode: png: invalid format: not enough pixel data\n"
+	const want = "imgpipe: no usable GPU (CUDA driver library libcuda.so.1 not found); running on the CPU ('imgpipe devices' says why)\n" + fails
 	if stderr != want {
 		t.Errorf("stderr:\n%q\nwant\n%q", stderr, want)
 	}
@@ -194,9 +197,9 @@ func TestRunAutoWithoutGPU(t *testing.T) {
 	}
 	// Without pixel stages auto does not even look for a GPU.
 	opened.Store(0)
-	code, _, stderr := cli(t, "run", "-i", in, "-o", filepath.Join(t.TempDir(), "o"), "-p", "decode | save", "-q")
-	if code != exitSomeFailed || stderr != "" || opened.Load() != 0 {
-		t.Errorf("decode | save: exit %d, stderr %q, GPU opened %d times", code, stderr, opened.Load())
+	code, _, stderr := cli(t, "run", "-i", in, "-o", filepath.Join(t.TempDir(), "o"), "-p", "decode backend=go | save", "-q")
+	if code != exitSomeFailed || stderr != fails || opened.Load() != 0 {
+		t.Errorf("decode backend=go | save: exit %d, stderr %q, GPU opened %d times", code, stderr, opened.Load())
 	}
 	// The default device is auto.
 	code, _, stderr = cli(t, "run", "-i", in, "-o", filepath.Join(t.TempDir(), "o"), "-p", chain, "-q")
@@ -205,22 +208,34 @@ func TestRunAutoWithoutGPU(t *testing.T) {
 	}
 }
 
+// stubNVRTC makes `imgpipe devices` see info, or err when it is set.
+func stubNVRTC(t *testing.T, info nvrtc.Info, err error) {
+	old := probeNVRTC
+	probeNVRTC = func() (nvrtc.Info, error) { return info, err }
+	t.Cleanup(func() { probeNVRTC = old })
+}
+
 func TestDevicesWithoutGPU(t *testing.T) {
+	stubNVRTC(t, nvrtc.Info{}, errors.New("NVRTC: library not found"))
 	check := func(t *testing.T) {
 		code, stdout, stderr := cli(t, "devices")
 		const why = "CUDA driver library libcuda.so.1 not found (is the NVIDIA driver installed?)"
-		if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "no usable GPU: "+why) || strings.Count(stdout, "\n") != 1 {
+		if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "no usable GPU: "+why) || strings.Count(stdout, "\n") != 2 ||
+			!strings.HasSuffix(stdout, "\nno NVRTC (the kernel stage cannot compile): NVRTC: library not found\n") {
 			t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 		}
 		code, stdout, _ = cli(t, "devices", "--json")
 		var got struct {
-			Devices []cudastage.DeviceInfo `json:"devices"`
-			Error   *string                `json:"error"`
+			Devices    []cudastage.DeviceInfo `json:"devices"`
+			Error      *string                `json:"error"`
+			NVRTC      *nvrtc.Info            `json:"nvrtc"`
+			NVRTCError string                 `json:"nvrtc_error"`
 		}
 		if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitOK {
 			t.Fatalf("exit %d, not JSON (%v): %s", code, err, stdout)
 		}
-		if got.Devices == nil || len(got.Devices) != 0 || got.Error == nil || !strings.HasPrefix(*got.Error, why) {
+		if got.Devices == nil || len(got.Devices) != 0 || got.Error == nil || !strings.HasPrefix(*got.Error, why) ||
+			got.NVRTC != nil || got.NVRTCError != "NVRTC: library not found" {
 			t.Errorf("json: %s", stdout)
 		}
 	}
@@ -239,7 +254,7 @@ func TestDevicesWithoutGPU(t *testing.T) {
 		listDevices = func() ([]cudastage.DeviceInfo, error) { return nil, nil }
 		defer func() { listDevices = old }()
 		code, stdout, _ := cli(t, "devices")
-		if code != exitOK || stdout != "no usable GPU: the CUDA driver reports no device\n" {
+		if code != exitOK || stdout != "no usable GPU: the CUDA driver reports no device\nno NVRTC (the kernel stage cannot compile): NVRTC: library not found\n" {
 			t.Errorf("exit %d, %q", code, stdout)
 		}
 	})
@@ -250,21 +265,31 @@ func TestDevicesList(t *testing.T) {
 		{Index: 0, Name: "NVIDIA H200", ComputeCapability: "9.0", Major: 9, SMs: 132, TotalMemory: 150 << 30, AsyncEngines: 3, DriverVersion: 13000, CUDAVersion: "13.0", DriverRelease: "580.65.06"},
 		{Index: 1, Name: "NVIDIA T4", ComputeCapability: "7.5", Major: 7, Minor: 5, SMs: 40, TotalMemory: 15 << 30, AsyncEngines: 2, DriverVersion: 13000, CUDAVersion: "13.0"},
 	}
-	old := listDevices
+	old, oldJPEG := listDevices, probeNVJPEG
 	listDevices = func() ([]cudastage.DeviceInfo, error) { return infos, nil }
-	defer func() { listDevices = old }()
+	probeNVJPEG = func(int) cudastage.NVJPEGInfo {
+		return cudastage.NVJPEGInfo{Path: "/usr/lib/libnvjpeg.so.13", Version: "13.0.1", Engines: 7, Cores: 5}
+	}
+	defer func() { listDevices, probeNVJPEG = old, oldJPEG }()
+	nv := nvrtc.Info{Version: "13.0", Path: "/usr/local/cuda/lib64/libnvrtc.so.13", Archs: []int{75, 90}}
+	stubNVRTC(t, nv, nil)
 	code, stdout, _ := cli(t, "devices")
 	want := "GPU 0: NVIDIA H200, compute capability 9.0, 132 SMs, 150.0 GiB, 3 async copy engines, CUDA 13.0, driver 580.65.06\n" +
-		"GPU 1: NVIDIA T4, compute capability 7.5, 40 SMs, 15.0 GiB, 2 async copy engines, CUDA 13.0\n"
+		"GPU 1: NVIDIA T4, compute capability 7.5, 40 SMs, 15.0 GiB, 2 async copy engines, CUDA 13.0\n" +
+		"nvJPEG: /usr/lib/libnvjpeg.so.13 (version 13.0.1), 7 hardware decode engines × 5 cores\n" +
+		"NVRTC 13.0 (/usr/local/cuda/lib64/libnvrtc.so.13)\n"
 	if code != exitOK || stdout != want {
 		t.Errorf("exit %d:\n%s", code, stdout)
 	}
 	code, stdout, _ = cli(t, "devices", "--json")
 	var got struct {
 		Devices []cudastage.DeviceInfo `json:"devices"`
+		NVJPEG  cudastage.NVJPEGInfo   `json:"nvjpeg"`
 		Error   string                 `json:"error"`
+		NVRTC   *nvrtc.Info            `json:"nvrtc"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitOK || len(got.Devices) != 2 || got.Devices[1] != infos[1] || got.Error != "" {
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitOK || len(got.Devices) != 2 || got.Devices[1] != infos[1] || got.Error != "" || got.NVJPEG.Engines != 7 ||
+		got.NVRTC == nil || got.NVRTC.Path != nv.Path || len(got.NVRTC.Archs) != 2 {
 		t.Errorf("exit %d (%v):\n%s", code, err, stdout)
 	}
 	if code, _, stderr := cli(t, "devices", "extra"); code != exitUsage {
@@ -279,8 +304,8 @@ func TestRunCudaOnFakeDevice(t *testing.T) {
 	closes := fakeDevice(t, schedtest.FakeConfig{Name: "fake GPU", H2DRate: 1e9, D2HRate: 1e9})
 	for _, spec := range []string{
 		chain,
-		"decode | boxblur radius=3 | histogram | save format=jpeg quality=90",
-		"decode | transpose | save",
+		"decode backend=go | boxblur radius=3 | histogram | save format=jpeg quality=90",
+		"decode backend=go | transpose | save",
 	} {
 		t.Run(spec, func(t *testing.T) {
 			trace := filepath.Join(t.TempDir(), "trace.json")
@@ -406,22 +431,21 @@ func TestRunCudaInterrupted(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			if ents, _ := os.ReadDir(filepath.Join(out, "d0")); len(ents) >= 3 {
-				cancel()
-				return
-			}
-			time.Sleep(2 * time.Millisecond)
+	// Interrupted at an exact point (after 9 results), not by a timer racing the run.
+	n := 0
+	resultHook = func(*pipeline.Result) {
+		if n++; n == 9 {
+			cancel()
 		}
-	}()
+	}
+	defer func() { resultHook = nil }()
 	var stdout, stderr bytes.Buffer
 	code := run(ctx, []string{"run", "-i", in, "-o", out, "-p", "decode | blur sigma=3 | save", "--device", "cuda", "--batch", "4", "--pinned-mb", "4"}, &stdout, &stderr)
 	if code != exitInterrupted || !strings.Contains(stderr.String(), "imgpipe: interrupted; the report covers the") {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
 	lines, sum := readReport(t, filepath.Join(out, defaultReportName))
-	if !sum.Interrupted || sum.OK == 0 || sum.OK >= 200 {
+	if !sum.Interrupted || sum.OK < 9 || sum.OK >= 200 || sum.Failed != 0 {
 		t.Errorf("summary %+v", sum)
 	}
 	written := files(t, out)

@@ -10,17 +10,39 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/cudastage"
+	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
 // listDevices lists the GPUs for `imgpipe devices`; tests replace it.
 var listDevices = cudastage.Devices
 
-// devicesJSON is the --json output: the devices, or why there is none.
+// probeNVJPEG says which nvJPEG GPU ordinal would decode with; tests replace it.
+var probeNVJPEG = cudastage.NVJPEG
+
+// probeNVRTC finds the run-time compiler for `imgpipe devices`; tests replace it.
+var probeNVRTC = nvrtc.Probe
+
+// devicesJSON is the --json output: the devices, or why there is none, nvJPEG, and NVRTC.
 type devicesJSON struct {
 	Devices []cudastage.DeviceInfo `json:"devices"`
+	// NVJPEG is the JPEG decoder found, when there is a GPU.
+	NVJPEG *cudastage.NVJPEGInfo `json:"nvjpeg,omitempty"`
 	// Error says why no GPU can be used (no libcuda, no device, driver too old).
 	Error string `json:"error,omitempty"`
+	// NVRTC is the run-time compiler the kernel stage uses, when found.
+	NVRTC *nvrtc.Info `json:"nvrtc,omitempty"`
+	// NVRTCError says why NVRTC cannot be used.
+	NVRTCError string `json:"nvrtc_error,omitempty"`
+}
+
+// nvrtcLine is the text output's NVRTC line.
+func nvrtcLine(info *nvrtc.Info, why string) string {
+	if info == nil {
+		return "no NVRTC (the kernel stage cannot compile): " + why
+	}
+	return fmt.Sprintf("NVRTC %s (%s)", info.Version, info.Path)
 }
 
 func newDevicesCmd(stdout io.Writer) *cobra.Command {
@@ -31,6 +53,13 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			infos, err := listDevices()
+			var nv *nvrtc.Info
+			nvWhy := ""
+			if info, err := probeNVRTC(); err != nil {
+				nvWhy = reason(err)
+			} else {
+				nv = &info
+			}
 			why := ""
 			switch {
 			case err != nil:
@@ -38,8 +67,13 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 			case len(infos) == 0:
 				why = "the CUDA driver reports no device"
 			}
+			var jpeg *cudastage.NVJPEGInfo
+			if why == "" {
+				info := probeNVJPEG(infos[0].Index)
+				jpeg = &info
+			}
 			if asJSON {
-				out := devicesJSON{Devices: infos, Error: why}
+				out := devicesJSON{Devices: infos, NVJPEG: jpeg, Error: why, NVRTC: nv, NVRTCError: nvWhy}
 				if out.Devices == nil {
 					out.Devices = []cudastage.DeviceInfo{}
 				}
@@ -51,7 +85,7 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if why != "" {
-				_, err := fmt.Fprintf(stdout, "no usable GPU: %s\n", why)
+				_, err := fmt.Fprintf(stdout, "no usable GPU: %s\n%s\n", why, nvrtcLine(nv, nvWhy))
 				return err
 			}
 			for _, d := range infos {
@@ -59,7 +93,8 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 					return err
 				}
 			}
-			return nil
+			_, err = fmt.Fprintf(stdout, "nvJPEG: %s\n%s\n", jpeg, nvrtcLine(nv, nvWhy))
+			return err
 		},
 	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"devices\":[...]} and, with no usable GPU, \"error\"")
@@ -98,7 +133,9 @@ func resolveDevice(device string, ordinal int, need string, stderr io.Writer) (*
 	case err != nil && device == "cuda":
 		return nil, fatalError("--device cuda: no usable GPU: %s", reason(err))
 	case err != nil:
-		fmt.Fprintf(stderr, "imgpipe: no usable GPU (%s); running on the CPU\n", reason(err))
+		// One short line: the whole reason (a loader's list of places tried) is what
+		// 'imgpipe devices' is for.
+		fmt.Fprintf(stderr, "imgpipe: no usable GPU (%s); running on the CPU ('imgpipe devices' says why)\n", shortReason(err))
 		cpu.why = reason(err)
 		return cpu, nil
 	}
@@ -109,6 +146,18 @@ func resolveDevice(device string, ordinal int, need string, stderr io.Writer) (*
 // driver sees; err (cudastage's) already says how many there are.
 func noSuchGPU(err error) error {
 	return fatalError("%s; 'imgpipe devices' lists them", reason(err))
+}
+
+// shortReason is the gist of why a GPU cannot be used: the driver's sentinel (no libcuda, no
+// device, too old) when err is one, else its first clause.
+func shortReason(err error) string {
+	for _, s := range []error{cu.ErrNoDriver, cu.ErrNoDevice, cu.ErrDriverTooOld} {
+		if errors.Is(err, s) {
+			return s.Error()
+		}
+	}
+	r, _, _ := strings.Cut(reason(err), ": ")
+	return r
 }
 
 // reason formats why a GPU cannot be used, without the empty detail some loader errors end

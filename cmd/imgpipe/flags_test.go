@@ -19,7 +19,7 @@ import (
 // theirs from the same entries.
 func TestExecutionFlagsFromTable(t *testing.T) {
 	kinds := map[pipeline.ParamKind]string{pipeline.Int: "int", pipeline.Bool: "bool", pipeline.Enum: "string", pipeline.String: "string"}
-	runCmd := newRunCmd(io.Discard)
+	runCmd := newRunCmd(io.Discard, io.Discard)
 	benchCmd := newBenchCmd(io.Discard, io.Discard)
 	sub := map[string]*cobra.Command{}
 	for _, c := range benchCmd.Commands() {
@@ -32,7 +32,7 @@ func TestExecutionFlagsFromTable(t *testing.T) {
 			if f == nil {
 				t.Fatalf("run has no --%s", name)
 			}
-			if want := pipeline.SettingUsage(ps); f.Usage != want || !strings.HasPrefix(want, ps.Help) {
+			if want := pipeline.SettingUsage(ps) + " [$" + settingEnv(ps.Name) + "]"; f.Usage != want || !strings.HasPrefix(want, ps.Help) {
 				t.Errorf("--%s help %q, want %q", name, f.Usage, want)
 			}
 			if f.DefValue != fmt.Sprint(ps.Default) || f.Value.Type() != kinds[ps.Kind] {
@@ -51,16 +51,16 @@ func TestExecutionFlagsFromTable(t *testing.T) {
 			if b == nil {
 				b = bf.Flags().Lookup(name)
 			}
-			if b == nil || b.DefValue != f.DefValue || !strings.HasPrefix(b.Usage, f.Usage) {
-				t.Errorf("bench %s --%s = %+v, want the default %q and a help starting %q", bf.Name(), name, b, f.DefValue, f.Usage)
+			if b == nil || b.DefValue != f.DefValue || !strings.HasPrefix(b.Usage, pipeline.SettingUsage(ps)) {
+				t.Errorf("bench %s --%s = %+v, want the default %q and a help starting %q", bf.Name(), name, b, f.DefValue, pipeline.SettingUsage(ps))
 			}
 		})
 	}
 	// What the derived help looks like, and the long help's defaults.
 	code, stdout, _ := cli(t, "run", "--help")
 	for _, want := range []string{
-		"CUDA streams (GPU only) (1..64) (default 2)",
-		"(auto|cpu|cuda) (default \"auto\")",
+		"CUDA streams (GPU only) (1..64) [$IMGPIPE_STREAMS] (default 2)",
+		"(auto|cpu|cuda) [$IMGPIPE_DEVICE] (default \"auto\")",
 		fmt.Sprintf("streams: %d, batch: %d", pipeline.DefaultStreams, pipeline.DefaultBatch),
 		fmt.Sprintf("(%d streams, batch %d)", pipeline.DefaultStreams, pipeline.DefaultBatch),
 	} {
@@ -77,7 +77,7 @@ func TestExecutionFlagDefaults(t *testing.T) {
 	if e.Streams != pipeline.DefaultStreams || e.Batch != pipeline.DefaultBatch {
 		t.Errorf("DefaultExecution streams %d batch %d, want %d and %d", e.Streams, e.Batch, pipeline.DefaultStreams, pipeline.DefaultBatch)
 	}
-	fl := newRunCmd(io.Discard).Flags()
+	fl := newRunCmd(io.Discard, io.Discard).Flags()
 	for name, want := range map[string]any{"streams": e.Streams, "batch": e.Batch, "gpu": e.GPU, "device": e.Device,
 		"workers": e.Workers, "pinned-mb": e.PinnedMB, "max-memory-mb": e.MaxMemoryMB, "on-error": e.OnError, "resume": e.Resume, "trace": e.Trace} {
 		if got := fl.Lookup(name).DefValue; got != fmt.Sprint(want) {

@@ -86,7 +86,7 @@ func TestRunFolderNesting(t *testing.T) {
 			write(t, root, "in/a.png", img)
 			write(t, root, "out/"+defaultReportName+"/x", []byte("x"))
 			return filepath.Join(root, "in"), filepath.Join(root, "out"), nil
-		}, exitUsage, "imgpipe-report.jsonl is a folder; name a file", []string{"out/" + defaultReportName + "/x"}},
+		}, exitUsage, "imgpipe-report.jsonl: exists and is a folder, not a regular file", []string{"out/" + defaultReportName + "/x"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,8 +8,12 @@ import (
 	"syscall"
 )
 
+// stopSignals end a run cleanly (exit 130, report written, --resume carries on): Ctrl-C,
+// a kill, and SIGHUP, which a closed terminal or a dropped ssh session sends.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	go func() {
 		// After the first interrupt the run winds down cleanly; restore the default
 		// handling so that a second one ends the process at once.

@@ -32,6 +32,9 @@ import (
 var binaryPath string
 
 func TestMain(m *testing.M) {
+	if n := os.Getenv(stallEnv); n != "" {
+		os.Exit(stallingChild(n))
+	}
 	dir, err := os.MkdirTemp("", "imgpipe-test-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -157,7 +160,7 @@ func mixedFolder(t *testing.T) (dir string, good []string, bad map[string]string
 	return dir, good, bad
 }
 
-const chain = "decode max_pixels=300000 | grayscale | blur sigma=1.5 | transpose | histogram | save format=png"
+const chain = "decode max_pixels=300000 backend=go | grayscale | blur sigma=1.5 | transpose | histogram | save format=png"
 
 func readReport(t *testing.T, path string) ([]pipeline.ReportLine, pipeline.Summary) {
 	t.Helper()
@@ -371,7 +374,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"streams", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--streams", "0"}, exitUsage, []string{"--streams: streams=0 is out of range [1, 64]"}},
 		{"batch", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--batch", "5000"}, exitUsage, []string{"--batch: batch=5000 is out of range"}},
 		{"on-error", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--on-error", "ignore"}, exitUsage, []string{"--on-error: on_error=ignore: want one of skip, fail"}},
-		{"device", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--device", "gpu"}, exitUsage, []string{"--device: device=gpu: want one of auto, cpu, cuda"}},
+		{"device", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--device", "gpus"}, exitUsage, []string{"--device: device=gpus: want one of auto, cpu, cuda"}},
 		{"workers", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--workers", "-1"}, exitUsage, []string{"--workers: workers=-1 is out of range"}},
 		{"all flag errors at once", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--streams", "0", "--batch", "0"}, exitUsage, []string{"--streams", "--batch"}},
 		{"unknown flag", []string{"run", "--frobnicate"}, exitUsage, []string{"unknown flag: --frobnicate", "see 'imgpipe run --help'"}},
@@ -609,7 +612,8 @@ func TestSIGINT(t *testing.T) {
 	if !errorsAs(err, &ee) || ee.ExitCode() != exitInterrupted {
 		t.Fatalf("exit: %v\n%s", err, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "imgpipe: interrupted; the report covers the") {
+	if !strings.Contains(stderr.String(), "imgpipe: interrupted; the report covers the") ||
+		!regexp.MustCompile(`imgpipe: interrupting: finishing \d+ images \(Ctrl-C again to abort\)\n`).MatchString(stderr.String()) {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}
 	lines, sum := readReport(t, filepath.Join(out, "imgpipe-report.jsonl"))

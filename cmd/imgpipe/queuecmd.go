@@ -16,7 +16,6 @@ import (
 
 	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/pipeline"
-	"github.com/imgpipe/imgpipe/pipeline/job"
 	"github.com/imgpipe/imgpipe/queue"
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -84,9 +83,13 @@ func runSubmit(cmd *cobra.Command, args []string, f *runFlags, q *queueFlags, s 
 	if err := s.Check(); err != nil {
 		return usageError("%v", err)
 	}
-	j, plan, err := loadConfig(cmd, args, f, stderr)
+	j, plan, in, err := loadConfig(cmd, args, f, stderr)
 	if err != nil {
 		return err
+	}
+	defer in.close()
+	if in.store == nil {
+		return usageError("submit takes an input folder or bucket, not %s (workers find the inputs by their path inside it)", describeInput(j.InputDir))
 	}
 	rec := queue.Job{Pipeline: plan.String(), Exec: j.Exec, Settings: s}
 	// Workers elsewhere must find the same places: folders become absolute paths, bucket
@@ -103,7 +106,7 @@ func runSubmit(cmd *cobra.Command, args []string, f *runFlags, q *queueFlags, s 
 			}
 		}
 	}
-	tasks, err := listTasks(cmd.Context(), j)
+	tasks, err := listTasks(cmd.Context(), in)
 	if err != nil {
 		return err
 	}
@@ -134,14 +137,10 @@ func runSubmit(cmd *cobra.Command, args []string, f *runFlags, q *queueFlags, s 
 	return nil
 }
 
-// listTasks walks the job's input folder or bucket (its shard, if it names one) into
-// tasks.
-func listTasks(ctx context.Context, j *job.Job) ([]queue.Task, error) {
-	src, store, err := inputSource(ctx, j)
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
+// listTasks walks the job's input folder or bucket (its selection, and its shard if it
+// names one) into tasks.
+func listTasks(ctx context.Context, in *inputs) ([]queue.Task, error) {
+	src, store := in.source(), in.store
 	var tasks []queue.Task
 	for {
 		in, err := src.Next(ctx)
@@ -168,6 +167,14 @@ func listTasks(ctx context.Context, j *job.Job) ([]queue.Task, error) {
 		}
 		tasks = append(tasks, t)
 	}
+}
+
+// describeInput names an input that is not a folder, for messages.
+func describeInput(in string) string {
+	if in == stdinInput {
+		return "a list on stdin (-i -)"
+	}
+	return "the single file " + in
 }
 
 // workerSettings are the execution settings a worker may set for itself; the rest are the

@@ -12,7 +12,8 @@ import (
 )
 
 func newStagesCmd(stdout io.Writer) *cobra.Command {
-	return withHelp("stages", &cobra.Command{
+	var asJSON bool
+	cmd := withHelp("stages", &cobra.Command{
 		Use:   "stages [STAGE...]",
 		Short: "List the stages with their parameters",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -33,10 +34,15 @@ func newStagesCmd(stdout io.Writer) *cobra.Command {
 					return &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
 				}
 			}
+			if asJSON {
+				return writeStagesJSON(stdout, defs)
+			}
 			writeStages(stdout, defs, len(args) > 0)
 			return nil
 		},
 	})
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stages and their parameters as a JSON schema")
+	return cmd
 }
 
 // writeStages prints the stage list from the registry as one aligned table; with long set,
@@ -49,6 +55,9 @@ func writeStages(w io.Writer, defs []*pipeline.StageDef, long bool) {
 		if d.GPU != nil {
 			kind += " +GPU"
 		}
+		if d.GPUOnly != "" {
+			kind += " only"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t\t%s\n", d.Name, kind, d.Help)
 		for _, ps := range d.Params {
 			fmt.Fprintf(tw, "  %s\t%s\t%v\t%s\n", ps.Name, paramType(ps), ps.Default, ps.Help)
@@ -57,7 +66,7 @@ func writeStages(w io.Writer, defs []*pipeline.StageDef, long bool) {
 	tw.Flush()
 	if !long {
 		fmt.Fprintln(w, "\nWrite parameters as key=value after the stage name: blur sigma=1.5")
-		fmt.Fprintln(w, "Stages marked +GPU also run on a GPU (--device cuda), giving the same bits.")
+		fmt.Fprintln(w, "Stages marked +GPU also run on a GPU (--device cuda), giving the same bits; +GPU only: only there.")
 		return
 	}
 	for _, d := range defs {

@@ -11,15 +11,24 @@ import (
 	"github.com/imgpipe/imgpipe/pipeline/job"
 )
 
-func newValidateCmd(stdout io.Writer) *cobra.Command {
-	return withHelp("validate", &cobra.Command{
-		Use:   "validate JOB.yaml...",
-		Short: "Check job files without running them",
-		Args:  cobra.MinimumNArgs(1),
+func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
+	var spec string
+	cmd := withHelp("validate", &cobra.Command{
+		Use:   "validate JOB.yaml... | validate - | validate -p SPEC",
+		Short: "Check job files or a pipeline spec without running them",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("pipeline") {
+				if len(args) > 0 {
+					return usageError("validate: give job files or -p, not both")
+				}
+				return validateSpec(spec, stdout, stderr)
+			}
+			if len(args) == 0 {
+				return usageError("validate: name job files, - for stdin, or -p SPEC")
+			}
 			var errs []error
 			for _, path := range args {
-				j, err := validateJob(path)
+				j, err := validateJob(path, cmd.InOrStdin())
 				if err != nil {
 					errs = append(errs, pipeline.Errors(err)...)
 					continue
@@ -32,23 +41,55 @@ func newValidateCmd(stdout io.Writer) *cobra.Command {
 			return nil
 		},
 	})
+	cmd.Flags().StringVarP(&spec, "pipeline", "p", "", "check this pipeline spec instead of job files")
+	return cmd
 }
 
-// validateJob runs every check `imgpipe run JOB.yaml` makes before processing anything.
-func validateJob(path string) (*job.Job, error) {
-	j, err := job.Load(path)
+// validateSpec checks a spec as `run -p` does: every error, each under a caret at its column.
+func validateSpec(spec string, stdout, stderr io.Writer) error {
+	steps, err := pipeline.ParseSpec(spec)
+	if err == nil {
+		_, err = pipeline.Compile(steps)
+	}
 	if err != nil {
+		printSpecErrors(stderr, spec, err)
+		return reported{code: exitUsage}
+	}
+	fmt.Fprintf(stdout, "ok: %s\n", pipeline.FormatSpec(steps))
+	return nil
+}
+
+// validateJob runs every check `imgpipe run JOB.yaml` makes before processing anything, and
+// reports all that fail in one pass: YAML syntax (which stops the rest), then keys, stages,
+// values and the chain's order together, then the required fields, then the paths of
+// whatever parsed. path "-" reads the job from stdin.
+func validateJob(path string, stdin io.Reader) (*job.Job, error) {
+	var j *job.Job
+	var err error
+	if path == stdinInput {
+		j, err = job.Read("<stdin>", stdin)
+	} else {
+		j, err = job.Load(path)
+	}
+	if j == nil {
 		return nil, err
 	}
-	if err := j.Complete(); err != nil {
-		return nil, err
+	errs := pipeline.Errors(err)
+	if err == nil {
+		// Complete's "no pipeline"-style errors would only repeat a field's own error.
+		errs = append(errs, pipeline.Errors(j.Complete())...)
 	}
-	if err := checkFolders(j); err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			err = ee.err
+	if j.InputDir != "" {
+		if err := checkFolders(j); err != nil {
+			var ee *exitError
+			if errors.As(err, &ee) {
+				err = ee.err
+			}
+			errs = append(errs, err)
 		}
-		return nil, err
+	}
+	if len(errs) > 0 {
+		return nil, pipeline.ErrorList(errs)
 	}
 	return j, nil
 }

@@ -1,6 +1,11 @@
 package sched
 
-import "github.com/imgpipe/imgpipe/stages"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/imgpipe/imgpipe/stages"
+)
 
 // Codecs on the device: a segment may start from encoded files that the
 // device decodes itself (only the file's bytes cross the link), and it may end
@@ -64,6 +69,46 @@ type EncodeOp struct {
 	// Bound is the largest file the op can produce from an image of shape in.
 	Bound func(in Shape) int
 	// CPU is the reference: it writes the file for src into dst (Bound long)
-	// and returns its length. A device must give the same bytes.
+	// and returns its length, or -1 when the file does not fit (a Bound too
+	// small: a bug the executor reports as the image's error). A device must
+	// give the same bytes.
 	CPU func(dst []byte, src *stages.Image) int
+}
+
+// DecoderInfo is optionally implemented by a FileDecoder whose library is loaded at run
+// time (the CUDA device's nvJPEG): it says whether decoding works on this machine.
+type DecoderInfo interface {
+	// DecoderAvailable returns nil when Decode works, or why it does not (nvJPEG
+	// missing, say): a device that implements FileDecoder without it is taken as
+	// available.
+	DecoderAvailable() error
+	// DecoderEngines is the number of hardware decode engines (7 on an H200), or 0
+	// when the device reports none.
+	DecoderEngines() int
+}
+
+// FileDecoderOf returns dev's file decoder, or why it has none usable: dev does not
+// implement FileDecoder, or its DecoderAvailable says why not.
+func FileDecoderOf(dev Device) (FileDecoder, error) {
+	fd, ok := dev.(FileDecoder)
+	if !ok {
+		return nil, fmt.Errorf("%s decodes no files", dev.Name())
+	}
+	if di, ok := dev.(DecoderInfo); ok {
+		if err := di.DecoderAvailable(); err != nil {
+			return nil, fmt.Errorf("%s cannot decode files: %w", dev.Name(), err)
+		}
+	}
+	return fd, nil
+}
+
+// check reports whether the encode op is complete.
+func (c *EncodeOp) check() error {
+	switch {
+	case c.Format == "":
+		return errors.New("encode op without a format")
+	case c.Bound == nil || c.CPU == nil:
+		return fmt.Errorf("encode op %s without a Bound or CPU function", c.Format)
+	}
+	return nil
 }

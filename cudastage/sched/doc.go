@@ -41,6 +41,20 @@
 // D2H completed; the slot is reused when every result was released. An image
 // larger than a slot gives ErrTooLarge: run it on the CPU path.
 //
+// # Files in, files out
+//
+// ReserveFile takes room for an encoded file that the device decodes itself
+// (a Device that implements FileDecoder): the file's bytes go into the slot's
+// page-locked input, packed from its end, and the decoded image into its
+// device input after the raw images, so that one H2D still copies every raw
+// image and only the file's bytes cross the link. After the H2D the batch's
+// files are decoded on its stream (the "decode" phase of Stats and the
+// trace); an image that does not decode gets a Result with Err, and its
+// batch-mates go on. A segment whose last op encodes (Op.Encode) writes at
+// most Bound bytes per image and each length; the executor copies the
+// lengths back, then only each file's bytes, on a stream of their own, and
+// delivers Result.Encoded.
+//
 // # Streams and timing
 //
 // Batches go to the streams round robin. Each batch waits (on the device,

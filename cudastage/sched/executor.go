@@ -20,6 +20,9 @@ var (
 	ErrInputClosed = errors.New("executor input is closed")
 	// ErrClosed is the executor's error when Close stopped it mid-run.
 	ErrClosed = errors.New("executor closed")
+	// ErrEncoderBound is wrapped by a Result's Err when the segment's encoder
+	// gave a length outside its bound (a bug of the encoder or its Bound).
+	ErrEncoderBound = errors.New("encoder output outside its bound")
 )
 
 // Limits of Config. The executor has no defaults: the caller sets every
@@ -145,12 +148,13 @@ type Executor struct {
 	devPool         *devmem.Allocator // where device buffers come from
 	ownHost, ownDev bool              // the pools are the executor's: Close closes them
 	streams         []Stream
+	fileStream      Stream          // the files' D2H, with an encoding last op; else 0
 	scratch         []DevPtr        // per stream
 	scratchBlocks   []*devmem.Block // behind scratch
 	base            Event
 	hostBase        time.Time
 	tabOff          []int // per op, into a slot's table region
-	phases          [][2]int
+	phases          []phase
 	tabBytes        int
 	slots           []*slot
 
@@ -198,7 +202,6 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 		dev:      dev,
 		cfg:      cfg,
 		chain:    newChain(cfg.Ops, cfg.SlotBytes),
-		phases:   phases(len(cfg.Ops)),
 		free:     make(chan *slot, cfg.Slots),
 		opened:   make(chan struct{}),
 		ready:    make(chan *slot, cfg.Slots),
@@ -208,6 +211,7 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 		finished: make(chan struct{}),
 		trace:    cfg.Trace,
 	}
+	e.phases = phases(len(cfg.Ops), e.chain.encode != nil)
 	e.stats = Stats{Device: dev.Name(), Streams: cfg.Streams, Slots: cfg.Slots, Batch: cfg.Batch, SlotBytes: cfg.SlotBytes}
 	for _, op := range cfg.Ops {
 		e.stats.Ops = append(e.stats.Ops, OpTime{Op: op.String()})

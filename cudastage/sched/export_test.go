@@ -24,3 +24,6 @@ func (e *Executor) FreeSlots() int { return len(e.free) }
 
 // Slots is the number of slots.
 func (e *Executor) Slots() int { return e.cfg.Slots }
+
+// SlotID is the index of the slot holding the reservation.
+func (r *Reservation) SlotID() int { return r.s.id }

@@ -20,8 +20,11 @@ func alignUp(n int) int { return (n + Align - 1) &^ (Align - 1) }
 // chain is the static layout logic of one segment.
 type chain struct {
 	ops     []Op
-	nImg    int // ops that make an image
+	nImg    int // ops that make an image (or, the last one, a file)
 	hasHist bool
+	// encode is the last op's EncodeOp when the segment ends by encoding
+	// each image into a file, else nil.
+	encode *EncodeOp
 	// caps[0] is the input area's capacity; caps[1+q] that of image op q's
 	// output area (the buffer it writes). Both buffers have the slot's
 	// capacity, but the areas are packed independently, op by op, so that
@@ -37,6 +40,9 @@ func newChain(ops []Op, slotBytes int) *chain {
 		} else {
 			c.hasHist = true
 		}
+	}
+	if n := len(ops); n > 0 {
+		c.encode = ops[n-1].Encode
 	}
 	c.caps = make([]int, 1+c.nImg)
 	for i := range c.caps {
@@ -63,8 +69,10 @@ func (c *chain) finalBuf() int {
 }
 
 // plan returns the shapes of an image through the segment (shapes[j] is op
-// j's input, the last one the output) and the aligned bytes it takes in each
-// area (see caps).
+// j's input, the last one the output; an encoding op's output shape is its
+// input's) and the aligned bytes it takes in each area (see caps): an
+// encoding op's area holds Bound bytes. A Bound below 1 takes no room and
+// is refused by fits.
 func (c *chain) plan(in Shape) (shapes []Shape, need []int) {
 	shapes = make([]Shape, len(c.ops)+1)
 	need = make([]int, 1+c.nImg)
@@ -76,15 +84,27 @@ func (c *chain) plan(in Shape) (shapes []Shape, need []int) {
 		if op.makesImage() {
 			q++
 			need[q] = alignUp(shapes[j+1].Bytes())
+			if op.Encode != nil {
+				need[q] = alignUp(op.Encode.Bound(shapes[j]))
+			}
 		}
 	}
 	return shapes, need
 }
 
+// fileBound is the most bytes the segment's encoder may write for an image
+// of input shape in (0 when the segment does not encode).
+func (c *chain) fileBound(shapes []Shape) int {
+	if c.encode == nil {
+		return 0
+	}
+	return c.encode.Bound(shapes[len(shapes)-2])
+}
+
 // fits reports whether an image needing need fits after used in every area.
 func (c *chain) fits(used, need []int) bool {
 	for i, n := range need {
-		if used[i]+n > c.caps[i] {
+		if n < 1 || used[i]+n > c.caps[i] {
 			return false
 		}
 	}

@@ -51,7 +51,8 @@ type Op struct {
 	// the image through unchanged: it writes counts, not an image.
 	Hist bool
 	// CPU is the stage's reference implementation, bound. A device's kernels
-	// must give its exact bits.
+	// must give its exact bits. It is nil for a GPU-only stage (a user
+	// kernel), which has no reference.
 	CPU CPUFunc
 	// Args are the launch arguments the stage's GPU launcher reads (the blur
 	// taps, say), bound once per run from the stage's parameters; nil for a
@@ -63,9 +64,10 @@ type Op struct {
 }
 
 // OutShape is the shape of the image the op produces from an input of shape
-// in; for a histogram op it is in itself.
+// in; for a histogram op, and for an encoding op (whose output is a file of
+// at most Encode.Bound(in) bytes), it is in itself.
 func (o Op) OutShape(in Shape) Shape {
-	if o.Out == nil || o.Hist {
+	if o.Out == nil || o.Hist || o.Encode != nil {
 		return in
 	}
 	return o.Out(in)
@@ -83,15 +85,19 @@ func (o Op) String() string {
 	return o.Name
 }
 
-// Check reports whether the op is complete: it has a name and a CPU
-// function. Its arguments are the device's to check (Device.CheckOp), since
-// only the launcher knows what they mean.
+// Check reports whether the op is complete: it has a name, and an encoding
+// op has a complete EncodeOp and counts no histogram. Its arguments (and
+// whether a missing CPU function matters: a GPU-only stage has none, and an
+// encoding op's CPU is its EncodeOp) are the device's to check
+// (Device.CheckOp), since only the device knows what it runs.
 func (o Op) Check() error {
 	switch {
 	case o.Name == "":
 		return errors.New("op without a name")
-	case o.CPU == nil:
-		return fmt.Errorf("op %s has no CPU function", o.Name)
+	case o.Encode != nil && o.Hist:
+		return fmt.Errorf("op %s both encodes and counts a histogram", o.Name)
+	case o.Encode != nil:
+		return o.Encode.check()
 	}
 	return nil
 }
@@ -105,6 +111,9 @@ func checkOps(dev Device, ops []Op) error {
 	var errs []error
 	for i, op := range ops {
 		err := op.Check()
+		if err == nil && op.Encode != nil && i != len(ops)-1 {
+			err = fmt.Errorf("%s encodes, so it must be the segment's last op", op)
+		}
 		if err == nil {
 			err = dev.CheckOp(op)
 		}

@@ -2,21 +2,34 @@ package sched
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/imgpipe/imgpipe/stages"
 )
 
-// Reservation is room for one image in a slot.
+// Reservation is room for one image in a slot: its pixels (Reserve) or its
+// file (ReserveFile).
 type Reservation struct {
 	e     *Executor
 	s     *slot
 	gen   uint64
 	tag   any
-	img   *stages.Image
+	img   *stages.Image // Reserve's pixels, nil for a file
+	file  *fileRoom     // ReserveFile's file, nil for pixels
 	lay   imgLayout
 	state int // resPending, resCommitted, resAborted
+}
+
+// fileRoom is a file's place in a slot: its bytes in the page-locked input,
+// and how the device decodes it.
+type fileRoom struct {
+	size    int
+	data    []byte // the file's bytes in the page-locked input
+	decOff  int    // offset of the decoded image among the batch's decoded images
+	orient  int
+	decoder string
 }
 
 const (
@@ -24,6 +37,15 @@ const (
 	resCommitted
 	resAborted
 )
+
+// request is what Reserve and ReserveFile ask of a slot.
+type request struct {
+	shapes   []Shape
+	need     []int // per area, see chain.plan
+	hostNeed int   // page-locked input bytes
+	file     *fileRoom
+	tag      any
+}
 
 // Reserve takes room for a w×h image with c channels and returns it, with
 // Image pointing into the slot's page-locked input memory. It blocks while no
@@ -44,11 +66,77 @@ func (e *Executor) Reserve(ctx context.Context, w, h, c int, tag any) (*Reservat
 	if in.Bytes() > e.cfg.SlotBytes {
 		return nil, fmt.Errorf("%w: %dx%dx%d needs %d bytes, a slot holds %d", ErrTooLarge, w, h, c, in.Bytes(), e.cfg.SlotBytes)
 	}
+	req, err := e.request(in, tag)
+	if err != nil {
+		return nil, err
+	}
+	req.hostNeed = req.need[0]
+	return e.reserve(ctx, req)
+}
+
+// ReserveFile takes room for an encoded file of size bytes that the device
+// decodes (FileDecoder) into an RGB image of shape out, as Reserve does for
+// pixels: Bytes is where the caller writes the file, then Commit (or Abort).
+// out is the image after EXIF orientation orient (1 to 8, applied by the
+// device), as the header says; decoder is the device decoder that takes it,
+// as FileDecoder.DecodeRoute named it. The slot's page-locked input holds the
+// file's bytes and its device input the decoded image, each accounted on its
+// own: only the file crosses the link. A file or image that cannot fit in an
+// empty slot gives ErrTooLarge at once: decode it on the CPU instead.
+//
+// The image's Result carries Decoder, and Err instead of an image when the
+// device could not decode the file; the rest of its batch is unaffected.
+func (e *Executor) ReserveFile(ctx context.Context, size int, out Shape, orient int, decoder string, tag any) (*Reservation, error) {
+	if _, err := FileDecoderOf(e.dev); err != nil {
+		return nil, fmt.Errorf("reserve file: %w", err)
+	}
+	if e.chain.nImg == 0 {
+		// The decoded image would stay on the device: no op returns it.
+		return nil, fmt.Errorf("reserve file: %q makes no image to return a decoded file in", SegmentString(e.cfg.Ops))
+	}
+	switch err := CheckShape(out); {
+	case err != nil:
+		return nil, fmt.Errorf("reserve file: %w", err)
+	case out.C != 3:
+		return nil, fmt.Errorf("reserve file: a decoded image has 3 channels, not %d", out.C)
+	case orient < 1 || orient > 8:
+		return nil, fmt.Errorf("reserve file: orientation %d, want 1 to 8", orient)
+	case decoder == "":
+		return nil, errors.New("reserve file: no decoder named")
+	case size < 1:
+		return nil, fmt.Errorf("reserve file: a file of %d bytes", size)
+	case size > e.cfg.SlotBytes || out.Bytes() > e.cfg.SlotBytes:
+		return nil, fmt.Errorf("%w: a %d-byte file decoding to %v, a slot holds %d bytes", ErrTooLarge, size, out, e.cfg.SlotBytes)
+	}
+	req, err := e.request(out, tag)
+	if err != nil {
+		return nil, err
+	}
+	req.hostNeed = alignUp(size)
+	req.file = &fileRoom{size: size, orient: orient, decoder: decoder}
+	return e.reserve(ctx, req)
+}
+
+// request plans an image of input shape in through the segment, refusing one
+// that cannot fit in an empty slot.
+func (e *Executor) request(in Shape, tag any) (request, error) {
 	shapes, need := e.chain.plan(in)
 	if !e.chain.fits(make([]int, len(need)), need) {
-		return nil, fmt.Errorf("%w: %dx%dx%d through %q needs more than the %d bytes of a slot's buffers",
-			ErrTooLarge, w, h, c, SegmentString(e.cfg.Ops), e.cfg.SlotBytes)
+		return request{}, fmt.Errorf("%w: %v through %q needs more than the %d bytes of a slot's buffers",
+			ErrTooLarge, in, SegmentString(e.cfg.Ops), e.cfg.SlotBytes)
 	}
+	return request{shapes: shapes, need: need, tag: tag}, nil
+}
+
+// fitsLocked reports whether req fits in the open slot s.
+func (e *Executor) fitsLocked(s *slot, req request) bool {
+	return len(s.res) < e.cfg.Batch && e.chain.fits(s.used, req.need) &&
+		s.rawUsed+s.fileUsed+req.hostNeed <= e.cfg.SlotBytes
+}
+
+// reserve places req in the open slot, or in a free one (blocking while none
+// is free).
+func (e *Executor) reserve(ctx context.Context, req request) (*Reservation, error) {
 	for {
 		e.mu.Lock()
 		if e.inputClosed {
@@ -57,8 +145,8 @@ func (e *Executor) Reserve(ctx context.Context, w, h, c int, tag any) (*Reservat
 			return nil, err
 		}
 		if s := e.open; s != nil {
-			if len(s.res) < e.cfg.Batch && e.chain.fits(s.used, need) {
-				r := e.addLocked(s, shapes, need, tag)
+			if e.fitsLocked(s, req) {
+				r := e.addLocked(s, req)
 				e.mu.Unlock()
 				return r, nil
 			}
@@ -83,7 +171,7 @@ func (e *Executor) Reserve(ctx context.Context, w, h, c int, tag any) (*Reservat
 		e.mu.Lock()
 		if e.open == nil && !e.inputClosed {
 			e.openLocked(s)
-			r := e.addLocked(s, shapes, need, tag)
+			r := e.addLocked(s, req)
 			e.mu.Unlock()
 			return r, nil
 		}
@@ -120,16 +208,30 @@ func (e *Executor) openLocked(s *slot) {
 	}
 }
 
-func (e *Executor) addLocked(s *slot, shapes []Shape, need []int, tag any) *Reservation {
-	offs := make([]int, len(need))
+func (e *Executor) addLocked(s *slot, req request) *Reservation {
+	offs := make([]int, len(req.need))
 	copy(offs, s.used)
-	for i, n := range need {
+	for i, n := range req.need {
 		s.used[i] += n
 	}
-	in := shapes[0]
-	img := &stages.Image{W: in.W, H: in.H, C: in.C, Stride: in.W * in.C}
-	img.Pix = s.in[offs[0] : offs[0]+in.Bytes() : offs[0]+in.Bytes()]
-	r := &Reservation{e: e, s: s, gen: s.gen, tag: tag, img: img, lay: imgLayout{shapes: shapes, offs: offs}}
+	r := &Reservation{e: e, s: s, gen: s.gen, tag: req.tag, lay: imgLayout{shapes: req.shapes, offs: offs}}
+	if f := req.file; f != nil {
+		// The file's bytes go at the end of the page-locked input; its decoded
+		// image after the raw images on the device, placed at submit (offs[0]
+		// then), once the raw images' extent is known.
+		size := f.size
+		s.fileUsed += req.hostNeed
+		at := e.cfg.SlotBytes - s.fileUsed
+		f.data = s.in[at : at+size : at+size]
+		f.decOff = s.used[0] - req.need[0] - s.rawUsed
+		r.file = f
+	} else {
+		in := req.shapes[0]
+		offs[0] = s.rawUsed
+		s.rawUsed += req.hostNeed
+		r.img = &stages.Image{W: in.W, H: in.H, C: in.C, Stride: in.W * in.C,
+			Pix: s.in[offs[0] : offs[0]+in.Bytes() : offs[0]+in.Bytes()]}
+	}
 	s.res = append(s.res, r)
 	s.pending++
 	if len(s.res) == e.cfg.Batch {
@@ -187,6 +289,7 @@ func (e *Executor) maybeCloseReadyLocked() {
 func (e *Executor) recycleLocked(s *slot) {
 	s.res = s.res[:0]
 	clear(s.used)
+	s.rawUsed, s.fileUsed = 0, 0
 	s.pending, s.sealed, s.held, s.abandoned = 0, false, 0, false
 	s.live, s.layouts = s.live[:0], s.layouts[:0]
 	s.gen++ // reservations of the last batch no longer match
@@ -194,8 +297,19 @@ func (e *Executor) recycleLocked(s *slot) {
 }
 
 // Image is where the caller writes the image's pixels (tightly packed, in
-// page-locked memory). It must not be used after Commit or Abort.
+// page-locked memory); nil for a file (ReserveFile). It must not be used
+// after Commit or Abort.
 func (r *Reservation) Image() *stages.Image { return r.img }
+
+// Bytes is where the caller writes the file of a ReserveFile, exactly its
+// size, in page-locked memory; nil for pixels (Reserve). It must not be used
+// after Commit or Abort.
+func (r *Reservation) Bytes() []byte {
+	if r.file == nil {
+		return nil
+	}
+	return r.file.data
+}
 
 // Commit says the pixels are written: the image goes into its batch.
 func (r *Reservation) Commit() { r.finish(resCommitted) }

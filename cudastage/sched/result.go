@@ -6,14 +6,23 @@ import (
 	"github.com/imgpipe/imgpipe/stages"
 )
 
-// Result is one image's output. Image points into the slot's page-locked
-// output memory and is valid until Release; Hist is in Go memory and stays
-// valid.
+// Result is one image's output. Image and Encoded point into the slot's
+// page-locked output memory and are valid until Release; Hist is in Go memory
+// and stays valid.
 type Result struct {
-	Tag   any           // as given to Reserve
-	In    Shape         // the input image's shape
-	Image *stages.Image // the segment's output image
-	Hist  *[256]uint64  // the last histogram op's counts, nil when the segment has none
+	Tag   any           // as given to Reserve or ReserveFile
+	In    Shape         // the input image's shape (for a file: decoded and oriented)
+	Image *stages.Image // the segment's output image; nil with Encoded or Err
+	// Encoded is the file the segment's encoding last op wrote (Op.Encode),
+	// exactly its length; it replaces Image.
+	Encoded []byte
+	Hist    *[256]uint64 // the last histogram op's counts, nil when the segment has none or with Err
+	// Decoder names the device decoder of a file (ReserveFile), "" for pixels.
+	Decoder string
+	// Err is set, and no output given, when the device could not decode the
+	// image's file, or its encoder gave a length outside its bound; the
+	// batch's other images are unaffected.
+	Err error
 
 	e        *Executor
 	s        *slot

@@ -10,52 +10,95 @@ import (
 )
 
 // Slot events, in stream order. Each phase's start is recorded after the
-// cross-stream wait for the previous batch's phase (see submit).
+// cross-stream wait for the previous batch's phase (see submit). The decode
+// events are recorded for every batch (back to back when it has no file), so
+// that the next batch can always wait for them.
 const (
 	evH2DStart = iota
 	evH2DEnd
+	evDecStart
+	evDecEnd
 	evKStart
-	evOpEnd0 // op j's end is evOpEnd0+j; then D2H start and D2H end
+	evOpEnd0 // op j's end is evOpEnd0+j; then D2H start and D2H end (see evD2H)
 )
 
-// phases lists the (start, end) events of a batch's phases: H2D, each op,
-// D2H. Their durations are measured event to event, exactly, rather than as
-// differences of times from the base event, which lose precision as a run
-// gets long (CUDA gives float32 milliseconds).
-func phases(nOps int) [][2]int {
-	p := [][2]int{{evH2DStart, evH2DEnd}, {evKStart, evOpEnd0}}
-	for j := 1; j < nOps; j++ {
-		p = append(p, [2]int{evOpEnd0 + j - 1, evOpEnd0 + j})
+// evD2H is the index of a batch's D2H start event; its end is evD2H+1. With an
+// encoding last op, that D2H brings the file lengths, and evD2H+2 and evD2H+3
+// time the second D2H, of the files' bytes.
+func evD2H(nOps int) int { return evOpEnd0 + nOps }
+
+// numEvents is the number of events of a slot.
+func numEvents(nOps int, encode bool) int {
+	if encode {
+		return evD2H(nOps) + 4
 	}
-	return append(p, [2]int{evOpEnd0 + nOps, evOpEnd0 + nOps + 1})
+	return evD2H(nOps) + 2
+}
+
+// Phase kinds: what a phase's duration adds to in Stats.
+const (
+	phaseH2D = iota
+	phaseDecode
+	phaseOp
+	phaseD2H
+)
+
+// phase is one timed phase of a batch: its kind, its op for phaseOp, and its
+// start and end events. Durations are measured event to event, exactly,
+// rather than as differences of times from the base event, which lose
+// precision as a run gets long (CUDA gives float32 milliseconds).
+type phase struct {
+	kind, op   int
+	start, end int
+}
+
+// phases lists a batch's phases: H2D, decode, each op, D2H, and with an
+// encoding last op the files' D2H.
+func phases(nOps int, encode bool) []phase {
+	p := []phase{{kind: phaseH2D, start: evH2DStart, end: evH2DEnd}, {kind: phaseDecode, start: evDecStart, end: evDecEnd},
+		{kind: phaseOp, op: 0, start: evKStart, end: evOpEnd0}}
+	for j := 1; j < nOps; j++ {
+		p = append(p, phase{kind: phaseOp, op: j, start: evOpEnd0 + j - 1, end: evOpEnd0 + j})
+	}
+	p = append(p, phase{kind: phaseD2H, start: evD2H(nOps), end: evD2H(nOps) + 1})
+	if encode {
+		p = append(p, phase{kind: phaseD2H, start: evD2H(nOps) + 2, end: evD2H(nOps) + 3})
+	}
+	return p
 }
 
 // slot is one batch's memory and events. Its batch fields are guarded by
 // Executor.mu while it fills; between submission and delivery only the
 // submitter and then the waiter touch it, handing it over by channel.
 type slot struct {
-	id                 int
-	in, out, hist, tab []byte    // page-locked; out nil when no op makes an image
-	dev                [2]DevPtr // bufIn, bufMid
-	dHist, dTab        DevPtr
-	hostBufs           []*pinned.Buffer // behind in, out, hist, tab
-	devBlocks          []*devmem.Block  // behind dev, dHist, dTab
-	ev                 []Event
-	calls              []OpCall
-	at                 []time.Duration // event times from the base event
-	dur                []time.Duration // phase durations, see phases
+	id                       int
+	in, out, hist, tab, lens []byte    // page-locked; out nil when no op makes an image, lens when none encodes
+	dev                      [2]DevPtr // bufIn, bufMid
+	dHist, dTab, dLens       DevPtr
+	hostBufs                 []*pinned.Buffer // behind in, out, hist, tab
+	devBlocks                []*devmem.Block  // behind dev, dHist, dTab
+	ev                       []Event
+	calls                    []OpCall
+	at                       []time.Duration // event times from the base event
+	dur                      []time.Duration // phase durations, see phases
+	dec                      DecodeCall      // the batch's files, decoded on the device before the ops
 
 	// filling (under Executor.mu)
-	gen     uint64
-	res     []*Reservation
-	used    []int
-	pending int
-	sealed  bool
-	timer   *time.Timer
+	gen  uint64
+	res  []*Reservation
+	used []int // per area, see chain.caps: the device input area holds raw and decoded images
+	// rawUsed and fileUsed are the page-locked input's use: raw images packed
+	// from its start (at the offsets they have in the device input, so that
+	// one H2D copies them all), files' bytes packed from its end.
+	rawUsed, fileUsed int
+	pending           int
+	sealed            bool
+	timer             *time.Timer
 
 	// submitted (submitter, then waiter)
 	live      []*Reservation
 	layouts   []imgLayout
+	decIdx    []int // per live image, its index in dec.Images, or -1 for a raw image
 	seq       int64
 	stream    int
 	abandoned bool
@@ -83,7 +126,10 @@ func (e *Executor) memory() (host, dev int64) {
 
 // slotBufs are the sizes of a slot's buffers, each held once in page-locked
 // memory and once on the device: the input, the output when an op makes an
-// image, the histograms when an op makes one, and the launch tables.
+// image, the histograms when an op makes one, the launch tables, and the
+// file lengths when the last op encodes. The page-locked input holds raw
+// images and files' bytes, the device input raw and decoded images: each is
+// accounted on its own (see slot.rawUsed), within the same capacity.
 func (e *Executor) slotBufs() []int {
 	c := e.cfg
 	bufs := []int{c.SlotBytes}
@@ -95,6 +141,9 @@ func (e *Executor) slotBufs() []int {
 	}
 	if e.tabBytes > 0 {
 		bufs = append(bufs, e.tabBytes)
+	}
+	if e.chain.encode != nil {
+		bufs = append(bufs, alignUp(4*c.Batch))
 	}
 	return bufs
 }
@@ -130,13 +179,21 @@ func (e *Executor) allocate(ctx context.Context) error {
 		e.scratch = append(e.scratch, p)
 	}
 	var err error
+	if e.chain.encode != nil {
+		// The files' D2H is enqueued by the waiter once it read the lengths: on a
+		// stream of its own, so that it never queues behind later batches.
+		if e.fileStream, err = d.NewStream(); err != nil {
+			return err
+		}
+	}
 	if e.base, err = d.NewEvent(); err != nil {
 		return err
 	}
 	nOps := len(c.Ops)
 	for i := range c.Slots {
 		s := &slot{id: i, used: make([]int, 1+e.chain.nImg), calls: make([]OpCall, nOps),
-			at: make([]time.Duration, evOpEnd0+nOps+2), dur: make([]time.Duration, nOps+2)}
+			at: make([]time.Duration, numEvents(nOps, e.chain.encode != nil)), dur: make([]time.Duration, len(e.phases))}
+		s.dec.Images = make([]DecodeImage, 0, c.Batch)
 		e.slots = append(e.slots, s)
 		for j := range s.calls {
 			s.calls[j].Images = make([]OpImage, 0, c.Batch)
@@ -171,6 +228,9 @@ func (e *Executor) allocSlot(ctx context.Context, s *slot) error {
 	if e.tabBytes > 0 {
 		host, dev = append(host, &s.tab), append(dev, &s.dTab)
 	}
+	if e.chain.encode != nil {
+		host, dev = append(host, &s.lens), append(dev, &s.dLens)
+	}
 	for i, n := range e.slotBufs() {
 		hb, err := e.hostPool.GetExact(ctx, n)
 		if err != nil {
@@ -185,7 +245,7 @@ func (e *Executor) allocSlot(ctx context.Context, s *slot) error {
 		s.devBlocks = append(s.devBlocks, db)
 		*dev[i] = DevPtr(db.Ptr)
 	}
-	for range evOpEnd0 + len(e.cfg.Ops) + 2 {
+	for range numEvents(len(e.cfg.Ops), e.chain.encode != nil) {
 		ev, err := e.dev.NewEvent()
 		if err != nil {
 			return err
@@ -209,8 +269,8 @@ func (e *Executor) freeSlot(s *slot) error {
 		errs = append(errs, e.dev.DestroyEvent(ev))
 	}
 	s.hostBufs, s.devBlocks = nil, nil
-	s.in, s.out, s.hist, s.tab, s.ev = nil, nil, nil, nil, nil
-	s.dev, s.dHist, s.dTab = [2]DevPtr{}, 0, 0
+	s.in, s.out, s.hist, s.tab, s.lens, s.ev = nil, nil, nil, nil, nil, nil
+	s.dev, s.dHist, s.dTab, s.dLens = [2]DevPtr{}, 0, 0, 0
 	return errors.Join(errs...)
 }
 
@@ -239,10 +299,19 @@ func (e *Executor) freeAll() error {
 	if e.base != 0 {
 		errs = append(errs, e.dev.DestroyEvent(e.base))
 	}
-	for _, s := range e.streams {
+	for _, s := range e.allStreams() {
 		errs = append(errs, e.dev.DestroyStream(s))
 	}
-	e.scratch, e.scratchBlocks, e.streams, e.base = nil, nil, nil, 0
+	e.scratch, e.scratchBlocks, e.streams, e.fileStream, e.base = nil, nil, nil, 0, 0
 	errs = append(errs, e.closePools())
 	return errors.Join(errs...)
+}
+
+// allStreams are the batch streams and, with an encoding last op, the files'
+// D2H stream.
+func (e *Executor) allStreams() []Stream {
+	if e.fileStream == 0 {
+		return e.streams
+	}
+	return append(e.streams[:len(e.streams):len(e.streams)], e.fileStream)
 }

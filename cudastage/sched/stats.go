@@ -38,9 +38,15 @@ type Stats struct {
 	H2DBytes int64
 	D2HBytes int64
 
+	// Files is the number of images decoded on the device from files
+	// (ReserveFile), FileBytes their bytes, and DecodeFailed those the device
+	// could not decode.
+	Files, FileBytes, DecodeFailed int64
+
 	H2D     time.Duration // ΣH2D over batches
+	Decode  time.Duration // Σ over batches of the device's decoding of their files
 	Kernels time.Duration // Σ over batches of the segment's kernels, first start to last end
-	D2H     time.Duration // ΣD2H
+	D2H     time.Duration // ΣD2H (with an encoding last op: the lengths', then the files')
 	Ops     []OpTime      // Σ per op of the segment, in segment order
 	// Wall is the device timeline from the first batch's H2D start to the
 	// last batch's D2H end.
@@ -55,11 +61,12 @@ type OpTime struct {
 	Total time.Duration
 }
 
-// Overlap is the overlap efficiency wall ÷ max(ΣH2D, Σkernels, ΣD2H): 1 when
-// the busiest engine never waits, larger when phases fail to overlap (with no
-// overlap at all it is the sum over the max). It is 0 before any batch.
+// Overlap is the overlap efficiency wall ÷ max(ΣH2D, Σdecode, Σkernels,
+// ΣD2H): 1 when the busiest engine never waits, larger when phases fail to
+// overlap (with no overlap at all it is the sum over the max). It is 0 before
+// any batch.
 func (s Stats) Overlap() float64 {
-	m := max(s.H2D, s.Kernels, s.D2H)
+	m := max(s.H2D, s.Decode, s.Kernels, s.D2H)
 	if m <= 0 {
 		return 0
 	}
@@ -74,14 +81,16 @@ func (s Stats) GPixelsPerSec() float64 {
 	return float64(s.Pixels) / s.Wall.Seconds() / 1e9
 }
 
-// Bottleneck names the phase with the largest total: "h2d", "kernels" or
-// "d2h" ("" before any batch).
+// Bottleneck names the phase with the largest total: "h2d", "decode",
+// "kernels" or "d2h" ("" before any batch).
 func (s Stats) Bottleneck() string {
-	switch m := max(s.H2D, s.Kernels, s.D2H); {
+	switch m := max(s.H2D, s.Decode, s.Kernels, s.D2H); {
 	case m <= 0:
 		return ""
 	case m == s.H2D:
 		return "h2d"
+	case m == s.Decode:
+		return "decode"
 	case m == s.Kernels:
 		return "kernels"
 	}
@@ -90,9 +99,13 @@ func (s Stats) Bottleneck() string {
 
 // String is a one-line summary for stderr.
 func (s Stats) String() string {
-	return fmt.Sprintf("%d batches, %d images on %s (%d streams, batch %d): wall %v, ΣH2D %v, Σkernels %v, ΣD2H %v, overlap efficiency %.2f, %.2f GP/s; "+
+	files := ""
+	if s.Files > 0 {
+		files = fmt.Sprintf(", %d decoded on the device in Σdecode %v (%d failed)", s.Files, s.Decode.Round(time.Microsecond), s.DecodeFailed)
+	}
+	return fmt.Sprintf("%d batches, %d images%s on %s (%d streams, batch %d): wall %v, ΣH2D %v, Σkernels %v, ΣD2H %v, overlap efficiency %.2f, %.2f GP/s; "+
 		"page-locked %s reserved (peak %s), device %s reserved (peak %s), %d pool hits",
-		s.Batches, s.Images, s.Device, s.Streams, s.Batch, s.Wall.Round(time.Microsecond),
+		s.Batches, s.Images, files, s.Device, s.Streams, s.Batch, s.Wall.Round(time.Microsecond),
 		s.H2D.Round(time.Microsecond), s.Kernels.Round(time.Microsecond), s.D2H.Round(time.Microsecond),
 		s.Overlap(), s.GPixelsPerSec(),
 		mib(s.HostPool.Reserved), mib(s.HostPool.Peak), mib(int64(s.DevicePool.Reserved)), mib(int64(s.DevicePool.PeakReserved)), s.PoolHits())
@@ -104,9 +117,16 @@ func (s Stats) PoolHits() uint64 { return s.HostPool.Hits + s.DevicePool.Hits }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
-// add accumulates one completed batch: start and end are its H2D start and
-// D2H end from the base event, dur its phase durations (H2D, each op, D2H).
-func (s *Stats) add(start, end time.Duration, dur []time.Duration, images int, pixels, h2dBytes, d2hBytes int64) {
+// batchStats are one completed batch's counts.
+type batchStats struct {
+	images, files                   int
+	pixels, fileBytes, decodeFailed int64
+	h2dBytes, d2hBytes              int64
+}
+
+// add accumulates one completed batch: start and end are its first and last
+// events' times from the base event, dur its phases' durations.
+func (s *Stats) add(start, end time.Duration, ph []phase, dur []time.Duration, b batchStats) {
 	if s.Batches == 0 || start < s.first {
 		s.first = start
 	}
@@ -115,14 +135,24 @@ func (s *Stats) add(start, end time.Duration, dur []time.Duration, images int, p
 	}
 	s.Wall = s.last - s.first
 	s.Batches++
-	s.Images += int64(images)
-	s.Pixels += pixels
-	s.H2DBytes += h2dBytes
-	s.D2HBytes += d2hBytes
-	s.H2D += dur[0]
-	s.D2H += dur[len(dur)-1]
-	for j := range s.Ops {
-		s.Ops[j].Total += dur[1+j]
-		s.Kernels += dur[1+j]
+	s.Images += int64(b.images)
+	s.Files += int64(b.files)
+	s.FileBytes += b.fileBytes
+	s.DecodeFailed += b.decodeFailed
+	s.Pixels += b.pixels
+	s.H2DBytes += b.h2dBytes
+	s.D2HBytes += b.d2hBytes
+	for k, p := range ph {
+		switch p.kind {
+		case phaseH2D:
+			s.H2D += dur[k]
+		case phaseDecode:
+			s.Decode += dur[k]
+		case phaseOp:
+			s.Ops[p.op].Total += dur[k]
+			s.Kernels += dur[k]
+		case phaseD2H:
+			s.D2H += dur[k]
+		}
 	}
 }

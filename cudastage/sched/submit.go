@@ -40,34 +40,57 @@ func (e *Executor) submitter() {
 	}
 }
 
-// submit enqueues one batch: [wait prev H2D] H2D [wait prev kernels] ops
-// [wait prev D2H] D2H, with events around each phase. The waits order the
-// phases of consecutive batches across streams, so each engine works on one
-// batch at a time in order and the events time real work (see Stats).
+// gather takes the committed images of a sealed slot in reservation order,
+// places its files' decoded images after its raw images in the device input,
+// and fills its decode call.
+func (e *Executor) gather(s *slot) {
+	s.live, s.layouts, s.decIdx = s.live[:0], s.layouts[:0], s.decIdx[:0]
+	s.dec.Images, s.dec.Dst = s.dec.Images[:0], s.dev[bufIn]
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range s.res {
+		if r.state != resCommitted {
+			continue
+		}
+		idx := -1
+		if f := r.file; f != nil {
+			r.lay.offs[0] = s.rawUsed + f.decOff
+			idx = len(s.dec.Images)
+			s.dec.Images = append(s.dec.Images, DecodeImage{Data: f.data, Shape: r.lay.shapes[0], Orient: f.orient,
+				DstOff: r.lay.offs[0], Decoder: f.decoder})
+		}
+		s.live = append(s.live, r)
+		s.layouts = append(s.layouts, r.lay)
+		s.decIdx = append(s.decIdx, idx)
+	}
+	s.inBytes = s.rawUsed
+}
+
+// submit enqueues one batch: [wait prev H2D] H2D [wait prev decode] decode
+// [wait prev kernels] ops [wait prev D2H] D2H, with events around each
+// phase. The waits order the phases of consecutive batches across streams,
+// so each engine works on one batch at a time in order and the events time
+// real work (see Stats). With an encoding last op the D2H brings the files'
+// lengths; the waiter then brings their bytes (see complete).
 func (e *Executor) submit(s *slot, prev *slot, seq int64) error {
 	d, c := e.dev, e.chain
 	s.seq = seq
 	s.stream = int(seq % int64(len(e.streams)))
 	st := e.streams[s.stream]
-	s.live, s.layouts = s.live[:0], s.layouts[:0]
-	e.mu.Lock()
-	for _, r := range s.res {
-		if r.state == resCommitted {
-			s.live = append(s.live, r)
-			s.layouts = append(s.layouts, r.lay)
-		}
-	}
-	s.inBytes = s.used[0]
-	e.mu.Unlock()
+	e.gather(s)
 	c.fillCalls(s.calls, s.layouts, s.dev, s.dHist)
 	s.outBytes = 0
-	if fb := c.finalBuf(); fb >= 0 {
+	if fb := c.finalBuf(); fb >= 0 && c.encode == nil {
 		s.outBytes = s.used[len(s.used)-1]
 	}
 	for j := range s.calls {
 		call := &s.calls[j]
 		call.Scratch = e.scratch[s.stream]
 		call.Table, call.TableOff = s.dTab, e.tabOff[j]
+		call.Lens = 0
+		if call.Op.Encode != nil {
+			call.Lens = s.dLens
+		}
 		if n := d.TableBytes(call.Op, len(s.live)); n > 0 {
 			if e.tabOff[j]+n > len(s.tab) {
 				return fmt.Errorf("%s table of %d bytes overflows its %d-byte region", call.Op, n, len(s.tab)-e.tabOff[j])
@@ -79,10 +102,16 @@ func (e *Executor) submit(s *slot, prev *slot, seq int64) error {
 	}
 	cross := prev != nil && prev.stream != s.stream
 	nOps := len(s.calls)
+	d2h := evD2H(nOps)
 	steps := []func() error{
 		func() error { return e.waitPrev(cross, st, prev, evH2DEnd) },
 		func() error { return d.Record(s.ev[evH2DStart], st) },
-		func() error { return d.HtoD(st, s.dev[bufIn], 0, s.in[:s.inBytes]) },
+		func() error {
+			if s.inBytes == 0 {
+				return nil // files only: their bytes cross with the decode
+			}
+			return d.HtoD(st, s.dev[bufIn], 0, s.in[:s.inBytes])
+		},
 		func() error {
 			if e.tabBytes == 0 {
 				return nil
@@ -90,6 +119,19 @@ func (e *Executor) submit(s *slot, prev *slot, seq int64) error {
 			return d.HtoD(st, s.dTab, 0, s.tab)
 		},
 		func() error { return d.Record(s.ev[evH2DEnd], st) },
+		func() error { return e.waitPrev(cross, st, prev, evDecEnd) },
+		func() error { return d.Record(s.ev[evDecStart], st) },
+		func() error {
+			if len(s.dec.Images) == 0 {
+				return nil
+			}
+			fd, err := FileDecoderOf(d)
+			if err != nil {
+				return err
+			}
+			return fd.Decode(st, &s.dec)
+		},
+		func() error { return d.Record(s.ev[evDecEnd], st) },
 		func() error { return e.waitPrev(cross, st, prev, evOpEnd0+nOps-1) },
 		func() error { return d.Record(s.ev[evKStart], st) },
 	}
@@ -106,14 +148,19 @@ func (e *Executor) submit(s *slot, prev *slot, seq int64) error {
 			return err
 		}
 	}
-	if err := e.waitPrev(cross, st, prev, evOpEnd0+nOps+1); err != nil {
+	if err := e.waitPrev(cross, st, prev, d2h+1); err != nil {
 		return err
 	}
-	if err := d.Record(s.ev[evOpEnd0+nOps], st); err != nil {
+	if err := d.Record(s.ev[d2h], st); err != nil {
 		return err
 	}
 	if fb := c.finalBuf(); fb >= 0 && s.outBytes > 0 {
 		if err := d.DtoH(st, s.out[:s.outBytes], s.dev[fb], 0); err != nil {
+			return err
+		}
+	}
+	if c.encode != nil {
+		if err := d.DtoH(st, s.lens[:4*len(s.live)], s.dLens, 0); err != nil {
 			return err
 		}
 	}
@@ -122,7 +169,7 @@ func (e *Executor) submit(s *slot, prev *slot, seq int64) error {
 			return err
 		}
 	}
-	return d.Record(s.ev[evOpEnd0+nOps+1], st)
+	return d.Record(s.ev[d2h+1], st)
 }
 
 func (e *Executor) waitPrev(cross bool, st Stream, prev *slot, ev int) error {
@@ -157,7 +204,7 @@ func (e *Executor) waiter() {
 	if len(abandoned) > 0 {
 		// The device may still read or write these slots' memory: let every
 		// stream drain (errors are those of the stop, already reported).
-		for _, st := range e.streams {
+		for _, st := range e.allStreams() {
 			_ = e.dev.SyncStream(st)
 		}
 		e.mu.Lock()
@@ -172,41 +219,28 @@ func (e *Executor) waiter() {
 	e.unwatch()
 }
 
-// complete waits for a batch, accounts and traces it, and delivers its
-// results.
+// complete waits for a batch (and, with an encoding last op, brings its
+// files' bytes), accounts and traces it, and delivers its results.
 func (e *Executor) complete(s *slot) error {
 	d := e.dev
-	last := s.ev[len(s.ev)-1]
-	if err := d.WaitEvent(last); err != nil {
+	if err := d.WaitEvent(s.ev[evD2H(len(s.calls))+1]); err != nil {
 		return err
 	}
-	for i, ev := range s.ev {
-		t, err := d.Elapsed(e.base, ev)
-		if err != nil {
+	errs := make([]error, len(s.live)) // per image: its decode's, or its encoder's
+	for i, k := range s.decIdx {
+		if k >= 0 {
+			errs[i] = s.dec.Images[k].Err
+		}
+	}
+	var fileLens []int
+	if e.chain.encode != nil {
+		var err error
+		if fileLens, err = e.fetchFiles(s, errs); err != nil {
 			return err
 		}
-		s.at[i] = t
 	}
-	for k, p := range e.phases {
-		t, err := d.Elapsed(s.ev[p[0]], s.ev[p[1]])
-		if err != nil {
-			return err
-		}
-		s.dur[k] = t
-	}
-	var pixels int64
-	for _, l := range s.layouts {
-		pixels += int64(l.shapes[0].W) * int64(l.shapes[0].H)
-	}
-	histBytes := 0
-	if e.chain.hasHist {
-		histBytes = len(s.live) * HistBytes
-	}
-	e.statsMu.Lock()
-	e.stats.add(s.at[evH2DStart], s.at[len(s.at)-1], s.dur, len(s.live), pixels, int64(s.inBytes+e.tabBytes), int64(s.outBytes+histBytes))
-	e.statsMu.Unlock()
-	if e.trace != nil {
-		e.traceBatch(s)
+	if err := e.account(s, errs, fileLens); err != nil {
+		return err
 	}
 
 	e.mu.Lock()
@@ -215,16 +249,23 @@ func (e *Executor) complete(s *slot) error {
 	fb := e.chain.finalBuf()
 	for i, r := range s.live {
 		l := r.lay
-		res := &Result{Tag: r.tag, In: l.shapes[0], e: e, s: s}
-		if fb < 0 {
-			res.Image = r.img
-		} else {
+		res := &Result{Tag: r.tag, In: l.shapes[0], Err: errs[i], e: e, s: s}
+		if r.file != nil {
+			res.Decoder = r.file.decoder
+		}
+		off := l.offs[len(l.offs)-1]
+		switch {
+		case res.Err != nil:
+		case fileLens != nil:
+			res.Encoded = s.out[off : off+fileLens[i] : off+fileLens[i]]
+		case fb < 0:
+			res.Image = r.img // ReserveFile refuses files when no op makes an image
+		default:
 			out := l.shapes[len(l.shapes)-1]
-			off := l.offs[len(l.offs)-1]
 			res.Image = &stages.Image{W: out.W, H: out.H, C: out.C, Stride: out.W * out.C,
 				Pix: s.out[off : off+out.Bytes() : off+out.Bytes()]}
 		}
-		if e.chain.hasHist {
+		if e.chain.hasHist && res.Err == nil {
 			h := new([256]uint64)
 			b := s.hist[i*HistBytes : (i+1)*HistBytes]
 			for k := range h {
@@ -237,24 +278,110 @@ func (e *Executor) complete(s *slot) error {
 	return nil
 }
 
-func (e *Executor) traceBatch(s *slot) {
+// fetchFiles reads the lengths the encoder wrote, checks each against its
+// bound (an image over it gets an error in errs), and copies each file's
+// bytes on the files' stream: only the bytes, not the bound. It returns the
+// lengths.
+func (e *Executor) fetchFiles(s *slot, errs []error) ([]int, error) {
+	d, fs := e.dev, e.fileStream
+	n := len(s.calls)
+	lens := make([]int, len(s.live))
+	fb := e.chain.finalBuf()
+	if err := d.Record(s.ev[evD2H(n)+2], fs); err != nil {
+		return nil, err
+	}
+	for i, r := range s.live {
+		if errs[i] != nil {
+			continue
+		}
+		l := r.lay
+		bound := e.chain.fileBound(l.shapes)
+		v := int64(binary.LittleEndian.Uint32(s.lens[4*i:]))
+		if v < 1 || v > int64(bound) {
+			errs[i] = fmt.Errorf("%w: the %s encoder gave a length of %d bytes, its bound is %d", ErrEncoderBound, e.chain.encode.Format, v, bound)
+			continue
+		}
+		lens[i] = int(v)
+		off := l.offs[len(l.offs)-1]
+		if err := d.DtoH(fs, s.out[off:off+lens[i]], s.dev[fb], off); err != nil {
+			return nil, err
+		}
+		s.outBytes += lens[i]
+	}
+	if err := d.Record(s.ev[evD2H(n)+3], fs); err != nil {
+		return nil, err
+	}
+	return lens, d.WaitEvent(s.ev[evD2H(n)+3])
+}
+
+// account times a completed batch by its events, adds it to Stats and traces
+// it.
+func (e *Executor) account(s *slot, errs []error, fileLens []int) error {
+	d := e.dev
+	for i, ev := range s.ev {
+		t, err := d.Elapsed(e.base, ev)
+		if err != nil {
+			return err
+		}
+		s.at[i] = t
+	}
+	for k, p := range e.phases {
+		t, err := d.Elapsed(s.ev[p.start], s.ev[p.end])
+		if err != nil {
+			return err
+		}
+		s.dur[k] = t
+	}
+	b := batchStats{images: len(s.live), files: len(s.dec.Images), h2dBytes: int64(s.inBytes + e.tabBytes),
+		d2hBytes: int64(s.outBytes)}
+	for i, l := range s.layouts {
+		b.pixels += int64(l.shapes[0].W) * int64(l.shapes[0].H)
+		if s.decIdx[i] >= 0 {
+			b.fileBytes += int64(len(s.dec.Images[s.decIdx[i]].Data))
+			if errs[i] != nil && s.dec.Images[s.decIdx[i]].Err != nil {
+				b.decodeFailed++
+			}
+		}
+	}
+	if e.chain.hasHist {
+		b.d2hBytes += int64(len(s.live) * HistBytes)
+	}
+	if e.chain.encode != nil {
+		b.d2hBytes += int64(4 * len(s.live))
+	}
+	e.statsMu.Lock()
+	e.stats.add(s.at[evH2DStart], s.at[len(s.at)-1], e.phases, s.dur, b)
+	e.statsMu.Unlock()
+	if e.trace != nil {
+		e.traceBatch(s, b)
+	}
+	return nil
+}
+
+func (e *Executor) traceBatch(s *slot, b batchStats) {
 	track := e.streamTracks[s.stream]
 	n := len(s.live)
-	d2h := s.outBytes
-	if e.chain.hasHist {
-		d2h += n * HistBytes
-	}
-	last := len(e.phases) - 1
 	for k, p := range e.phases {
 		name, args := "", map[string]any{"batch": s.seq, "images": n}
-		switch k {
-		case 0:
+		switch p.kind {
+		case phaseH2D:
 			name, args["bytes"] = "H2D", s.inBytes+e.tabBytes
-		case last:
-			name, args["bytes"] = "D2H", d2h
+		case phaseDecode:
+			if b.files == 0 {
+				continue
+			}
+			name, args["images"], args["bytes"], args["failed"] = "decode", b.files, b.fileBytes, b.decodeFailed
+		case phaseD2H:
+			name, args["bytes"] = "D2H", b.d2hBytes
+			if e.chain.encode != nil {
+				args["bytes"] = b.d2hBytes - int64(s.outBytes) // lengths and histograms
+			}
+			if p.start == evD2H(len(s.calls))+2 {
+				name, args["bytes"] = "D2H files", s.outBytes
+			}
 		default:
-			name = s.calls[k-1].Op.String()
+			name = s.calls[p.op].Op.String()
 		}
-		e.trace.Span(track, name, e.hostBase.Add(s.at[p[0]]), s.dur[k], args)
+		e.trace.Span(track, name, e.hostBase.Add(s.at[p.start]), s.dur[k], args)
 	}
 }

@@ -66,3 +66,31 @@ func MustBoxBlurOp(t testing.TB, r int) Op {
 	}
 	return op
 }
+
+// PNGOp is an encoding last op that writes each image as a PNG (Huffman only, as save
+// compression=fast does today) into at most bound(in) bytes.
+func PNGOp(bound func(Shape) int) Op {
+	return Op{Name: "save", Spec: "save format=png", Encode: &EncodeOp{Format: "png-test", Bound: bound,
+		CPU: func(dst []byte, src *stages.Image) int {
+			w := &fixedWriter{b: dst[:0]}
+			if err := stages.Encode(w, src, stages.SaveOptions{Format: "png", Compression: stages.PNGFast}); err != nil {
+				return -1
+			}
+			return len(w.b)
+		}}}
+}
+
+// PNGBound is a bound no PNG of PNGOp exceeds: the filtered rows stored, with room for
+// the headers.
+func PNGBound(in Shape) int { return 2*in.H*(in.W*in.C+1) + 4096 }
+
+// fixedWriter appends into its slice's capacity and fails past it.
+type fixedWriter struct{ b []byte }
+
+func (w *fixedWriter) Write(p []byte) (int, error) {
+	if len(w.b)+len(p) > cap(w.b) {
+		return 0, fmt.Errorf("%d bytes over a bound of %d", len(w.b)+len(p), cap(w.b))
+	}
+	w.b = append(w.b, p...)
+	return len(p), nil
+}

@@ -71,11 +71,17 @@ func Load(path string) (*Job, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxJobBytes+1))
+	return Read(path, f)
+}
+
+// Read reads a job from r (stdin, say), named name in errors, and parses it as Parse does;
+// it reads at most one byte past the size limit.
+func Read(name string, r io.Reader) (*Job, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxJobBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return Parse(path, data)
+	return Parse(name, data)
 }
 
 // Parse parses a job's YAML against the builtin stages (pipeline.Builtin); file names it in
@@ -86,6 +92,9 @@ func Parse(file string, data []byte) (*Job, error) { return ParseWith(pipeline.B
 // Unknown keys, duplicate keys, values of the wrong type or out of range, and chains the
 // planner refuses are all errors; every one is reported, each as a *pipeline.PosError with
 // file:line:col. Required fields that CLI flags can supply are checked by Complete, not here.
+// When the YAML is well-formed but has such errors, the job is returned too, holding every
+// field that was valid, so that a validator can go on to check its paths; on a syntax error
+// the job is nil.
 func ParseWith(r *pipeline.Registry, file string, data []byte) (*Job, error) {
 	j := &Job{File: file, Exec: pipeline.DefaultExecution(), pos: map[string]pipeline.Pos{}}
 	if len(data) > maxJobBytes {
@@ -107,10 +116,7 @@ func ParseWith(r *pipeline.Registry, file string, data []byte) (*Job, error) {
 	}
 	l := &jobLoader{reg: r, job: j}
 	l.root(&doc)
-	if err := join(l.errs); err != nil {
-		return nil, err
-	}
-	return j, nil
+	return j, join(l.errs)
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)

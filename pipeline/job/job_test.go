@@ -110,7 +110,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty dir", "input: {dir: ''}\n", []string{`1:14: input.dir: empty`}},
 		{"null dir", "input: {dir: }\n", []string{`1:14: input.dir: want a value, got nothing`}},
 		{"unknown execution key", "execution: {devise: cpu}\n", []string{`1:13: execution: unknown key "devise" (did you mean "device"?)`}},
-		{"bad device", "execution: {device: gpu}\n", []string{`1:21: execution.device: device=gpu: want one of auto, cpu, cuda`}},
+		{"bad device", "execution: {device: gpus}\n", []string{`1:21: execution.device: device=gpus: want one of auto, cpu, cuda`}},
 		{"streams out of range", "execution: {streams: 0}\n", []string{`1:22: execution.streams: streams=0 is out of range [1, 64]`}},
 		{"batch not a number", "execution: {batch: many}\n", []string{`1:20: execution.batch: batch=many: want an integer`}},
 		{"on_error", "execution: {on_error: ignore}\n", []string{`1:23: execution.on_error: on_error=ignore: want one of skip, fail`}},
@@ -140,14 +140,14 @@ func TestParseErrors(t *testing.T) {
 pipeline:
   - decode: {max_pixels: -1}
   - blur: {sigma: 0}
-  - save: {format: tiff}
+  - save: {format: gif}
 output: {dir: out, reprot: r.jsonl}
 execution: {workers: -2, on_error: maybe}
 `, []string{
 			`1:18: input: unknown key "extra"`,
 			`3:26: decode: max_pixels=-1 is out of range`,
 			`4:19: blur: sigma=0 is out of range (0, 32]`,
-			`5:20: save: format=tiff: want one of png, jpeg`,
+			`5:20: save: format=gif: want one of png, jpeg`,
 			`6:20: output: unknown key "reprot" (did you mean "report"?)`,
 			`7:22: execution.workers: workers=-2 is out of range [0, 4096]`,
 			`7:36: execution.on_error: on_error=maybe`,
@@ -259,5 +259,17 @@ func TestJobExecutionGPU(t *testing.T) {
 				t.Errorf("Parse(%q) = %v, want %q", tt.src, err, tt.want)
 			}
 		})
+	}
+}
+
+// A job with field errors still comes back, holding its valid fields, so that validate can go
+// on to check its paths; a syntax error gives none.
+func TestParsePartialJob(t *testing.T) {
+	j, err := Parse("job.yaml", []byte("input: {dir: in}\npipeline: [decode, blurr]\noutput: {dir: out}\n"))
+	if err == nil || j == nil || j.InputDir != "in" || j.OutputDir != "out" || len(j.Steps) != 0 {
+		t.Errorf("field error: job %+v, error %v; want the valid fields and the error", j, err)
+	}
+	if j, err := Parse("job.yaml", []byte("input: {dir: in\n")); err == nil || j != nil {
+		t.Errorf("syntax error: job %+v, error %v; want no job", j, err)
 	}
 }

@@ -30,6 +30,21 @@ type FakeConfig struct {
 	// the stream's earlier work, at this many bytes per second. When 0 such
 	// copies are refused.
 	PageableRate float64
+
+	// The file decoder (sched.FileDecoder; see codec.go).
+
+	// DecodeFail, when set, fails the files for which it returns an error, as
+	// the device decoder would (besides files that do not decode).
+	DecodeFail func(data []byte) error
+	// BatchFailsWhole makes a batched hardware decode fail as a whole when
+	// one of its files fails, as nvJPEG's batched call does: the fake then
+	// decodes the batch's files one by one, so that only the bad ones fail.
+	BatchFailsWhole bool
+	// DecoderUnavailable, when set, is DecoderAvailable's answer: the device
+	// has a file decoder that cannot load (no nvJPEG).
+	DecoderUnavailable error
+	// DecoderEngines is what DecoderEngines reports.
+	DecoderEngines int
 }
 
 // FakeDevice is a sched.Device that runs ops on the CPU with the stages functions,

@@ -17,9 +17,15 @@ const fakeTableEntry = 32
 // TableBytes implements sched.Device.
 func (f *FakeDevice) TableBytes(op sched.Op, n int) int { return fakeTableEntry * n }
 
-// CheckOp implements Device: the fake runs any complete op, with its CPU
-// function.
-func (f *FakeDevice) CheckOp(op sched.Op) error { return nil }
+// CheckOp implements Device: the fake runs any op with its CPU function (an
+// encoding op with its EncodeOp's), so it refuses a GPU-only op, which has
+// none.
+func (f *FakeDevice) CheckOp(op sched.Op) error {
+	if op.CPU == nil && op.Encode == nil {
+		return fmt.Errorf("op %s has no CPU function for the fake device to run", op)
+	}
+	return nil
+}
 
 // ScratchBytes implements Device: every op that makes an image asks for a
 // uint16 per sample, as the CUDA separable filters do, so that the
@@ -109,7 +115,7 @@ func (f *FakeDevice) resolve(c *sched.OpCall, n int) ([]func(), error) {
 		if err := sched.CheckShape(in); err != nil {
 			return nil, fmt.Errorf("image %d: %w", i, err)
 		}
-		j, err := f.imageJob(c, in, srcOff, outOff)
+		j, err := f.imageJob(c, i, in, srcOff, outOff)
 		if err != nil {
 			return nil, fmt.Errorf("image %d: %w", i, err)
 		}
@@ -118,8 +124,8 @@ func (f *FakeDevice) resolve(c *sched.OpCall, n int) ([]func(), error) {
 	return jobs, nil
 }
 
-// imageJob returns the op on one image with its CPU function. f.mu held.
-func (f *FakeDevice) imageJob(c *sched.OpCall, in sched.Shape, srcOff, outOff int) (func(), error) {
+// imageJob returns the op on image i with its CPU function. f.mu held.
+func (f *FakeDevice) imageJob(c *sched.OpCall, i int, in sched.Shape, srcOff, outOff int) (func(), error) {
 	sp, err := f.devRange(c.Src, srcOff, in.Bytes())
 	if err != nil {
 		return nil, err
@@ -139,6 +145,9 @@ func (f *FakeDevice) imageJob(c *sched.OpCall, in sched.Shape, srcOff, outOff in
 			}
 		}, nil
 	}
+	if op.Encode != nil {
+		return f.encodeJob(c, i, src, outOff)
+	}
 	out := op.OutShape(in)
 	dp, err := f.devRange(c.Dst, outOff, out.Bytes())
 	if err != nil {
@@ -149,4 +158,27 @@ func (f *FakeDevice) imageJob(c *sched.OpCall, in sched.Shape, srcOff, outOff in
 	}
 	dst := &stages.Image{W: out.W, H: out.H, C: out.C, Stride: out.W * out.C, Pix: dp}
 	return func() { op.CPU(dst, src, nil) }, nil
+}
+
+// encodeJob returns an encoding op on image i with its reference encoder: the
+// file goes into its Bound bytes of c.Dst at outOff, its length (0xFFFFFFFF
+// when the encoder refused) into c.Lens. f.mu held.
+func (f *FakeDevice) encodeJob(c *sched.OpCall, i int, src *stages.Image, outOff int) (func(), error) {
+	enc := c.Op.Encode
+	bound := enc.Bound(src.Shape())
+	dp, err := f.devRange(c.Dst, outOff, bound)
+	if err != nil {
+		return nil, err
+	}
+	lp, err := f.devRange(c.Lens, 4*i, 4)
+	if err != nil {
+		return nil, fmt.Errorf("lengths: %w", err)
+	}
+	if c.Src == c.Dst {
+		return nil, errors.New("an encoder reads and writes one buffer")
+	}
+	return func() {
+		n := enc.CPU(dp, src)
+		binary.LittleEndian.PutUint32(lp, uint32(n)) // -1 becomes 0xFFFFFFFF, over any bound
+	}, nil
 }

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// journalPath is where a run writes its report while it goes: ".NAME.journal" beside the
+// report. Each line is there as soon as its input is reported (pipeline.Options.Report),
+// so a run killed outright (SIGKILL, the OOM killer, a power cut up to the last second)
+// leaves a journal that --resume reads; a run that ends renames it to the report.
+func journalPath(report string) string {
+	dir, base := filepath.Split(report)
+	return filepath.Join(dir, "."+base+".journal")
+}
+
+// journal is the report of a run in progress.
+type journal struct {
+	path, report string
+	f            *os.File
+	// prev is the journal a killed run left, kept aside (path + ".prev") until this run's
+	// own report replaces it; "" when there was none.
+	prev string
+}
+
+// openJournal starts the journal of a run whose report goes to report. A journal left by
+// a killed run is first moved aside, so that --resume can still read it (previous) and so
+// that a run that does nothing puts it back.
+func openJournal(report string) (*journal, error) {
+	j := &journal{path: journalPath(report), report: report}
+	prev := j.path + ".prev"
+	switch err := os.Rename(j.path, prev); {
+	case err == nil:
+		j.prev = prev
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		j.restore()
+		return nil, err
+	}
+	j.f = f
+	return j, nil
+}
+
+// openReports opens the reports at paths that exist, in order; "" is passed over. The
+// caller closes them. A run's previous reports, newest first, are the journal of a killed
+// run (journal.prev once openJournal moved it aside) and the last finished report.
+func openReports(paths ...string) ([]*os.File, error) {
+	var files []*os.File
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		f, err := os.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			closeAll(files)
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// commit makes the journal the report: it is synced (pipeline synced it at the summary),
+// closed and renamed over the report, and the journal moved aside is dropped.
+func (j *journal) commit() error {
+	if err := j.f.Close(); err != nil {
+		os.Remove(j.path)
+		j.restore()
+		return err
+	}
+	if err := os.Rename(j.path, j.report); err != nil {
+		return err // the journal stays: --resume reads it
+	}
+	if j.prev != "" {
+		os.Remove(j.prev)
+	}
+	return stages.SyncDir(filepath.Dir(j.report))
+}
+
+// discard drops the journal of a run that did no input, leaving the previous report and
+// any journal of a killed run as they were (--resume may still need them).
+func (j *journal) discard() {
+	j.f.Close()
+	os.Remove(j.path)
+	j.restore()
+}
+
+// restore puts a journal moved aside back in place.
+func (j *journal) restore() {
+	if j.prev != "" {
+		os.Rename(j.prev, j.path)
+		j.prev = ""
+	}
+}
+
+// writer is where pipeline.Run writes the report: the journal file itself, so that
+// pipeline syncs it as it goes.
+func (j *journal) writer() io.Writer { return j.f }

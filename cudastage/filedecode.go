@@ -1,0 +1,284 @@
+package cudastage
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/nvjpeg"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
+)
+
+// The device's JPEG decoders, as DecodeRoute names them (and the report
+// shows them).
+const (
+	// RouteHW is nvJPEG's hardware engines, in batched calls.
+	RouteHW = "nvjpeg-hw"
+	// RouteCUDA is nvJPEG's CUDA (GPU_HYBRID) decoder, one file at a time.
+	RouteCUDA = "nvjpeg-cuda"
+)
+
+var (
+	_ sched.FileDecoder = (*Device)(nil)
+	_ sched.DecoderInfo = (*Device)(nil)
+)
+
+// scratchAlign aligns each upright image in the orientation scratch.
+const scratchAlign = 256
+
+// jpegCodec is a Device's nvJPEG side, opened on first use (a chain that
+// decodes no file never loads nvJPEG).
+type jpegCodec struct {
+	once sync.Once
+	err  error // why nvJPEG cannot be used; nil when it can
+
+	hw             *nvjpeg.Handle // nil without hardware engines
+	hwErr          error          // why there is no hw handle
+	engines, cores int
+	capacity       int // files per batched call
+	cuda           *nvjpeg.Handle
+
+	mu       sync.Mutex
+	route    *nvjpeg.ImageDecoder // answers Supported for DecodeRoute, under mu
+	parsers  []*routeParser       // free list for DecodeRoute
+	streams  map[sched.Stream]*streamCodec
+	allParse []*routeParser // every parser made, for close
+}
+
+// routeParser parses files for DecodeRoute; one per concurrent caller.
+type routeParser struct{ hw, cuda *nvjpeg.Stream }
+
+// streamCodec is what Decode uses on one CUDA stream (nvJPEG states are not
+// shareable between streams in flight).
+type streamCodec struct {
+	batch      *nvjpeg.BatchDecoder // nil without hardware engines
+	single     *nvjpeg.ImageDecoder
+	js         *nvjpeg.Stream // the size check before decoding
+	scratch    cu.DevicePtr
+	scratchCap int
+}
+
+// jpeg opens nvJPEG on first use. Its error says why there is none.
+func (d *Device) jpeg() (*jpegCodec, error) {
+	c := &d.codec
+	c.once.Do(func() {
+		c.err = d.g.Do(func() error { return c.open() })
+		if c.err != nil {
+			c.err = fmt.Errorf("nvJPEG cannot be used: %w", c.err)
+		}
+	})
+	return c, c.err
+}
+
+// open loads nvJPEG and creates the handles, on a bound thread. A missing
+// hardware backend is not an error: files then go to the CUDA decoder.
+func (c *jpegCodec) open() (err error) {
+	if err := nvjpeg.Load(); err != nil {
+		return err
+	}
+	if c.cuda, err = nvjpeg.NewHandle(nvjpeg.BackendGPUHybrid); err != nil {
+		return err
+	}
+	if c.route, err = c.cuda.NewImageDecoder(nvjpeg.BackendGPUHybrid); err != nil {
+		return errors.Join(err, c.cuda.Destroy())
+	}
+	c.mu.Lock()
+	c.streams = map[sched.Stream]*streamCodec{}
+	c.mu.Unlock()
+	hw, err := nvjpeg.NewHandle(nvjpeg.BackendHardware)
+	if err != nil {
+		c.hwErr = err
+		return nil
+	}
+	if c.engines, c.cores, err = hw.HardwareInfo(); err != nil || c.engines == 0 {
+		c.hwErr = errors.Join(err, hw.Destroy())
+		if c.hwErr == nil {
+			c.hwErr = errors.New("nvJPEG reports 0 hardware decode engines")
+		}
+		c.engines, c.cores = 0, 0
+		return nil
+	}
+	c.hw, c.capacity = hw, nvjpeg.BatchCapacity(c.engines, c.cores)
+	return nil
+}
+
+// DecoderAvailable implements sched.DecoderInfo: why nvJPEG cannot decode on
+// this device (library missing, handle creation failed), or nil when it can,
+// for `backend=nvjpeg` validation. Without nvJPEG, DecodeRoute answers "" for
+// every file.
+func (d *Device) DecoderAvailable() error {
+	_, err := d.jpeg()
+	return err
+}
+
+// DecoderEngines implements sched.DecoderInfo: nvJPEG's hardware decode
+// engines (0 without them, or without nvJPEG).
+func (d *Device) DecoderEngines() int {
+	c, err := d.jpeg()
+	if err != nil {
+		return 0
+	}
+	return c.engines
+}
+
+// DecodeRoute implements sched.FileDecoder: RouteHW when nvJPEG parses the
+// file and nvjpegDecodeBatchedSupported accepts it for the hardware engines,
+// else RouteCUDA when the CUDA decoder takes it, else "" (not a JPEG,
+// corrupt headers, CMYK, no nvJPEG: the CPU decodes it).
+func (d *Device) DecodeRoute(data []byte) string {
+	c, err := d.jpeg()
+	if err != nil || len(data) < 2 || data[0] != 0xFF || data[1] != 0xD8 {
+		return "" // the SOI check only spares nvJPEG the other formats
+	}
+	route := ""
+	_ = d.g.Do(func() error {
+		p, err := c.parser()
+		if err != nil {
+			return err
+		}
+		defer c.putParser(p)
+		route = c.routeOf(p, data)
+		return nil
+	})
+	return route
+}
+
+// routeOf decides with parser p's streams (see DecodeRoute).
+func (c *jpegCodec) routeOf(p *routeParser, data []byte) string {
+	if p.hw != nil && p.hw.ParseHeader(data) == nil && rgbCapable(p.hw) {
+		if ok, err := p.hw.BatchedSupported(); err == nil && ok {
+			return RouteHW
+		}
+	}
+	if p.cuda.ParseHeader(data) != nil || !rgbCapable(p.cuda) {
+		return ""
+	}
+	c.mu.Lock()
+	ok, err := c.route.Supported(p.cuda)
+	c.mu.Unlock()
+	if err != nil || !ok {
+		return ""
+	}
+	return RouteCUDA
+}
+
+// rgbCapable: 1 (gray) or 3 (YCbCr) components. CMYK and YCCK files go to
+// the CPU, whose Adobe-aware conversion nvJPEG's does not match.
+func rgbCapable(js *nvjpeg.Stream) bool {
+	n, err := js.Components()
+	return err == nil && (n == 1 || n == 3)
+}
+
+// parser takes a free routeParser or makes one (on a bound thread).
+func (c *jpegCodec) parser() (*routeParser, error) {
+	c.mu.Lock()
+	if n := len(c.parsers); n > 0 {
+		p := c.parsers[n-1]
+		c.parsers = c.parsers[:n-1]
+		c.mu.Unlock()
+		return p, nil
+	}
+	c.mu.Unlock()
+	p := &routeParser{}
+	var err error
+	if p.cuda, err = c.cuda.NewStream(); err != nil {
+		return nil, err
+	}
+	if c.hw != nil {
+		if p.hw, err = c.hw.NewStream(); err != nil {
+			return nil, errors.Join(err, p.cuda.Destroy())
+		}
+	}
+	c.mu.Lock()
+	c.allParse = append(c.allParse, p)
+	c.mu.Unlock()
+	return p, nil
+}
+
+func (c *jpegCodec) putParser(p *routeParser) {
+	c.mu.Lock()
+	c.parsers = append(c.parsers, p)
+	c.mu.Unlock()
+}
+
+// forStream returns stream s's decoders, making them on first use.
+func (c *jpegCodec) forStream(s sched.Stream) (*streamCodec, error) {
+	c.mu.Lock()
+	sc := c.streams[s]
+	c.mu.Unlock()
+	if sc != nil {
+		return sc, nil
+	}
+	sc = &streamCodec{}
+	var err error
+	if sc.single, err = c.cuda.NewImageDecoder(nvjpeg.BackendGPUHybrid); err != nil {
+		return nil, err
+	}
+	if sc.js, err = c.cuda.NewStream(); err != nil {
+		return nil, errors.Join(err, sc.close())
+	}
+	if c.hw != nil {
+		if sc.batch, err = c.hw.NewBatchDecoder(); err != nil {
+			return nil, errors.Join(err, sc.close())
+		}
+	}
+	c.mu.Lock()
+	c.streams[s] = sc
+	c.mu.Unlock()
+	return sc, nil
+}
+
+// close releases the stream's decoders and scratch; its work must be done.
+func (sc *streamCodec) close() error {
+	var errs []error
+	if sc.batch != nil {
+		errs = append(errs, sc.batch.Destroy())
+	}
+	if sc.single != nil {
+		errs = append(errs, sc.single.Destroy())
+	}
+	if sc.js != nil {
+		errs = append(errs, sc.js.Destroy())
+	}
+	if sc.scratch != 0 {
+		errs = append(errs, cu.MemFree(sc.scratch))
+	}
+	return errors.Join(errs...)
+}
+
+// dropStream releases stream s's decoders (DestroyStream calls it).
+func (c *jpegCodec) dropStream(s sched.Stream) error {
+	c.mu.Lock()
+	sc := c.streams[s]
+	delete(c.streams, s)
+	c.mu.Unlock()
+	if sc == nil {
+		return nil
+	}
+	return sc.close()
+}
+
+// close releases everything, on a bound thread, after every stream's work.
+func (c *jpegCodec) close() error {
+	if c.cuda == nil {
+		return nil
+	}
+	var errs []error
+	for s := range c.streams {
+		errs = append(errs, c.dropStream(s))
+	}
+	for _, p := range c.allParse {
+		errs = append(errs, p.cuda.Destroy())
+		if p.hw != nil {
+			errs = append(errs, p.hw.Destroy())
+		}
+	}
+	c.allParse, c.parsers = nil, nil
+	errs = append(errs, c.route.Destroy(), c.cuda.Destroy())
+	if c.hw != nil {
+		errs = append(errs, c.hw.Destroy())
+	}
+	c.cuda, c.hw = nil, nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,128 @@
+package cudastage
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// The geometry kernels (kernels/flip.cu, rotate.cu, crop.cu, resize.cu)
+// spend one thread per destination pixel (kernels/geometry.cuh): an image
+// takes ⌈pixels/256⌉ blocks, counted over the destination for crop and
+// resize, whose output size differs from the input's.
+func pixelTiles(w, h, _ int64) (blocks, tilesX int64) { return ceilDiv(w*h, kThreads), 0 }
+
+// pixelPass is the single pass of a geometry kernel.
+func pixelPass(kernel string, byDst bool) []pass {
+	p := direct(kernel, pixelTiles)
+	p[0].byDst = byDst
+	return p
+}
+
+// putInt32s writes vs little-endian into out.
+func putInt32s(out []byte, vs ...int) {
+	for i, v := range vs {
+		binary.LittleEndian.PutUint32(out[4*i:], uint32(int32(v)))
+	}
+}
+
+// argsAs returns args as a T, or an error naming what came instead.
+func argsAs[T any](args any) (T, error) {
+	v, ok := args.(T)
+	if !ok {
+		return v, fmt.Errorf("launch arguments are %T, want %T", args, v)
+	}
+	return v, nil
+}
+
+func init() {
+	register("flip", &launcher{
+		passes: pixelPass("imgpipe_flip", false),
+		check: func(args any) error {
+			a, err := argsAs[stages.Axis](args)
+			if err == nil && a != stages.FlipH && a != stages.FlipV {
+				err = fmt.Errorf("flip axis %q, want h or v", string(a))
+			}
+			return err
+		},
+		params: func(args any) []any {
+			v := int32(0)
+			if args.(stages.Axis) == stages.FlipV {
+				v = 1
+			}
+			return []any{&v}
+		},
+	})
+	register("rotate", &launcher{
+		passes: pixelPass("imgpipe_rotate", false),
+		check: func(args any) error {
+			a, err := argsAs[int](args)
+			if err == nil && a != 90 && a != 180 && a != 270 {
+				err = fmt.Errorf("rotate angle %d, want 90, 180 or 270", a)
+			}
+			return err
+		},
+		params: func(args any) []any {
+			v := int32(args.(int))
+			return []any{&v}
+		},
+	})
+	// crop's record (struct CropRect of crop.cu): the rectangle of
+	// stages.CropSpec.Rect for the image.
+	register("crop", &launcher{
+		passes: pixelPass("imgpipe_crop", true),
+		check: func(args any) error {
+			s, err := argsAs[stages.CropSpec](args)
+			if err == nil {
+				err = s.Check()
+			}
+			return err
+		},
+		extra: kCropRecord,
+		encodeExtra: func(args any, src, _ BatchImage, out []byte) {
+			x, y, w, h := args.(stages.CropSpec).Rect(src.W, src.H)
+			putInt32s(out, x, y, w, h)
+		},
+	})
+	// resize's record (struct ResizeGeom of resize.cu): per axis the scaled
+	// size, offset and output size of stages.ResizeSpec.Axes.
+	register("resize", &launcher{
+		passes: pixelPass("imgpipe_resize", true),
+		check: func(args any) error {
+			s, err := argsAs[stages.ResizeSpec](args)
+			if err == nil {
+				err = s.Check()
+			}
+			return err
+		},
+		params: func(args any) []any {
+			p := resizeParam{Filter: resizeFilters[args.(stages.ResizeSpec).Filter]}
+			copy(p.LT[:], stages.LanczosTable())
+			return []any{&p}
+		},
+		extra: kResizeRecord,
+		encodeExtra: func(args any, src, _ BatchImage, out []byte) {
+			x, y := args.(stages.ResizeSpec).Axes(src.W, src.H)
+			putInt32s(out, x.Scaled, x.Off, x.Out, y.Scaled, y.Off, y.Out, 0, 0)
+		},
+	})
+}
+
+// Record sizes and the Lanczos table length, mirrored from the kernels'
+// structs (TestGeometryConstants reads them from the sources).
+const (
+	kCropRecord    = 16  // sizeof(CropRect)
+	kResizeRecord  = 32  // sizeof(ResizeGeom)
+	kResizeLanczos = 769 // IMGPIPE_RESIZE_LANCZOS
+)
+
+// resizeFilters are the filter codes of ResizeArgs.filter in resize.cu.
+var resizeFilters = map[stages.Filter]int32{stages.FilterArea: 0, stages.FilterLinear: 1, stages.FilterLanczos3: 2}
+
+// resizeParam mirrors struct ResizeArgs of resize.cu: a by-value kernel
+// parameter.
+type resizeParam struct {
+	Filter int32
+	LT     [kResizeLanczos]int32
+}

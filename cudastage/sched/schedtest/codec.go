@@ -1,0 +1,205 @@
+package schedtest
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// The fake's device decoders, named as the CUDA device names nvJPEG's.
+const (
+	// RouteHW is the batched hardware decoder: baseline JPEGs of 1 or 3 components.
+	RouteHW = "nvjpeg-hw"
+	// RouteCUDA is the one-at-a-time CUDA decoder: progressive JPEGs.
+	RouteCUDA = "nvjpeg-cuda"
+)
+
+// DecodeRoute implements sched.FileDecoder from the JPEG's frame header, as
+// nvJPEG's hardware backend decides: a baseline or extended sequential frame of 1
+// or 3 components goes to RouteHW, a progressive one to RouteCUDA, anything else
+// (other formats, lossless or arithmetic-coded JPEG, CMYK) to neither.
+func (f *FakeDevice) DecodeRoute(data []byte) string {
+	marker, comps := jpegFrame(data)
+	switch {
+	case comps != 1 && comps != 3:
+		return ""
+	case marker == 0xC0 || marker == 0xC1:
+		return RouteHW
+	case marker == 0xC2:
+		return RouteCUDA
+	}
+	return ""
+}
+
+// jpegFrame returns the start-of-frame marker of a JPEG and its component
+// count, or 0, 0 when data is no JPEG or has no frame header before its
+// first scan.
+func jpegFrame(data []byte) (marker byte, comps int) {
+	if len(data) < 4 || data[0] != 0xFF || data[1] != 0xD8 {
+		return 0, 0
+	}
+	for i := 2; i+4 <= len(data); {
+		if data[i] != 0xFF {
+			return 0, 0
+		}
+		m := data[i+1]
+		if m == 0xFF {
+			i++
+			continue
+		}
+		if m == 0x01 || (m >= 0xD0 && m <= 0xD8) {
+			i += 2
+			continue
+		}
+		n := int(binary.BigEndian.Uint16(data[i+2:]))
+		switch {
+		case m == 0xDA || m == 0xD9 || n < 2:
+			return 0, 0
+		case m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC:
+			if i+10 > len(data) {
+				return 0, 0
+			}
+			return m, int(data[i+9])
+		}
+		i += 2 + n
+	}
+	return 0, 0
+}
+
+// DecoderAvailable implements sched.DecoderInfo: FakeConfig.DecoderUnavailable.
+func (f *FakeDevice) DecoderAvailable() error { return f.cfg.DecoderUnavailable }
+
+// DecoderEngines implements sched.DecoderInfo: FakeConfig.DecoderEngines.
+func (f *FakeDevice) DecoderEngines() int { return f.cfg.DecoderEngines }
+
+// Decode implements sched.FileDecoder with stages.Decode (the CPU path's default decoders) and
+// stages.Orient, on the stream: the files are read from page-locked memory and
+// written into call.Dst, checked like any device access. An image that does
+// not decode (or that FakeConfig.DecodeFail fails) gets its Err set; with
+// BatchFailsWhole the batch's hardware images are decoded again one by one
+// after such a failure ("Decode batch failed", "Decode single" in Calls).
+func (f *FakeDevice) Decode(s sched.Stream, call *sched.DecodeCall) error {
+	if err := f.DecoderAvailable(); err != nil {
+		return &FakeError{Call: "Decode", Err: err}
+	}
+	f.mu.Lock()
+	err := f.checkDecode(call)
+	f.mu.Unlock()
+	if err != nil {
+		return &FakeError{Call: "Decode", Err: err}
+	}
+	imgs, dst := call.Images, call.Dst // the executor keeps call until the batch completed
+	return f.enqueue(s, "Decode", func() error {
+		f.compute.Lock() // the decoders share the device with the kernels
+		defer f.compute.Unlock()
+		if f.cfg.KernelLatency > 0 {
+			time.Sleep(f.cfg.KernelLatency)
+		}
+		views := make([][]byte, len(imgs))
+		f.mu.Lock()
+		for i, im := range imgs {
+			b, err := f.devRange(dst, im.DstOff, im.Shape.Bytes())
+			if err != nil {
+				f.mu.Unlock()
+				return fmt.Errorf("image %d: %w", i, err)
+			}
+			views[i] = b
+		}
+		f.mu.Unlock()
+		var hw []int
+		for i := range imgs {
+			if imgs[i].Decoder == RouteHW {
+				hw = append(hw, i)
+				continue
+			}
+			imgs[i].Err = f.decodeOne(&imgs[i], views[i])
+			f.count("Decode single")
+		}
+		if len(hw) == 0 {
+			return nil
+		}
+		f.count("Decode batch")
+		failed := false
+		for _, i := range hw {
+			imgs[i].Err = f.decodeOne(&imgs[i], views[i])
+			failed = failed || imgs[i].Err != nil
+		}
+		if failed && f.cfg.BatchFailsWhole {
+			f.count("Decode batch failed")
+			for _, i := range hw {
+				imgs[i].Err = f.decodeOne(&imgs[i], views[i])
+				f.count("Decode single")
+			}
+		}
+		return nil
+	})
+}
+
+func (f *FakeDevice) count(call string) {
+	f.mu.Lock()
+	f.calls[call]++
+	f.mu.Unlock()
+}
+
+// checkDecode checks a decode call as a launch would be: each file in
+// page-locked memory, each image inside call.Dst, a known decoder. f.mu held.
+func (f *FakeDevice) checkDecode(call *sched.DecodeCall) error {
+	for i, im := range call.Images {
+		switch {
+		case !f.pinned(im.Data) || len(im.Data) == 0:
+			return fmt.Errorf("image %d: the file is not in page-locked (HostAlloc) memory", i)
+		case im.Decoder != RouteHW && im.Decoder != RouteCUDA:
+			return fmt.Errorf("image %d: unknown decoder %q", i, im.Decoder)
+		case im.Shape.C != 3 || im.Orient < 1 || im.Orient > 8:
+			return fmt.Errorf("image %d: shape %v, orientation %d", i, im.Shape, im.Orient)
+		}
+		if _, err := f.devRange(call.Dst, im.DstOff, im.Shape.Bytes()); err != nil {
+			return fmt.Errorf("image %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// decodeOne decodes one file into dst (the oriented image, tightly packed),
+// as the CPU path's default decoder does.
+func (f *FakeDevice) decodeOne(im *sched.DecodeImage, dst []byte) error {
+	if f.cfg.DecodeFail != nil {
+		if err := f.cfg.DecodeFail(im.Data); err != nil {
+			return err
+		}
+	}
+	out := &stages.Image{W: im.Shape.W, H: im.Shape.H, C: 3, Stride: im.Shape.W * 3, Pix: dst}
+	stored := im.Shape
+	if im.Orient >= 5 {
+		stored.W, stored.H = stored.H, stored.W
+	}
+	alloc := func(w, h, c int) (*stages.Image, error) {
+		if w != stored.W || h != stored.H || c != 3 {
+			return nil, fmt.Errorf("the file decodes to %dx%dx%d, not the %v its header gave", w, h, c, stored)
+		}
+		if im.Orient == 1 {
+			return out, nil
+		}
+		return stages.NewImage(w, h, c), nil
+	}
+	// The CPU path's default decoder (libjpeg-turbo where it loads), so that a test's
+	// device run and CPU run start from the same pixels, as the exactness contract
+	// (everything after decode bit-exact) needs.
+	backend, _ := stages.ResolveJPEGBackend(stages.JPEGAuto)
+	opt := stages.DecodeOptions{MaxPixels: int64(stored.W) * int64(stored.H), JPEG: backend}
+	m, err := stages.Decode(im.Data, opt, alloc)
+	if err != nil {
+		return err
+	}
+	if im.Orient == 1 {
+		if m != out {
+			return errors.New("decoder wrote into a buffer of its own")
+		}
+		return nil
+	}
+	return stages.Orient(out, m, im.Orient)
+}

@@ -1,0 +1,125 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// Where files decode and encode on a GPU run: the decode stage's backends, the routing
+// rule, and the device encoding op of save format=png compression=fast.
+
+// The decode stage's backends beyond stages.JPEGBackends (auto, go, turbo).
+const (
+	// backendAuto (stages.JPEGAuto): on a GPU run, JPEGs the hardware engines take decode
+	// there, the rest on the CPU; on the CPU, libjpeg-turbo when it loads, else Go's decoder.
+	backendAuto = string(stages.JPEGAuto)
+	// backendNvJPEG: every JPEG the device decoder takes decodes there (other formats on
+	// the CPU); a run without nvJPEG fails at validation.
+	backendNvJPEG = "nvjpeg"
+)
+
+// decodeBackends are the decode stage's backend values.
+func decodeBackends() []string {
+	var names []string
+	for _, b := range stages.JPEGBackends {
+		names = append(names, string(b))
+	}
+	return append(names, backendNvJPEG)
+}
+
+// ErrNoDeviceDecoder is wrapped by the validation error of decode backend=nvjpeg on a run
+// that has no usable device decoder. The CLI exits 2 when the run is on the CPU (a usage
+// error) and 3 on a GPU that cannot load nvJPEG (a runtime one).
+var ErrNoDeviceDecoder = errors.New("decode backend=nvjpeg needs a GPU with nvJPEG")
+
+// cpuJPEG is the JPEG decoder of the CPU path, and of the files a GPU run decodes on CPU
+// workers, for a backend: nvjpeg's CPU side is auto's, which stages.ResolveJPEGBackend
+// resolves (libjpeg-turbo when it loads, else Go's).
+func cpuJPEG(backend string) stages.JPEGBackend {
+	if backend == backendNvJPEG {
+		return stages.JPEGAuto
+	}
+	return stages.JPEGBackend(backend)
+}
+
+// deviceDecoder is THE routing rule of a GPU run: given the decode backend and the
+// device decoder that would take a JPEG (FileDecoder.DecodeRoute: "nvjpeg-hw",
+// "nvjpeg-cuda" or ""), it names the device decoder that decodes it, or "" for the CPU
+// decoders (cpuJPEG). auto sends only what the hardware engines take (their batched
+// decode was measured at 2,800 img/s on an H200; the CUDA decoder is slower than
+// libjpeg-turbo on CPU workers for progressive files — set by measurement on the GPU
+// host); nvjpeg sends every file the device accepts; go and turbo never use it.
+func deviceDecoder(backend, route string) string {
+	switch backend {
+	case backendAuto:
+		if route == "nvjpeg-hw" {
+			return route
+		}
+	case backendNvJPEG:
+		return route
+	}
+	return ""
+}
+
+// fileDecoderFor returns the device decoder a GPU run on dev uses for plan's decode
+// stage: nil when the backend never uses one, or auto finds none; an error wrapping
+// ErrNoDeviceDecoder when backend=nvjpeg finds none (dev is nil on a CPU run).
+func fileDecoderFor(plan *Plan, dev sched.Device) (sched.FileDecoder, error) {
+	b := plan.Decode.Backend
+	if b != backendAuto && b != backendNvJPEG {
+		return nil, nil
+	}
+	if dev == nil {
+		if b == backendNvJPEG {
+			return nil, fmt.Errorf("%w: this run is on the CPU (use backend=auto, go or turbo there)", ErrNoDeviceDecoder)
+		}
+		return nil, nil
+	}
+	fd, err := sched.FileDecoderOf(dev)
+	if err != nil && b == backendNvJPEG {
+		return nil, fmt.Errorf("%w: %v", ErrNoDeviceDecoder, err)
+	}
+	return fd, nil
+}
+
+// cpuDecoderName names the CPU decoder of a file for the report: the JPEG backend for
+// JPEGs, "go" for the other formats (Go's and golang.org/x/image's decoders).
+func cpuDecoderName(dec *Decoder, data []byte) string {
+	if dec.CPUJPEG != "" && stages.Sniff(data) == "jpeg" {
+		return dec.CPUJPEG
+	}
+	return string(stages.JPEGGo)
+}
+
+// pngFast names save format=png compression=fast's encoding in the report.
+const pngFast = "png-fast"
+
+// pngFastOp is the ONE definition of save format=png compression=fast as a device op: its
+// Bound and its CPU reference (stages/pngfast, docs/png-fast.md), whose bytes the device's
+// encoder gives.
+func pngFastOp() *sched.Op {
+	return &sched.Op{Name: stageSave, Spec: "save format=png compression=fast", Encode: &sched.EncodeOp{
+		Format: pngFast,
+		Bound:  stages.PNGFastBound,
+		CPU:    stages.EncodePNGFast,
+	}}
+}
+
+// encoderName names save's encoding for the report: png-fast, png-store, png-zlibN, or the
+// format for the others (jpeg, webp or webp-lossless, tiff, npy).
+func encoderName(opt stages.SaveOptions) string {
+	switch {
+	case opt.Format == "webp" && opt.Lossless:
+		return "webp-lossless"
+	case opt.Format != "png":
+		return opt.Format
+	case opt.Compression == stages.PNGFast:
+		return pngFast
+	case opt.Compression == stages.PNGNoCompression:
+		return "png-store"
+	}
+	return fmt.Sprintf("png-zlib%d", max(opt.Compression, 1))
+}

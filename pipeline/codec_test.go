@@ -1,0 +1,92 @@
+package pipeline
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+func TestDeviceDecoderRule(t *testing.T) {
+	tests := []struct {
+		backend, route, want string
+	}{
+		{"auto", "nvjpeg-hw", "nvjpeg-hw"},
+		{"auto", "nvjpeg-cuda", ""}, // progressive: libjpeg-turbo on CPU workers
+		{"auto", "", ""},
+		{"nvjpeg", "nvjpeg-hw", "nvjpeg-hw"},
+		{"nvjpeg", "nvjpeg-cuda", "nvjpeg-cuda"},
+		{"nvjpeg", "", ""},
+		{"go", "nvjpeg-hw", ""},
+		{"turbo", "nvjpeg-hw", ""},
+	}
+	for _, tt := range tests {
+		if got := deviceDecoder(tt.backend, tt.route); got != tt.want {
+			t.Errorf("deviceDecoder(%q, %q) = %q, want %q", tt.backend, tt.route, got, tt.want)
+		}
+	}
+}
+
+func TestFileDecoderFor(t *testing.T) {
+	ok := schedtest.NewFake(schedtest.FakeConfig{})
+	defer ok.Close()
+	missing := schedtest.NewFake(schedtest.FakeConfig{DecoderUnavailable: errors.New("no nvJPEG")})
+	defer missing.Close()
+	tests := []struct {
+		backend string
+		dev     *schedtest.FakeDevice
+		found   bool
+		err     bool
+	}{
+		{"nvjpeg", nil, false, true},
+		{"nvjpeg", missing, false, true},
+		{"nvjpeg", ok, true, false},
+		{"auto", nil, false, false},
+		{"auto", missing, false, false},
+		{"auto", ok, true, false},
+		{"go", ok, false, false},
+	}
+	for _, tt := range tests {
+		plan, err := Compile(mustSteps(t, "decode backend="+tt.backend+" | grayscale"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fd any
+		if tt.dev != nil {
+			fd, err = fileDecoderFor(plan, tt.dev)
+		} else {
+			fd, err = fileDecoderFor(plan, nil)
+		}
+		if (err != nil) != tt.err || (err != nil && !errors.Is(err, ErrNoDeviceDecoder)) {
+			t.Errorf("%s on %v: error %v", tt.backend, tt.dev != nil, err)
+		}
+		if found := fd != nil; found != tt.found && err == nil {
+			t.Errorf("%s: decoder found %v, want %v", tt.backend, found, tt.found)
+		}
+	}
+}
+
+// TestPNGFastBound checks the device encoding op of save compression=fast: its bytes are
+// the CPU encoder's, and its Bound holds for incompressible images of edge sizes.
+func TestPNGFastBound(t *testing.T) {
+	op := pngFastOp()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, sz := range [][3]int{{1, 1, 1}, {1, 1, 3}, {1, 300, 3}, {300, 1, 1}, {257, 129, 3}, {600, 400, 1}} {
+		m := stages.NewImage(sz[0], sz[1], sz[2])
+		for i := range m.Pix {
+			m.Pix[i] = byte(rng.Uint32())
+		}
+		dst := make([]byte, op.Encode.Bound(m.Shape()))
+		n := op.Encode.CPU(dst, m)
+		var want bytes.Buffer
+		if err := stages.Encode(&want, m, stages.SaveOptions{Format: "png", Compression: stages.PNGFast}); err != nil {
+			t.Fatal(err)
+		}
+		if n < 0 || !bytes.Equal(dst[:n], want.Bytes()) {
+			t.Errorf("%v: %d bytes in a bound of %d, want the CPU's %d", m.Shape(), n, len(dst), want.Len())
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package pipeline
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// MaxListedFiles bounds the paths ReadFileList accepts, checked as it reads, so that a
+// runaway producer cannot exhaust memory with names (a path takes ~100 bytes: 10 M paths
+// are about 1 GB).
+const MaxListedFiles = 10_000_000
+
+// maxListLine bounds one line of a file list: far above any file system's PATH_MAX.
+const maxListLine = 64 << 10
+
+// ReadFileList reads a list of file paths, one a line, as `imgpipe run -i -` takes them on
+// stdin: a trailing '\r' is dropped (lists made on Windows), empty lines are skipped, and
+// nothing else is interpreted (spaces and quotes are part of the name).
+func ReadFileList(r io.Reader) ([]string, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), maxListLine)
+	var paths []string
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSuffix(sc.Text(), "\r")
+		if line == "" {
+			continue
+		}
+		if len(paths) == MaxListedFiles {
+			return nil, fmt.Errorf("file list: more than %d paths", MaxListedFiles)
+		}
+		paths = append(paths, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("file list: %w", err)
+	}
+	return paths, nil
+}
+
+// Files returns a source of the listed files (a single file given as -i, or a list read
+// with ReadFileList), in the list's order, keeping those sel takes. An input's name, and so
+// its output's relative path, is its path relative to the deepest folder that holds every
+// listed file: `find /data -name '*.jpg'` gives names relative to /data's deepest common
+// folder, and a single file is named by its base name. Output stems follow Folder's clash
+// rule among the selected files of each folder. A file listed twice fails the second time
+// (the first is processed once); a missing or unreadable file fails when it is read. Each
+// input carries its file's size and modification time (for Resume), read as it is yielded.
+func Files(paths []string, sel Selection) (Source, error) {
+	abs := make([]string, len(paths))
+	for i, p := range paths {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("file list: %s: %w", p, err)
+		}
+		abs[i] = a
+	}
+	root := commonFolder(abs)
+	var ins []Input
+	byFolder := map[string][]*dirEntry{}
+	entryOf := map[int]*dirEntry{}
+	first := map[string]int{}
+	for i, a := range abs {
+		rel, err := filepath.Rel(root, a)
+		if err != nil {
+			return nil, fmt.Errorf("file list: %s: %w", paths[i], err)
+		}
+		rel = filepath.ToSlash(rel)
+		if !sel.Takes(rel) {
+			continue
+		}
+		in := Input{Name: rel, Path: paths[i]}
+		if j, dup := first[a]; dup {
+			in.Err = fmt.Errorf("listed twice (also as %s, which is processed)", paths[j])
+		} else {
+			first[a] = i
+			dir, name := path.Split(rel)
+			e := &dirEntry{name: name}
+			byFolder[dir] = append(byFolder[dir], e)
+			entryOf[len(ins)] = e
+		}
+		ins = append(ins, in)
+	}
+	for dir, files := range byFolder {
+		assignStems(strings.TrimSuffix(dir, "/"), files)
+	}
+	for i, e := range entryOf {
+		ins[i].OutStem = path.Join(path.Dir(ins[i].Name), e.outStem)
+		ins[i].Err = e.err
+	}
+	return &statSource{Inputs(ins...)}, nil
+}
+
+// statSource gives each input, as it is yielded, its file's size and modification time,
+// which the report records for Resume. A file that cannot be stat'ed keeps neither, and
+// fails when it is read.
+type statSource struct{ Source }
+
+func (s *statSource) Next(ctx context.Context) (Input, error) {
+	in, err := s.Source.Next(ctx)
+	if err == nil && in.Err == nil && in.Path != "" {
+		if fi, err := os.Stat(in.Path); err == nil && fi.Mode().IsRegular() {
+			in.Size, in.ModTime = fi.Size(), fi.ModTime()
+		}
+	}
+	return in, err
+}
+
+// commonFolder is the deepest folder that holds every one of the absolute, clean paths.
+func commonFolder(abs []string) string {
+	if len(abs) == 0 {
+		return "."
+	}
+	root := filepath.Dir(abs[0])
+	for _, a := range abs[1:] {
+		for !within(a, root) {
+			root = filepath.Dir(root)
+		}
+	}
+	return root
+}
+
+// within reports whether the clean absolute path p lies under the folder dir.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && filepath.IsLocal(rel)
+}
+
+// OutputName is the input's output path relative to the output folder for a save format's
+// extension ext (without the dot): what the run will write, for a dry run to show.
+func (in Input) OutputName(ext string) string { return outputName(in, ext) }

@@ -1,0 +1,103 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
+	"github.com/imgpipe/imgpipe/cudastage/userkernel"
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// The kernel stage: a user's CUDA kernel, compiled at run time by NVRTC (see package
+// userkernel for the calling convention, package cudastage for its launcher).
+
+const stageKernel = "kernel"
+
+// gpuUsable says why no GPU can run a kernel stage (nil when one can); tests replace it.
+var gpuUsable = cu.Load
+
+var kernelOuts = func() []string {
+	out := make([]string, len(userkernel.OutRules))
+	for i, o := range userkernel.OutRules {
+		out[i] = string(o)
+	}
+	return out
+}()
+
+var kernelDef = &StageDef{
+	Name:    stageKernel,
+	Kind:    PixelKind,
+	Help:    "your own CUDA kernel (compiled at run time by NVRTC), one thread per output pixel",
+	GPUOnly: "a user kernel has no CPU reference",
+	Doc: `Compiles src (a .cu file) or source (inline text, YAML) with NVRTC for the GPU's
+architecture (cached under the user cache folder, imgpipe/kernels) and launches the
+extern "C" __global__ function fn once per image, over 16×16 blocks covering the
+output, with the arguments
+  (const unsigned char *in, unsigned char *out, int width, int height, int channels,
+   int in_pitch, int out_pitch, int in_width, int in_height, int in_channels, args...)
+where width, height and channels are the output's (out=same|gray|rgb|transpose) and
+args are the comma-separated scalars of args= (1.5 or 2f is a float, 3 an int).
+Compile errors are spec errors with file:line:col. The stage runs only on a GPU.`,
+	Params: []ParamSpec{
+		{Name: "src", Kind: String, Default: "", Help: "the kernel's .cu file (or give source)"},
+		{Name: "source", Kind: String, Default: "", Help: "the kernel's source text, inline (YAML)"},
+		{Name: "fn", Kind: String, Default: "", Help: "the extern \"C\" __global__ function to launch"},
+		{Name: "out", Kind: Enum, Default: string(userkernel.OutSame), Values: kernelOuts,
+			Help: "output shape: same, gray (1 channel), rgb (3), transpose (W and H swap)"},
+		{Name: "args", Kind: String, Default: "", Help: "the kernel's scalar arguments after the convention's: 1.5,3"},
+	},
+	Shape: func(in stages.Shape, p Params) (stages.Shape, bool) {
+		return userkernel.Out(p.Str("out")).Shape(in), false
+	},
+	GPU: bindKernel,
+}
+
+// bindKernel reads and checks the stage's kernel (an NVRTC compile included), and that a
+// GPU can run it, so that every problem is a spec error before any input is read.
+func bindKernel(p Params) (any, error) {
+	k := &userkernel.Kernel{Fn: p.Str("fn"), Out: userkernel.Out(p.Str("out"))}
+	switch src, text := p.Str("src"), p.Str("source"); {
+	case (src == "") == (text == ""):
+		return nil, errors.New("give the kernel as src=FILE or as source (inline), one of them")
+	case src != "":
+		code, err := readSource(src)
+		if err != nil {
+			return nil, err
+		}
+		k.File, k.Source = filepath.Base(src), code
+	default:
+		k.File, k.Source = "source", text
+	}
+	var err error
+	if k.Params, err = userkernel.ParseArgs(p.Str("args")); err != nil {
+		return nil, err
+	}
+	cache, err := nvrtc.DefaultCacheDir()
+	if err != nil {
+		cache = "" // compile without a cache rather than fail
+	}
+	if err := k.Check(cache); err != nil {
+		return nil, err
+	}
+	if err := gpuUsable(); err != nil {
+		return nil, fmt.Errorf("a user kernel runs only on a GPU, and none is usable: %w", err)
+	}
+	return k, nil
+}
+
+// readSource reads a kernel file, refusing one over nvrtc.MaxSourceBytes before reading it.
+func readSource(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if !st.Mode().IsRegular() || st.Size() > nvrtc.MaxSourceBytes {
+		return "", fmt.Errorf("%s: not a regular file of at most %d bytes", path, nvrtc.MaxSourceBytes)
+	}
+	b, err := os.ReadFile(path)
+	return string(b), err
+}

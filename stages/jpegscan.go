@@ -1,0 +1,87 @@
+package stages
+
+import "fmt"
+
+// jpegFrame is what a walk over a JPEG's markers finds.
+type jpegFrame struct {
+	progressive bool
+	components  int     // in the frame (SOF)
+	scans       int     // SOS markers
+	passes      float64 // Σ over scans of the scan's components ÷ the frame's
+}
+
+// walkJPEG walks the markers of a JPEG (data starts with SOI) up to EOI or the end of
+// data, skipping each scan's entropy-coded data. It is lenient: a broken structure ends
+// the walk, and the decoder then says what is wrong. It stops early, once stop says so.
+func walkJPEG(data []byte, stop func(*jpegFrame) bool) jpegFrame {
+	var f jpegFrame
+	i := 2
+	for i+4 <= len(data) && !stop(&f) {
+		if data[i] != 0xff {
+			return f
+		}
+		m := data[i+1]
+		switch {
+		case m == 0xff: // fill byte
+			i++
+			continue
+		case m == 0xd9: // EOI
+			return f
+		case m == 0x01 || m >= 0xd0 && m <= 0xd8: // no length
+			i += 2
+			continue
+		}
+		n := int(data[i+2])<<8 | int(data[i+3])
+		if n < 2 || i+2+n > len(data) {
+			return f
+		}
+		seg := data[i+4 : i+2+n]
+		switch {
+		case m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc: // SOFn
+			f.progressive = m == 0xc2 || m == 0xc6 || m == 0xca || m == 0xce
+			if len(seg) >= 6 {
+				f.components = int(seg[5])
+			}
+		case m == 0xda: // SOS
+			f.scans++
+			if len(seg) >= 1 && f.components > 0 {
+				f.passes += float64(seg[0]) / float64(f.components)
+			}
+			i = skipEntropy(data, i+2+n)
+			continue
+		}
+		i += 2 + n
+	}
+	return f
+}
+
+// skipEntropy returns the offset of the first marker at or after i that is not inside
+// entropy-coded data (0xFF 0x00 stuffing and restart markers are part of it).
+func skipEntropy(data []byte, i int) int {
+	for i+1 < len(data) {
+		if data[i] == 0xff && data[i+1] != 0 && (data[i+1] < 0xd0 || data[i+1] > 0xd7) && data[i+1] != 0xff {
+			return i
+		}
+		i++
+	}
+	return len(data)
+}
+
+// jpegProgressive reports whether the frame header found in data is progressive.
+func jpegProgressive(data []byte) bool {
+	return walkJPEG(data, func(f *jpegFrame) bool { return f.components > 0 }).progressive
+}
+
+// checkJPEGWork refuses a JPEG whose scans would take far more decoding work than its
+// pixels need (see MaxJPEGScans and MaxJPEGPasses). The walk is one cheap pass over the
+// bytes, and ends as soon as a limit is passed.
+func checkJPEGWork(data []byte) error {
+	f := walkJPEG(data, func(f *jpegFrame) bool { return f.scans > MaxJPEGScans || f.passes > MaxJPEGPasses })
+	switch {
+	case f.scans > MaxJPEGScans:
+		return fmt.Errorf("%w: the JPEG has over %d scans (the limit, as libjpeg-turbo's)", ErrTooMuchWork, MaxJPEGScans)
+	case f.passes > MaxJPEGPasses:
+		return fmt.Errorf("%w: the JPEG's scans make over %d passes over the image", ErrTooMuchWork, MaxJPEGPasses)
+	}
+	return nil
+}
