@@ -69,12 +69,13 @@ func (m *Module) Function(name string) (*Function, error) {
 // Arg is one kernel argument: a device buffer's address or a C int or
 // float.
 type Arg struct {
+	isPtr  bool // buf's address, even when buf is nil (an error at Launch)
 	buf    *DeviceBuffer
 	scalar userkernel.Scalar
 }
 
 // Ptr passes a device buffer's address (a T* parameter).
-func Ptr(d *DeviceBuffer) Arg { return Arg{buf: d} }
+func Ptr(d *DeviceBuffer) Arg { return Arg{isPtr: true, buf: d} }
 
 // Int passes a C int.
 func Int(v int32) Arg { return Arg{scalar: userkernel.Scalar{I: v}} }
@@ -89,7 +90,7 @@ func Scalar(s userkernel.Scalar) Arg { return Arg{scalar: s} }
 func (c *Context) values(args []Arg) ([]any, error) {
 	vals := make([]any, len(args))
 	for i, a := range args {
-		if a.buf == nil {
+		if !a.isPtr {
 			vals[i] = a.scalar.Arg()
 			continue
 		}

@@ -135,6 +135,11 @@ func (c *Context) init(hostBytes, devBytes int64) error {
 // H100), the architecture Compile targets.
 func (c *Context) Arch() int { return c.arch }
 
+// Device returns the Context's GPU as the scheduler's device, so that a
+// pipeline can run on the same GPU (pipeline.GPUOptions.Device), for example
+// one with a stage from Module.StageArgs.
+func (c *Context) Device() *cudastage.Device { return c.dev }
+
 // do runs f with the GPU's context current, unless the Context is closed.
 func (c *Context) do(f func() error) error {
 	c.mu.Lock()
