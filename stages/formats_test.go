@@ -15,6 +15,7 @@ import (
 	"golang.org/x/image/tiff"
 
 	"github.com/imgpipe/imgpipe/stages/libwebp"
+	"github.com/imgpipe/imgpipe/stages/npy"
 )
 
 // asRGB returns m as C = 3 (gray expanded to R = G = B), tightly packed: what a decoder of a
@@ -96,8 +97,8 @@ func parseNPY(t *testing.T, b []byte) (string, []byte) {
 		t.Fatalf("no npy 1.0 magic: %q", b[:min(len(b), 10)])
 	}
 	n := int(binary.LittleEndian.Uint16(b[8:10]))
-	if (10+n)%npyAlign != 0 || b[10+n-1] != '\n' {
-		t.Fatalf("header of %d bytes: data not %d-aligned or no final newline", n, npyAlign)
+	if (10+n)%npy.Align != 0 || b[10+n-1] != '\n' {
+		t.Fatalf("header of %d bytes: data not %d-aligned or no final newline", n, npy.Align)
 	}
 	return strings.TrimRight(string(b[10:10+n]), " \n"), b[10+n:]
 }

@@ -215,13 +215,18 @@ func (k *Kernel) Args(in, out Image) []any {
 		ptr(int32(in.W)), ptr(int32(in.H)), ptr(int32(in.C)),
 	}
 	for _, p := range k.Params {
-		if p.Float {
-			vals = append(vals, ptr(p.F))
-		} else {
-			vals = append(vals, ptr(p.I))
-		}
+		vals = append(vals, p.Arg())
 	}
 	return vals
+}
+
+// Arg returns s as a kernel parameter for cuLaunchKernel: a pointer to a
+// copy of its int32 or float32, the C types int and float.
+func (s Scalar) Arg() any {
+	if s.Float {
+		return ptr(s.F)
+	}
+	return ptr(s.I)
 }
 
 func ptr[T any](v T) *T { return &v }
