@@ -198,12 +198,19 @@ struct LenWork {
 // in parallel, the two-queue Huffman merge, the depth count and the limit
 // (Adjust) in thread 0, the assignment in parallel. Every thread must call
 // it; f must hold at least two non-zero counts.
+//
+// len is written only in the last phase, after a barrier, never while other
+// threads scan f: the compiler reads f in 16-byte vectors, so the scan of
+// f[0..N) also loads the bytes just past f's end, which are len's in both
+// callers (litlen after f, cllen after g). Zeroing len[s] during the scan
+// raced with those loads (racecheck: the STS.U8 of len[s] = 0 against the
+// scan's LDS.128 of f[256..259]); the loaded bytes were never used, so the
+// output was right, but the hazard was real at the hardware level.
 __device__ void lengths(const u32* f, int N, int L, u8* len, LenWork& w)
 {
     const int t = threadIdx.x;
     for (int s = t; s < N; s += IMGPIPE_THREADS) {
         const u32 fs = f[s];
-        len[s] = 0;
         if (fs == 0)
             continue;
         int up = 0, down = 0;
@@ -265,11 +272,12 @@ __device__ void lengths(const u32* f, int N, int L, u8* len, LenWork& w)
     }
     __syncthreads();
     for (int s = t; s < N; s += IMGPIPE_THREADS) {
-        if (f[s] == 0)
-            continue;
-        int d = 1;
-        while (w.cum[d] <= (int)w.rank[s])
-            d++;
+        int d = 0; // an absent symbol has no code
+        if (f[s] != 0) {
+            d = 1;
+            while (w.cum[d] <= (int)w.rank[s])
+                d++;
+        }
         len[s] = (u8)d;
     }
     __syncthreads();

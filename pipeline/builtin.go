@@ -196,7 +196,8 @@ extension replaced (.png, .jpg, .webp, .tif or .npy). Writes are atomic: a tempo
 file, fsync, rename, so an output is never partial. When several inputs in one folder
 share a stem (a.jpg, a.png), each is saved as stem.origext.fmt (a.jpg.png, a.png.png).
 png and tiff are lossless (gray stays gray; TIFF RGB carries an opaque alpha sample);
-jpeg is baseline 4:2:0; webp is lossy at quality, or lossless with lossless=true
+jpeg is baseline 4:2:0 (on a GPU run with nvJPEG, nvJPEG encodes it at the same
+quality and 4:2:0; the report's encoder says "nvjpeg"); webp is lossy at quality, or lossless with lossless=true
 (libwebp.so.7, loaded at run time; IMGPIPE_LIBWEBP names another file; gray is
 written as RGB); npy is the uint8 array of shape (H, W, C) that numpy.load returns as
 is, C = 1 included.`,
@@ -230,7 +231,7 @@ is, C = 1 included.`,
 				return nil, err
 			}
 		}
-		enc := &Encoder{Ext: stages.FormatExt(opt.Format), Name: encoderName(opt), Encode: func(w io.Writer, m *stages.Image) error {
+		enc := &Encoder{Ext: stages.FormatExt(opt.Format), Name: encoderName(opt), Options: opt, Encode: func(w io.Writer, m *stages.Image) error {
 			return stages.Encode(w, m, opt)
 		}}
 		if enc.Name == pngFast {

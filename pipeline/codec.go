@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
@@ -122,4 +123,90 @@ func encoderName(opt stages.SaveOptions) string {
 		return "png-store"
 	}
 	return fmt.Sprintf("png-zlib%d", max(opt.Compression, 1))
+}
+
+// encoderNVJPEG names save format=jpeg's encoding in the report when the device encodes it.
+const encoderNVJPEG = "nvjpeg"
+
+// jpegEncoderFor is THE rule for save format=jpeg on a GPU run: the device's JPEG encoder
+// (nvJPEG: same quality, 4:2:0 as the CPU encoder) when the plan saves JPEG and dev has
+// one that loads; nil otherwise, and then the CPU encoder writes them, as on a CPU run.
+// Images that a GPU run sends down the CPU path (too large for a slot) are encoded on
+// the CPU too; the report names the encoder of each output.
+func jpegEncoderFor(plan *Plan, dev sched.Device) sched.JPEGEncoder {
+	if plan.Save == nil || plan.Save.Options.Format != "jpeg" {
+		return nil
+	}
+	je, err := sched.JPEGEncoderOf(dev)
+	if err != nil {
+		return nil
+	}
+	return je
+}
+
+// deviceJPEG is save's Encoder for a save worker whose device encoder is e: save's
+// extension and quality, e's files.
+func deviceJPEG(save *Encoder, e sched.ImageEncoder) *Encoder {
+	q := save.Options.Quality
+	return &Encoder{Ext: save.Ext, Name: encoderNVJPEG, Options: save.Options, Encode: func(w io.Writer, m *stages.Image) error {
+		file, err := e.Encode(m, q)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(file)
+		return err
+	}}
+}
+
+// encodedBy is save's Encoder for an output the device already encoded with save's
+// encoding (its DeviceOp): it writes those bytes.
+func encodedBy(save *Encoder, file []byte) *Encoder {
+	return &Encoder{Ext: save.Ext, Name: save.Name, Options: save.Options, Encode: func(w io.Writer, _ *stages.Image) error {
+		_, err := w.Write(file)
+		return err
+	}}
+}
+
+// workerJPEG is one save worker's device JPEG encoder, made for its first result (a run
+// whose inputs all fail makes none) and closed when the worker ends.
+type workerJPEG struct {
+	b     *gpuBackend
+	tried bool
+	e     sched.ImageEncoder
+	enc   *Encoder
+}
+
+// encoder is the worker's deviceJPEG encoder, or nil when the run saves no JPEG on the
+// device or the encoder could not be made: the CPU encoder then writes this worker's
+// files (the report says "jpeg" for them), and the run's notice says why once.
+func (w *workerJPEG) encoder() *Encoder {
+	if w.tried || w.b.run.jpeg == nil {
+		return w.enc
+	}
+	w.tried = true
+	e, err := w.b.run.jpeg.NewJPEGEncoder()
+	if err != nil {
+		w.b.jpegMu.Lock()
+		first := !w.b.jpegNotice
+		w.b.jpegNotice = true
+		w.b.jpegMu.Unlock()
+		if first && w.b.r.opt.Notice != nil {
+			w.b.r.opt.Notice(fmt.Sprintf("JPEG outputs are encoded on the CPU: %v", err))
+		}
+		return nil
+	}
+	w.e, w.enc = e, deviceJPEG(w.b.r.plan.Save.Encoder, e)
+	return w.enc
+}
+
+// close releases the device encoder; its error is the run's (gpuBackend.finish).
+func (w *workerJPEG) close() {
+	if w.e == nil {
+		return
+	}
+	if err := w.e.Close(); err != nil {
+		w.b.jpegMu.Lock()
+		w.b.jpegErr = errors.Join(w.b.jpegErr, err)
+		w.b.jpegMu.Unlock()
+	}
 }

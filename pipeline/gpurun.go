@@ -58,6 +58,9 @@ type gpuRun struct {
 	// files is the device's file decoder when the decode backend sends files to it
 	// (deviceDecoder), else nil.
 	files sched.FileDecoder
+	// jpeg is the device's JPEG encoder when the save stage writes JPEG there
+	// (jpegEncoderFor), else nil.
+	jpeg sched.JPEGEncoder
 }
 
 // CheckGPU reports whether opt.GPU's settings are usable for plan on opt.GPU.Device, with
@@ -128,7 +131,7 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 		}
 	}
 	cfg.SlotBytes = cmp.Or(cfg.SlotBytes, DefaultSlotBytes(cfg.Batch))
-	g := &gpuRun{dev: o.Device, cfg: cfg}
+	g := &gpuRun{dev: o.Device, cfg: cfg, jpeg: jpegEncoderFor(plan, o.Device)}
 	if g.files, err = fileDecoderFor(plan, o.Device); err != nil {
 		return nil, err
 	}
@@ -198,6 +201,10 @@ type gpuBackend struct {
 
 	inExec      sync.Map     // idx → *item: committed to the executor, result not yet taken
 	cpuFallback atomic.Int64 // images that ran on the CPU path instead
+
+	jpegMu     sync.Mutex
+	jpegNotice bool  // a save worker's device JPEG encoder failed to start; said once
+	jpegErr    error // errors closing the save workers' device JPEG encoders
 }
 
 // start allocates the executor's slots and streams, starts it under the run's context (an
@@ -261,7 +268,9 @@ func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
 // finish closes the executor, freeing its memory, and puts its figures into the summary.
 func (b *gpuBackend) finish(sum *Summary) error {
 	st := b.e.Stats()
-	err := b.e.Close()
+	b.jpegMu.Lock()
+	err := errors.Join(b.e.Close(), b.jpegErr)
+	b.jpegMu.Unlock()
 	sum.gpuStats(st)
 	sum.CPUFallback = int(b.cpuFallback.Load())
 	if err != nil {
@@ -387,6 +396,8 @@ func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
 // result's slot memory once stored.
 func (b *gpuBackend) saveWorker(track string) {
 	r := b.r
+	jw := &workerJPEG{b: b}
+	defer jw.close()
 	for sr := range b.e.Results() {
 		it := sr.Tag.(*item)
 		b.inExec.Delete(it.idx)
@@ -394,7 +405,7 @@ func (b *gpuBackend) saveWorker(track string) {
 			sr.Release()
 			it.dropped = true
 		} else {
-			r.saveResult(it, sr, track)
+			r.saveResult(it, sr, track, jw.encoder())
 			if it.res.Status == StatusFailed && r.opt.StopOnError {
 				r.fail(it)
 			}
@@ -405,8 +416,9 @@ func (b *gpuBackend) saveWorker(track string) {
 
 // saveResult stores one device result. The image lives in the slot's page-locked memory,
 // which is released here: a sink that keeps the image (Collect, ToChan without a save
-// stage) gets a copy in Go memory.
-func (r *runner) saveResult(it *item, sr *sched.Result, track string) {
+// stage) gets a copy in Go memory. enc, when not nil, is the save worker's device JPEG
+// encoder (deviceJPEG).
+func (r *runner) saveResult(it *item, sr *sched.Result, track string, enc *Encoder) {
 	res := &it.res
 	defer sr.Release()
 	defer func() {
@@ -436,7 +448,10 @@ func (r *runner) saveResult(it *item, sr *sched.Result, track string) {
 	res.Width, res.Height = sr.In.W, sr.In.H
 	res.Histogram = sr.Hist
 	res.Image = sr.Image
-	r.store(it, track, sr.Encoded)
+	if sr.Encoded != nil {
+		enc = encodedBy(r.plan.Save.Encoder, sr.Encoded)
+	}
+	r.store(it, track, enc)
 }
 
 // cloneImage copies m into Go memory, tightly packed.

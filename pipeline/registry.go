@@ -103,6 +103,9 @@ type Encoder struct {
 	// DeviceOp, when set, is the encoding op (sched.Op.Encode) that gives Encode's bytes
 	// on a device: a GPU run whose device accepts it encodes there (see newGPURun).
 	DeviceOp *sched.Op
+	// Options are the save options Encode writes with; a GPU run's device JPEG encoder
+	// (jpegEncoderFor) reads the format and quality from them.
+	Options stages.SaveOptions
 }
 
 // StageDef defines one stage. It is the single source of truth for everything that reads

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
-	"github.com/imgpipe/imgpipe/stages"
 )
 
 // Options controls a run.
@@ -375,22 +374,17 @@ func failWith(res *Result, stage string, err error) {
 
 // store hands res.Image, the final image, to the sink, which saves it when the chain has
 // a save stage, and sets the result's status. The sink may drop res.Image (ToFolder does)
-// or keep it. encoded, when not nil, is the output the device already encoded with the
-// save stage's encoding: the sink writes those bytes (atomically, as any output).
-func (r *runner) store(it *item, track string, encoded []byte) {
+// or keep it. enc, when not nil, replaces the save stage's encoder for this output (a GPU
+// run's: encodedBy, deviceJPEG); the sink writes atomically with either.
+func (r *runner) store(it *item, track string, enc *Encoder) {
 	res := &it.res
-	var enc *Encoder
 	stage := "sink"
 	if r.plan.Save != nil {
-		enc = r.plan.Save.Encoder
+		if enc == nil {
+			enc = r.plan.Save.Encoder
+		}
 		stage = r.plan.Save.Def.Name
 		res.Output = outputName(it.in, r.plan.Save.Ext)
-		if encoded != nil {
-			enc = &Encoder{Ext: enc.Ext, Name: enc.Name, Encode: func(w io.Writer, _ *stages.Image) error {
-				_, err := w.Write(encoded)
-				return err
-			}}
-		}
 	}
 	t0 := time.Now()
 	var encTime time.Duration

@@ -102,6 +102,41 @@ func FileDecoderOf(dev Device) (FileDecoder, error) {
 	return fd, nil
 }
 
+// JPEGEncoder is implemented by a Device that encodes JPEG files itself (the
+// CUDA device's nvJPEG): a GPU run's save format=jpeg encodes there, one
+// image at a time per save worker, from the result's host memory.
+type JPEGEncoder interface {
+	// JPEGEncoderAvailable returns nil when NewJPEGEncoder works on this
+	// machine, or why it does not (nvJPEG missing, say).
+	JPEGEncoderAvailable() error
+	// NewJPEGEncoder returns an encoder for one goroutine at a time (a save
+	// worker). Close it when the worker is done.
+	NewJPEGEncoder() (ImageEncoder, error)
+}
+
+// ImageEncoder turns images into files on the device, one at a time.
+type ImageEncoder interface {
+	// Encode returns the JPEG file of m at quality 1..100: baseline, chroma
+	// 4:2:0 for C = 3 (as stages' CPU encoder, Go's image/jpeg, writes it),
+	// gray for C = 1. Its error fails only this image.
+	Encode(m *stages.Image, quality int) ([]byte, error)
+	// Close releases the encoder's device resources.
+	Close() error
+}
+
+// JPEGEncoderOf returns dev's JPEG encoder, or why it has none usable: dev does not
+// implement JPEGEncoder, or its JPEGEncoderAvailable says why not.
+func JPEGEncoderOf(dev Device) (JPEGEncoder, error) {
+	je, ok := dev.(JPEGEncoder)
+	if !ok {
+		return nil, fmt.Errorf("%s encodes no JPEG files", dev.Name())
+	}
+	if err := je.JPEGEncoderAvailable(); err != nil {
+		return nil, fmt.Errorf("%s cannot encode JPEG files: %w", dev.Name(), err)
+	}
+	return je, nil
+}
+
 // check reports whether the encode op is complete.
 func (c *EncodeOp) check() error {
 	switch {

@@ -484,3 +484,78 @@ func TestCancelWithFiles(t *testing.T) {
 	dev.Close()
 	goroutinesBack(t, base)
 }
+
+// TestJPEGEncoderOf checks the device JPEG encoder's lookup and the fake's encoders:
+// a device without one, one whose library is missing, and one that encodes (counted,
+// closed once, failing after Close and on an injected fault).
+func TestJPEGEncoderOf(t *testing.T) {
+	file := []byte{0xFF, 0xD8, 0xFF, 0xD9}
+	encode := func(m *stages.Image, q int) ([]byte, error) { return file, nil }
+	for _, c := range []struct {
+		name string
+		dev  func(*schedtest.FakeDevice) Device
+		cfg  schedtest.FakeConfig
+		want string // the error of JPEGEncoderOf, "" for none
+	}{
+		{"not a JPEGEncoder", func(f *schedtest.FakeDevice) Device { return noDecoder{f} }, schedtest.FakeConfig{JPEGEncode: encode}, "encodes no JPEG files"},
+		{"unavailable", func(f *schedtest.FakeDevice) Device { return f }, schedtest.FakeConfig{}, "cannot encode JPEG files: the fake device has no JPEG encoder"},
+		{"available", func(f *schedtest.FakeDevice) Device { return f }, schedtest.FakeConfig{JPEGEncode: encode}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fake := schedtest.NewFake(c.cfg)
+			defer fake.Close()
+			je, err := JPEGEncoderOf(c.dev(fake))
+			if c.want != "" {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("JPEGEncoderOf: %v, want %q", err, c.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc, err := je.NewJPEGEncoder()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := enc.Encode(stages.NewImage(2, 2, 3), 90)
+			if err != nil || !bytes.Equal(got, file) {
+				t.Fatalf("Encode: %x, %v", got, err)
+			}
+			if err := enc.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := enc.Encode(stages.NewImage(2, 2, 3), 90); err == nil {
+				t.Error("Encode after Close succeeded")
+			}
+			if err := enc.Close(); err == nil {
+				t.Error("a second Close succeeded")
+			}
+			calls := fake.Calls()
+			if calls["JPEG encoder new"] != 1 || calls["JPEG encode"] != 1 || calls["JPEG encoder close"] != 1 {
+				t.Errorf("calls %v", calls)
+			}
+		})
+	}
+	t.Run("fault", func(t *testing.T) {
+		fault := errors.New("injected")
+		fake := schedtest.NewFake(schedtest.FakeConfig{JPEGEncode: encode, Fault: func(call string) error {
+			if call == "JPEGEncode" {
+				return fault
+			}
+			return nil
+		}})
+		defer fake.Close()
+		enc, err := fake.NewJPEGEncoder()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer enc.Close()
+		if _, err := enc.Encode(stages.NewImage(1, 1, 1), 50); !errors.Is(err, fault) {
+			t.Errorf("Encode: %v, want the injected fault", err)
+		}
+		if _, err := fake.NewJPEGEncoder(); !errors.Is(err, fault) {
+			t.Errorf("NewJPEGEncoder on a broken device: %v, want the sticky fault", err)
+		}
+	})
+}

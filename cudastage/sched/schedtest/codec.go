@@ -203,3 +203,57 @@ func (f *FakeDevice) decodeOne(im *sched.DecodeImage, dst []byte) error {
 	}
 	return stages.Orient(out, m, im.Orient)
 }
+
+// errNoJPEGEncoder is JPEGEncoderAvailable's answer without FakeConfig.JPEGEncode.
+var errNoJPEGEncoder = errors.New("the fake device has no JPEG encoder (FakeConfig.JPEGEncode is nil)")
+
+// JPEGEncoderAvailable implements sched.JPEGEncoder: nil when FakeConfig.JPEGEncode is set.
+func (f *FakeDevice) JPEGEncoderAvailable() error {
+	if f.cfg.JPEGEncode == nil {
+		return errNoJPEGEncoder
+	}
+	return nil
+}
+
+// NewJPEGEncoder implements sched.JPEGEncoder with FakeConfig.JPEGEncode. It counts
+// "JPEG encoder new" in Calls, and each encoder's Close "JPEG encoder close", so that
+// tests can check every encoder is closed.
+func (f *FakeDevice) NewJPEGEncoder() (sched.ImageEncoder, error) {
+	if err := f.JPEGEncoderAvailable(); err != nil {
+		return nil, &FakeError{Call: "NewJPEGEncoder", Err: err}
+	}
+	if err := f.syncCall("NewJPEGEncoder"); err != nil {
+		return nil, err
+	}
+	f.count("JPEG encoder new")
+	return &fakeJPEGEncoder{f: f}, nil
+}
+
+// fakeJPEGEncoder is one save worker's encoder on a FakeDevice.
+type fakeJPEGEncoder struct {
+	f      *FakeDevice
+	closed bool
+}
+
+// Encode implements sched.ImageEncoder: the device's sticky error and the fault hook
+// ("JPEGEncode"), then FakeConfig.JPEGEncode. It counts "JPEG encode" in Calls.
+func (e *fakeJPEGEncoder) Encode(m *stages.Image, quality int) ([]byte, error) {
+	if e.closed {
+		return nil, &FakeError{Call: "JPEGEncode", Err: errors.New("encode after Close")}
+	}
+	if err := e.f.syncCall("JPEGEncode"); err != nil {
+		return nil, err
+	}
+	e.f.count("JPEG encode")
+	return e.f.cfg.JPEGEncode(m, quality)
+}
+
+// Close implements sched.ImageEncoder; a second Close is an error, as a double free is.
+func (e *fakeJPEGEncoder) Close() error {
+	if e.closed {
+		return &FakeError{Call: "JPEGEncoderClose", Err: errors.New("closed twice")}
+	}
+	e.closed = true
+	e.f.count("JPEG encoder close")
+	return nil
+}

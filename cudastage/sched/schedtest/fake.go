@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 // FakeConfig sets up a FakeDevice.
@@ -45,6 +46,11 @@ type FakeConfig struct {
 	DecoderUnavailable error
 	// DecoderEngines is what DecoderEngines reports.
 	DecoderEngines int
+
+	// JPEGEncode, when set, is the device's JPEG encoder (sched.JPEGEncoder;
+	// see codec.go): the fake's encoders call it for every image. When nil
+	// the device has none (JPEGEncoderAvailable says so).
+	JPEGEncode func(m *stages.Image, quality int) ([]byte, error)
 }
 
 // FakeDevice is a sched.Device that runs ops on the CPU with the stages functions,
