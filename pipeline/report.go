@@ -42,6 +42,9 @@ type ReportLine struct {
 	Width     int      `json:"width,omitempty"`
 	Height    int      `json:"height,omitempty"`
 	Decoder   string   `json:"decoder,omitempty"`
+	// DecodeScale is the JPEG DCT scale of decode scale=... ("1/2", "1/4", "1/8"); absent
+	// at full size.
+	DecodeScale string `json:"decode_scale,omitempty"`
 	Encoder   string   `json:"encoder,omitempty"`
 	Histogram []uint64 `json:"histogram,omitempty"`
 	Error     string   `json:"error,omitempty"`
@@ -141,7 +144,7 @@ func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
 
 // Line turns a result into its report line.
 func (r *Result) Line() ReportLine {
-	l := ReportLine{Input: r.Input, Status: r.Status, Width: r.Width, Height: r.Height, Decoder: r.Decoder}
+	l := ReportLine{Input: r.Input, Status: r.Status, Width: r.Width, Height: r.Height, Decoder: r.Decoder, DecodeScale: r.DecodeScale}
 	if !utf8.ValidString(r.Input) {
 		l.InputRaw = []byte(r.Input)
 	}
