@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
@@ -74,9 +75,10 @@ func smoothImage(w, h int, seed int64) *stages.Image {
 	return m
 }
 
-// TestDecodeScaleRun runs thumbnail chains over a JPEG and a PNG: the scale each input got
-// is in its result and its report line (absent at full size), width and height are the
-// decoded (scaled) size, and the output is the size the full decode gives.
+// TestDecodeScaleRun runs thumbnail chains over a JPEG and a PNG, on the CPU and on a fake
+// GPU (whose inputs decode on CPU workers): the scale each input got is in its result and
+// its report line (absent at full size), width and height are the decoded (scaled) size,
+// and the output is the size the full decode gives.
 func TestDecodeScaleRun(t *testing.T) {
 	jpg := encode(t, smoothImage(517, 389, 1), "jpeg")
 	png := encode(t, smoothImage(517, 389, 2), "png")
@@ -94,49 +96,68 @@ func TestDecodeScaleRun(t *testing.T) {
 	}{
 		{"decode scale=auto | resize width=64 height=64 fit=inside | save", want{65, 49, "1/8"}, true},
 		{"decode scale=1/2 | resize width=64 height=64 fit=inside | save", want{259, 195, "1/2"}, true},
+		{"decode backend=turbo scale=auto | resize width=64 height=64 fit=inside | save", want{65, 49, "1/8"}, true},
 		{"decode scale=auto | resize width=256 height=256 fit=inside | save", want{259, 195, "1/2"}, true},
 		// 200 wide: the derived height is 150 from the full size, 151 from 1/2's 259x195.
 		{"decode scale=auto | resize width=200 height=200 fit=inside | save", full, true},
 		{"decode | resize width=64 height=64 fit=inside | save", full, false},
 		{"decode backend=go scale=auto | resize width=64 height=64 fit=inside | save", full, false},
 	} {
-		t.Run(tc.spec, func(t *testing.T) {
-			if tc.needsLib && !turbo {
-				t.Skip("libjpeg-turbo not usable here: every JPEG decodes at full size")
-			}
-			plan := compileWith(t, Builtin, tc.spec)
-			outShape := plan.OutShape(stages.Shape{W: 517, H: 389, C: 3})
-			sink := Collect()
-			if _, err := Run(context.Background(), plan, Inputs(inputs...), sink, Options{Workers: 2}); err != nil {
-				t.Fatal(err)
-			}
-			if len(sink.Results) != 2 {
-				t.Fatalf("%d results", len(sink.Results))
-			}
-			for _, r := range sink.Results {
-				w := tc.jpeg
-				if r.Input == "b.png" {
-					w = full
+		for _, device := range []string{"cpu", "fake GPU"} {
+			t.Run(device+" "+tc.spec, func(t *testing.T) {
+				if tc.needsLib && !turbo {
+					t.Skip("libjpeg-turbo not usable here: every JPEG decodes at full size")
 				}
-				if r.Status != StatusOK || r.Width != w.w || r.Height != w.h || r.DecodeScale != w.scale {
-					t.Errorf("%s: %s %dx%d scale %q (%v), want %dx%d scale %q", r.Input, r.Status, r.Width, r.Height, r.DecodeScale, r.Err, w.w, w.h, w.scale)
+				plan := compileWith(t, Builtin, tc.spec)
+				outShape := plan.OutShape(stages.Shape{W: 517, H: 389, C: 3})
+				sink := Collect()
+				opt := Options{Workers: 2}
+				if device != "cpu" {
+					opt.GPU = &GPUOptions{Device: fakeGPU(t, schedtest.FakeConfig{Name: "fake0"}), Streams: 2, Batch: 2}
 				}
-				line, err := json.Marshal(r.Line())
+				sum, err := Run(context.Background(), plan, Inputs(inputs...), sink, opt)
 				if err != nil {
 					t.Fatal(err)
 				}
-				field := fmt.Sprintf(`"decode_scale":%q`, w.scale)
-				if has := strings.Contains(string(line), `"decode_scale"`); has != (w.scale != "") || (has && !strings.Contains(string(line), field)) {
-					t.Errorf("%s: report line %s, want %s only when scaled", r.Input, line, field)
+				if wantDev := map[bool]string{true: "cpu", false: "fake0"}[device == "cpu"]; sum.Device != wantDev {
+					t.Fatalf("ran on %q, want %q", sum.Device, wantDev)
 				}
-				m, err := stages.Decode(r.Encoded, stages.DecodeOptions{}, nil)
-				if err != nil {
-					t.Fatal(err)
+				if len(sink.Results) != 2 {
+					t.Fatalf("%d results", len(sink.Results))
 				}
-				if m.W != outShape.W || m.H != outShape.H {
-					t.Errorf("%s: output %dx%d, want %dx%d as from the full size", r.Input, m.W, m.H, outShape.W, outShape.H)
+				for _, r := range sink.Results {
+					w := tc.jpeg
+					if r.Input == "b.png" {
+						w = full
+					}
+					// On a GPU run backend=auto sends the JPEG to the device's decoder, which
+					// decodes at full size.
+					if device != "cpu" && r.Input == "a.jpg" && !strings.Contains(tc.spec, "backend=") {
+						w = full
+						if r.Decoder != "nvjpeg-hw" {
+							t.Errorf("a.jpg decoded by %q, want the fake device's nvjpeg-hw", r.Decoder)
+						}
+					}
+					if r.Status != StatusOK || r.Width != w.w || r.Height != w.h || r.DecodeScale != w.scale {
+						t.Errorf("%s: %s %dx%d scale %q (%v), want %dx%d scale %q", r.Input, r.Status, r.Width, r.Height, r.DecodeScale, r.Err, w.w, w.h, w.scale)
+					}
+					line, err := json.Marshal(r.Line())
+					if err != nil {
+						t.Fatal(err)
+					}
+					field := fmt.Sprintf(`"decode_scale":%q`, w.scale)
+					if has := strings.Contains(string(line), `"decode_scale"`); has != (w.scale != "") || (has && !strings.Contains(string(line), field)) {
+						t.Errorf("%s: report line %s, want %s only when scaled", r.Input, line, field)
+					}
+					m, err := stages.Decode(r.Encoded, stages.DecodeOptions{}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if m.W != outShape.W || m.H != outShape.H {
+						t.Errorf("%s: output %dx%d, want %dx%d as from the full size", r.Input, m.W, m.H, outShape.W, outShape.H)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
