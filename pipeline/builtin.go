@@ -36,7 +36,15 @@ backend=turbo decodes JPEG with libjpeg-turbo (libturbojpeg.so.0, loaded at run 
 4-5x faster than Go's decoder but not bit-identical to it (a different IDCT and chroma
 upsampling); backend=go gives the same pixels on every machine. The default, auto, is
 turbo where the library loads and go otherwise (saying once how to install it); the
-report names each input's decoder.`,
+report names each input's decoder.
+scale=1/2, 1/4 or 1/8 decodes JPEG at that size (each side rounded up) through
+libjpeg-turbo's DCT scaling, which changes pixels: much less work for a thumbnail.
+scale=auto needs a resize right after decode, and takes the smallest scale that leaves
+the image at least the resize's own size with the same output size (never enlarging;
+see docs/geometry.md). Only libjpeg-turbo scales: JPEGs that Go's decoder (backend=go,
+CMYK fallbacks) or the GPU's decoder take, and other formats, are decoded at full size.
+max_pixels applies to the full size. The report's decode_scale gives each input's scale
+(absent at full size); its width and height are the scaled ones.`,
 	Params: []ParamSpec{
 		{Name: "max_pixels", Kind: Int, Default: int64(stages.DefaultMaxPixels), Range: &Range{Min: 1, Max: 1 << 40},
 			Help: "refuse images with more pixels than this (width×height)"},
@@ -44,6 +52,8 @@ report names each input's decoder.`,
 			Help: "apply the JPEG EXIF orientation"},
 		{Name: "backend", Kind: Enum, Default: string(stages.JPEGAuto), Values: decodeBackends(),
 			Help: "JPEG decoder: auto (GPU engines on a GPU run, else turbo if it loads, else go), go (same pixels everywhere), turbo (libjpeg-turbo) or nvjpeg (every JPEG the GPU takes)"},
+		{Name: "scale", Kind: Enum, Default: "1", Values: decodeScales(),
+			Help: "JPEG DCT scale (libjpeg-turbo only; changes pixels): 1, 1/2, 1/4, 1/8, or auto from the resize that follows"},
 	},
 	NewDecoder: func(p Params) (*Decoder, error) {
 		backend := p.Str("backend")
@@ -53,16 +63,13 @@ report names each input's decoder.`,
 		}
 		var note string
 		opt.JPEG, note = stages.ResolveJPEGBackend(opt.JPEG) // once per run, not per file
-		return &Decoder{
+		dec := &Decoder{
 			Backend:   backend,
 			CPUJPEG:   string(opt.JPEG),
 			Header:    func(data []byte) (stages.Header, error) { return stages.CheckFile(data, opt) },
 			MaxPixels: opt.MaxPixels,
 			Note:      note,
-			Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, string, error) {
-				m, by, err := stages.DecodeBy(data, opt, alloc)
-				return m, string(by), err
-			},
+			AutoScale: p.Str("scale") == scaleAuto,
 			Cost: func(head []byte, size int64) (stages.Cost, error) {
 				return stages.DecodeCost(head, size, opt)
 			},
@@ -79,7 +86,21 @@ report names each input's decoder.`,
 				}
 				return nil
 			},
-		}, nil
+		}
+		if denom := scaleDenom(p.Str("scale")); denom > 1 {
+			dec.Scale = func(int, int) int { return denom }
+		}
+		dec.Decode = func(data []byte, alloc stages.Alloc) (*stages.Image, Decoded, error) {
+			o := opt
+			o.Scale = dec.Scale // read at each call: Compile sets it for scale=auto
+			m, by, err := stages.DecodeBy(data, o, alloc)
+			d := Decoded{Decoder: string(by.Backend)}
+			if by.Scale > 1 {
+				d.Scale = scaleName(by.Scale)
+			}
+			return m, d, err
+		}
+		return dec, nil
 	},
 }
 

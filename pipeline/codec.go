@@ -7,6 +7,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
 
 // Where files decode and encode on a GPU run: the decode stage's backends, the routing
@@ -29,6 +30,39 @@ func decodeBackends() []string {
 		names = append(names, string(b))
 	}
 	return append(names, backendNvJPEG)
+}
+
+// scaleAuto is decode scale=auto: the resize after decode picks the scale (bindDecodeScale).
+const scaleAuto = "auto"
+
+// decodeScales are the decode stage's scale values: "1", "1/2", "1/4", "1/8" (the DCT
+// scales libjpeg-turbo decodes, jpegturbo.ScaleDenoms) and auto.
+func decodeScales() []string {
+	var names []string
+	for _, d := range jpegturbo.ScaleDenoms {
+		names = append(names, scaleName(d))
+	}
+	return append(names, scaleAuto)
+}
+
+// scaleName writes a scale denominator as the decode stage's value and the report's
+// decode_scale do: "1/4"; "1" for full size.
+func scaleName(denom int) string {
+	if denom <= 1 {
+		return "1"
+	}
+	return fmt.Sprintf("1/%d", denom)
+}
+
+// scaleDenom reads a scale value back: 4 for "1/4", 1 for "1" and for auto (which
+// bindDecodeScale resolves per image).
+func scaleDenom(name string) int {
+	for _, d := range jpegturbo.ScaleDenoms {
+		if scaleName(d) == name {
+			return d
+		}
+	}
+	return 1
 }
 
 // ErrNoDeviceDecoder is wrapped by the validation error of decode backend=nvjpeg on a run

@@ -67,7 +67,7 @@ func (r *runner) process(it *item, w *worker) {
 	t0 := time.Now()
 	img, decoder, owned, release, err := r.decode(it.in, &w.bufs)
 	r.span(w.track, stage, it.in.Name, t0)
-	it.res.Decoder = decoder
+	it.res.Decoder, it.res.DecodeScale = decoder.Decoder, decoder.Scale
 	if err != nil {
 		if r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()) {
 			it.dropped = true // interrupted while waiting for memory: never started

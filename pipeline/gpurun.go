@@ -347,7 +347,7 @@ func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
 	t0 := time.Now()
 	var (
 		img     *stages.Image
-		decoder string
+		decoder Decoded
 		release func()
 		err     error
 	)
@@ -357,7 +357,7 @@ func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
 		img, decoder, release, err = r.decodeInto(it.in, alloc)
 	}
 	r.span(w.track, stage, it.in.Name, t0)
-	res.Decoder = decoder
+	res.Decoder, res.DecodeScale = decoder.Decoder, decoder.Scale
 	if err == nil && !onCPU {
 		release() // the pixels are in the batch slot, which the executor's own budget bounds
 	} else if err == nil {

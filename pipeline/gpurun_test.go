@@ -170,19 +170,19 @@ func flakyStages(t testing.TB) *Registry {
 	t.Helper()
 	flaky := &StageDef{Name: "flaky", Kind: SourceKind, Help: "decodes raw 8x8 RGB, sometimes fails late",
 		NewDecoder: func(Params) (*Decoder, error) {
-			return &Decoder{MaxPixels: 1 << 20, Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, string, error) {
+			return &Decoder{MaxPixels: 1 << 20, Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, Decoded, error) {
 				m, err := alloc(8, 8, 3)
 				if err != nil {
-					return nil, "", err
+					return nil, Decoded{}, err
 				}
 				copy(m.Pix, data[1:])
 				switch data[0] {
 				case 'X':
-					return nil, "", errors.New("late failure")
+					return nil, Decoded{}, errors.New("late failure")
 				case 'P':
 					panic("decoder bug")
 				}
-				return m, "raw", nil
+				return m, Decoded{Decoder: "raw"}, nil
 			}}, nil
 		}}
 	r, err := NewRegistry(flaky, grayscaleDef, blurDef, transposeDef, histogramDef, saveDef)

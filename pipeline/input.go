@@ -15,12 +15,12 @@ import (
 // decode turns an input into pixels. owned tells whether the pixels belong to the run (and
 // may be recycled) rather than to the caller.
 // release gives back the input's share of the memory budget once the caller is done with it.
-func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, decoder string, owned bool, release func(), err error) {
+func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, decoder Decoded, owned bool, release func(), err error) {
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
-			return nil, "", false, nil, err
+			return nil, Decoded{}, false, nil, err
 		}
-		return in.Image, "", false, func() {}, nil
+		return in.Image, Decoded{}, false, func() {}, nil
 	}
 	img, decoder, release, err = r.decodeInto(in, func(w, h, c int) (*stages.Image, error) { return sc.get(w, h, c), nil })
 	return img, decoder, err == nil, release, err
@@ -40,25 +40,25 @@ func (r *runner) checkImage(m *stages.Image) error {
 // decodeInto turns an input into pixels in memory from alloc, which is called once, after
 // the pixels were decoded (a failing file takes no memory from it). Pixels given as the
 // input are checked and copied. Before decoding it charges the memory budget (see load);
-// release gives the charge back, and is nil when err is not. decoder names the decoder,
-// for the report ("" for pixels given as the input).
-func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, decoder string, release func(), err error) {
+// release gives the charge back, and is nil when err is not. decoder says how the pixels
+// were decoded, for the report (zero for pixels given as the input).
+func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, decoder Decoded, release func(), err error) {
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
-			return nil, "", nil, err
+			return nil, Decoded{}, nil, err
 		}
 		dst, err := alloc(in.Image.W, in.Image.H, in.Image.C)
 		if err != nil {
-			return nil, "", nil, err
+			return nil, Decoded{}, nil, err
 		}
 		for y := 0; y < dst.H; y++ {
 			copy(dst.Row(y), in.Image.Row(y))
 		}
-		return dst, "", func() {}, nil
+		return dst, Decoded{}, func() {}, nil
 	}
 	f, err := r.load(in)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, Decoded{}, nil, err
 	}
 	return r.decodeLoaded(f, alloc)
 }
@@ -106,7 +106,7 @@ func (r *runner) load(in Input) (loaded, error) {
 
 // decodeLoaded decodes f into memory from alloc (see decodeInto). It takes over f's
 // charge: it gives it back on failure, and otherwise returns it as release.
-func (r *runner) decodeLoaded(f loaded, alloc stages.Alloc) (img *stages.Image, decoder string, release func(), err error) {
+func (r *runner) decodeLoaded(f loaded, alloc stages.Alloc) (img *stages.Image, decoder Decoded, release func(), err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			f.release() // a decoder bug fails the input, not the budget
@@ -123,7 +123,7 @@ func (r *runner) decodeLoaded(f loaded, alloc stages.Alloc) (img *stages.Image, 
 	}
 	if err != nil {
 		f.release()
-		return nil, "", nil, err
+		return nil, Decoded{}, nil, err
 	}
 	return img, decoder, f.release, nil
 }

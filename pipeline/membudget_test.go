@@ -102,7 +102,7 @@ func TestRunMemoryBudget(t *testing.T) {
 			var live, peak atomic.Int64
 			dec := *plan.Decode
 			inner := dec.Decode
-			dec.Decode = func(data []byte, alloc stages.Alloc) (*stages.Image, string, error) {
+			dec.Decode = func(data []byte, alloc stages.Alloc) (*stages.Image, Decoded, error) {
 				n := live.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}

@@ -139,7 +139,25 @@ func (r *Registry) Compile(steps []Step) (*Plan, error) {
 	if err := joinErrors(errs); err != nil {
 		return nil, err
 	}
+	if err := bindDecodeScale(plan); err != nil {
+		return nil, err
+	}
 	return plan, nil
+}
+
+// bindDecodeScale is THE coupling of decode scale=auto with the resize right after it: the
+// decoder's scale becomes stages.AutoDCTScale of that resize, per image. scale=auto with
+// no resize there is an error at decode's position: there is nothing to take a size from.
+func bindDecodeScale(plan *Plan) error {
+	if plan.Decode == nil || !plan.Decode.AutoScale {
+		return nil
+	}
+	if len(plan.Pixels) == 0 || plan.Pixels[0].Def.Name != stageResize {
+		return errorAt(plan.Steps[0].Pos, "%s scale=%s needs a %s right after it", plan.Steps[0].Def.Name, scaleAuto, stageResize)
+	}
+	spec := resizeSpec(plan.Pixels[0].Params)
+	plan.Decode.Scale = func(w, h int) int { return stages.AutoDCTScale(spec, w, h) }
+	return nil
 }
 
 // check validates every value against its definition: Params made by this package always

@@ -54,9 +54,14 @@ type CPUFunc = sched.CPUFunc
 type Decoder struct {
 	// MaxPixels is the pixel limit checked before anything is allocated for an image.
 	MaxPixels int64
-	// Decode decodes data into pixels obtained from alloc, and names the decoder that
-	// made them for the report ("go", "turbo"; "" for none worth naming).
-	Decode func(data []byte, alloc stages.Alloc) (*stages.Image, string, error)
+	// Decode decodes data into pixels obtained from alloc, and says how for the report.
+	Decode func(data []byte, alloc stages.Alloc) (*stages.Image, Decoded, error)
+	// Scale, if set, is the DCT scale (a denominator, see stages.DecodeOptions.Scale) at
+	// which Decode decodes a JPEG of header size w×h: set by the decode stage for a fixed
+	// scale, and by Compile (bindDecodeScale) for scale=auto.
+	Scale func(w, h int) int
+	// AutoScale is decode scale=auto: Compile sets Scale from the resize that follows.
+	AutoScale bool
 	// Note, if set, is a one-line notice about the decoder that a run gives once, such as
 	// decode backend=auto falling back to Go's decoder and how to install libjpeg-turbo.
 	Note string
@@ -81,6 +86,14 @@ type Decoder struct {
 	Backend string
 	// CPUJPEG names the CPU's JPEG decoder ("go", "turbo") for the report.
 	CPUJPEG string
+}
+
+// Decoded says how a Decoder made an input's pixels, for the report.
+type Decoded struct {
+	// Decoder names the decoder ("go", "turbo"; "" for none worth naming).
+	Decoder string
+	// Scale is the DCT scale applied ("1/2", "1/4", "1/8"); "" at full size.
+	Scale string
 }
 
 // HeadBytes is how much of a file Decoder.Head sees: enough for the headers of the

@@ -34,19 +34,22 @@ const (
 // then InputRaw (OutputRaw) holds its exact bytes in standard base64 beside the display
 // name, and readers use those.
 type ReportLine struct {
-	Input     string   `json:"input"`
-	InputRaw  []byte   `json:"input_base64,omitempty"`
-	Output    string   `json:"output,omitempty"`
-	OutputRaw []byte   `json:"output_base64,omitempty"`
-	Status    Status   `json:"status"`
-	Width     int      `json:"width,omitempty"`
-	Height    int      `json:"height,omitempty"`
-	Decoder   string   `json:"decoder,omitempty"`
-	Encoder   string   `json:"encoder,omitempty"`
-	Histogram []uint64 `json:"histogram,omitempty"`
-	Error     string   `json:"error,omitempty"`
-	Pipeline  string   `json:"pipeline,omitempty"`
-	Size      int64    `json:"size,omitempty"`
+	Input     string `json:"input"`
+	InputRaw  []byte `json:"input_base64,omitempty"`
+	Output    string `json:"output,omitempty"`
+	OutputRaw []byte `json:"output_base64,omitempty"`
+	Status    Status `json:"status"`
+	Width     int    `json:"width,omitempty"`
+	Height    int    `json:"height,omitempty"`
+	Decoder   string `json:"decoder,omitempty"`
+	// DecodeScale is the JPEG DCT scale of decode scale=... ("1/2", "1/4", "1/8"); absent
+	// at full size.
+	DecodeScale string   `json:"decode_scale,omitempty"`
+	Encoder     string   `json:"encoder,omitempty"`
+	Histogram   []uint64 `json:"histogram,omitempty"`
+	Error       string   `json:"error,omitempty"`
+	Pipeline    string   `json:"pipeline,omitempty"`
+	Size        int64    `json:"size,omitempty"`
 	// ModTime is the input file's modification time in nanoseconds since 1970 (UTC).
 	ModTime int64 `json:"mtime_ns,omitempty"`
 }
@@ -141,7 +144,7 @@ func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
 
 // Line turns a result into its report line.
 func (r *Result) Line() ReportLine {
-	l := ReportLine{Input: r.Input, Status: r.Status, Width: r.Width, Height: r.Height, Decoder: r.Decoder}
+	l := ReportLine{Input: r.Input, Status: r.Status, Width: r.Width, Height: r.Height, Decoder: r.Decoder, DecodeScale: r.DecodeScale}
 	if !utf8.ValidString(r.Input) {
 		l.InputRaw = []byte(r.Input)
 	}

@@ -355,7 +355,7 @@ func (r *runner) settle(it *item) bool {
 		p := in.Previous
 		res.Status = StatusSkipped
 		res.Output, res.Width, res.Height = p.output(), p.Width, p.Height
-		res.Decoder, res.Encoder = p.Decoder, p.Encoder
+		res.Decoder, res.Encoder, res.DecodeScale = p.Decoder, p.Encoder, p.DecodeScale
 		if len(p.Histogram) == 256 {
 			res.Histogram = new([256]uint64)
 			copy(res.Histogram[:], p.Histogram)

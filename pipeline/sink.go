@@ -33,6 +33,9 @@ type Result struct {
 	// Decoder names the decoder that made the pixels ("go", "turbo", "nvjpeg-hw", ...);
 	// Encoder the save stage's encoding ("png-fast", "jpeg", ...) of a saved output.
 	Decoder, Encoder string
+	// DecodeScale is the DCT scale the decoder applied ("1/2", "1/4", "1/8"), "" at full
+	// size (decode scale=...; Width and Height are the scaled size).
+	DecodeScale string
 	// Histogram is set when the chain has a histogram stage.
 	Histogram *[256]uint64
 	// Image is the final image. ToFolder drops it once written, to free memory early.

@@ -26,6 +26,14 @@ type DecodeOptions struct {
 	MaxPixels int64       // refuse images with W*H above this; 0 means DefaultMaxPixels
 	Orient    bool        // apply the JPEG EXIF orientation
 	JPEG      JPEGBackend // the JPEG decoder; "" means JPEGGo (the decode stage's default is JPEGAuto)
+	// Scale, if set, gives the DCT scale at which to decode a JPEG whose
+	// header size (after orientation) is w×h, as a denominator of
+	// jpegturbo.ScaleDenoms: 2 decodes at half size, each side rounded up
+	// (jpegturbo.ScaledSize). Only libjpeg-turbo scales: a JPEG that Go's
+	// decoder decodes (JPEGGo, or JPEGTurbo's fallbacks) and every other
+	// format come at full size, and DecodeBy says which scale was applied.
+	// The pixel limit is checked on the full size all the same. nil: 1.
+	Scale func(w, h int) int
 }
 
 // JPEGBackend names a JPEG decoder.
@@ -342,23 +350,37 @@ func Decode(data []byte, opt DecodeOptions, alloc Alloc) (*Image, error) {
 	return m, err
 }
 
-// DecodeBy is Decode that also tells which decoder made the pixels, for the
-// report: JPEGTurbo for a JPEG that libjpeg-turbo decoded, JPEGGo for
-// everything else (Go's decoders, and JPEGTurbo's fallbacks). opt.JPEG =
-// JPEGAuto is resolved by ResolveJPEGBackend on every call (cheap: the
-// library is loaded once).
-func DecodeBy(data []byte, opt DecodeOptions, alloc Alloc) (*Image, JPEGBackend, error) {
+// Decoded says how DecodeBy made an image's pixels, for the report.
+type Decoded struct {
+	// Backend is JPEGTurbo for a JPEG that libjpeg-turbo decoded, JPEGGo for
+	// everything else (Go's decoders, and JPEGTurbo's fallbacks).
+	Backend JPEGBackend
+	// Scale is the denominator of the DCT scale applied: 1 for full size.
+	Scale int
+}
+
+// DecodeBy is Decode that also tells which decoder made the pixels and at
+// which scale (see DecodeOptions.Scale). opt.JPEG = JPEGAuto is resolved by
+// ResolveJPEGBackend on every call (cheap: the library is loaded once).
+func DecodeBy(data []byte, opt DecodeOptions, alloc Alloc) (*Image, Decoded, error) {
 	hd, f, canvas, err := checkFile(data, opt)
 	if err != nil {
-		return nil, "", err
+		return nil, Decoded{}, err
 	}
 	if backend, _ := ResolveJPEGBackend(opt.JPEG); f.name == "jpeg" && backend == JPEGTurbo {
-		if m, done, err := decodeTurbo(data, hd, canvas, alloc); done {
-			return m, JPEGTurbo, err
+		denom := 1
+		if opt.Scale != nil {
+			denom = opt.Scale(hd.W, hd.H)
+		}
+		if !jpegturbo.ValidDenom(denom) {
+			return nil, Decoded{}, fmt.Errorf("decode scale 1/%d is not one of 1, 1/2, 1/4, 1/8", denom)
+		}
+		if m, done, err := decodeTurbo(data, hd, canvas, denom, alloc); done {
+			return m, Decoded{JPEGTurbo, denom}, err
 		}
 	}
 	m, err := decodeGo(data, f, hd, canvas, alloc)
-	return m, JPEGGo, err
+	return m, Decoded{JPEGGo, 1}, err
 }
 
 // decodeGo decodes with Go's decoder of format f (readHeader's results).
@@ -418,12 +440,12 @@ func plainError(err error) error {
 // ---- JPEGTurbo: JPEG through libjpeg-turbo (package jpegturbo) ----
 
 // decodeTurbo decodes a JPEG that readHeader accepted (size, pixel limit and
-// orientation are hd's) with libjpeg-turbo. done is false, and the caller
+// orientation are hd's) with libjpeg-turbo at scale 1/denom. done is false, and the caller
 // uses Go's decoder, for a file libjpeg-turbo cannot give as RGB (CMYK,
 // YCCK) or whose header it refuses though Go's reads it (TurboJPEG 2.x
 // refuses 4:1:0 subsampling). A missing library is an error: the caller
 // asked for this backend.
-func decodeTurbo(data []byte, hd Header, canvas image.Point, alloc Alloc) (m *Image, done bool, err error) {
+func decodeTurbo(data []byte, hd Header, canvas image.Point, denom int, alloc Alloc) (m *Image, done bool, err error) {
 	th, err := jpegturbo.DecodeHeader(data)
 	if errors.Is(err, jpegturbo.ErrUnavailable) {
 		return nil, true, err
@@ -434,6 +456,13 @@ func decodeTurbo(data []byte, hd Header, canvas image.Point, alloc Alloc) (m *Im
 	if th.W != canvas.X || th.H != canvas.Y {
 		return nil, true, fmt.Errorf("libjpeg-turbo reads the size as %dx%d, the header says %dx%d", th.W, th.H, canvas.X, canvas.Y)
 	}
+	// From here on canvas and hd are the sizes at the scale; the orientation
+	// turns the scaled picture as it would the full one.
+	canvas.X, canvas.Y = jpegturbo.ScaledSize(canvas.X, canvas.Y, denom)
+	hd.W, hd.H = canvas.X, canvas.Y
+	if hd.Orientation >= 5 {
+		hd.W, hd.H = canvas.Y, canvas.X
+	}
 	if hd.Orientation == 1 {
 		// Straight into the caller's buffer (page-locked memory for the
 		// GPU path, say): no copy.
@@ -441,7 +470,7 @@ func decodeTurbo(data []byte, hd Header, canvas image.Point, alloc Alloc) (m *Im
 		if err != nil {
 			return nil, true, err
 		}
-		if err := jpegturbo.Decode(data, dst.Pix, dst.W, dst.H, dst.Stride, jpegturbo.PixelRGB); err != nil {
+		if err := jpegturbo.DecodeScaled(data, dst.Pix, denom, dst.W, dst.H, dst.Stride, jpegturbo.PixelRGB); err != nil {
 			return nil, true, plainError(err)
 		}
 		return dst, true, nil
@@ -450,7 +479,7 @@ func decodeTurbo(data []byte, hd Header, canvas image.Point, alloc Alloc) (m *Im
 	// it with the same paint as the Go path (4 bytes a pixel for a while,
 	// where Go's decoder holds 1.5 to 3 in YCbCr).
 	src := image.NewRGBA(image.Rectangle{Max: canvas})
-	if err := jpegturbo.Decode(data, src.Pix, canvas.X, canvas.Y, src.Stride, jpegturbo.PixelRGBX); err != nil {
+	if err := jpegturbo.DecodeScaled(data, src.Pix, denom, canvas.X, canvas.Y, src.Stride, jpegturbo.PixelRGBX); err != nil {
 		return nil, true, plainError(err)
 	}
 	dst, err := allocRGB(alloc, hd.W, hd.H)

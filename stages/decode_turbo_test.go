@@ -648,16 +648,18 @@ func TestDecodeByNamesTheDecoder(t *testing.T) {
 		{"orient_6.jpg", JPEGAuto, map[bool]JPEGBackend{true: JPEGTurbo, false: JPEGGo}[turboHere]},
 		{"cmyk.jpg", JPEGAuto, JPEGGo}, // libjpeg-turbo does not give CMYK as RGB: Go's decoder does
 	} {
-		_, by, err := DecodeBy(fx[tc.file], DecodeOptions{JPEG: tc.backend, Orient: true}, nil)
-		if err != nil || by != tc.want {
+		_, d, err := DecodeBy(fx[tc.file], DecodeOptions{JPEG: tc.backend, Orient: true}, nil)
+		if by := d.Backend; err != nil || by != tc.want || d.Scale != 1 {
 			t.Errorf("%s with %q: decoder %q, %v; want %q", tc.file, tc.backend, by, err, tc.want)
 		}
 	}
 	png := encoded(t, func(b *bytes.Buffer) error { return Encode(b, NewImage(3, 2, 3), SaveOptions{}) })
-	if _, by, err := DecodeBy(png, DecodeOptions{JPEG: JPEGAuto}, nil); err != nil || by != JPEGGo {
+	if _, d, err := DecodeBy(png, DecodeOptions{JPEG: JPEGAuto}, nil); err != nil || d.Backend != JPEGGo {
+		by := d.Backend
 		t.Errorf("PNG with auto: decoder %q, %v; want go", by, err)
 	}
-	if _, by, err := DecodeBy([]byte("junk"), DecodeOptions{JPEG: JPEGAuto}, nil); err == nil || by != "" {
+	if _, d, err := DecodeBy([]byte("junk"), DecodeOptions{JPEG: JPEGAuto}, nil); err == nil || d != (Decoded{}) {
+		by := d.Backend
 		t.Errorf("junk: decoder %q, %v; want none and an error", by, err)
 	}
 }

@@ -300,21 +300,52 @@ func DecodeHeader(data []byte) (Header, error) {
 	return hd, err
 }
 
-// Decode decodes a JPEG file into pix in pixel format f: row y is the
-// w*bytes-per-pixel bytes from pix[y*stride]. Bytes between rows are left
-// alone. w and h must be the file's size (DecodeHeader gives it) and pix
-// must hold the last row; both are checked before anything is decoded, so a
-// wrong size is an error rather than a write out of bounds. pix may be any
-// memory, including page-locked memory from outside the Go heap.
+// ScaleDenoms are the DCT scales DecodeScaled offers, as denominators: 1/1,
+// 1/2, 1/4 and 1/8. libjpeg-turbo (1.2 and newer) decodes them by scaling
+// its inverse DCT, which is what makes a small decode cheap: at 1/8 each
+// 8×8 block becomes one pixel from its DC coefficient alone.
+var ScaleDenoms = []int{1, 2, 4, 8}
+
+// ValidDenom reports whether denom is one of ScaleDenoms.
+func ValidDenom(denom int) bool {
+	for _, d := range ScaleDenoms {
+		if d == denom {
+			return true
+		}
+	}
+	return false
+}
+
+// ScaledSize is the size of a w×h JPEG decoded at scale 1/denom:
+// each side divided and rounded up (libjpeg's jdiv_round_up, TurboJPEG's
+// TJSCALED).
+func ScaledSize(w, h, denom int) (int, int) {
+	return (w + denom - 1) / denom, (h + denom - 1) / denom
+}
+
+// Decode decodes a JPEG file at full size; it is DecodeScaled with denom 1.
+func Decode(data, pix []byte, w, h, stride int, f PixelFormat) error {
+	return DecodeScaled(data, pix, 1, w, h, stride, f)
+}
+
+// DecodeScaled decodes a JPEG file at scale 1/denom (see ScaleDenoms) into
+// pix in pixel format f: row y is the w*bytes-per-pixel bytes from
+// pix[y*stride]. Bytes between rows are left alone. w and h must be the
+// file's size at that scale (ScaledSize of DecodeHeader's) and pix must hold
+// the last row; all are checked before anything is decoded, so a wrong size
+// is an error rather than a write out of bounds. pix may be any memory,
+// including page-locked memory from outside the Go heap.
 //
 // A file libjpeg-turbo decodes only with a fatal error, or a warning about
 // corrupt or missing data, is an error (see the package doc); pix may then
 // hold part of the image.
-func Decode(data, pix []byte, w, h, stride int, f PixelFormat) error {
+func DecodeScaled(data, pix []byte, denom, w, h, stride int, f PixelFormat) error {
 	bpp := f.bytesPerPixel()
 	switch {
 	case bpp == 0:
 		return fmt.Errorf("unknown pixel format %d", int(f))
+	case !ValidDenom(denom):
+		return fmt.Errorf("scale 1/%d is not one of 1/1, 1/2, 1/4, 1/8", denom)
 	case len(data) == 0:
 		return errors.New("empty JPEG data")
 	case w <= 0 || h <= 0 || w > math.MaxInt32/bpp || h > math.MaxInt32:
@@ -331,21 +362,28 @@ func Decode(data, pix []byte, w, h, stride int, f PixelFormat) error {
 	if err != nil {
 		return err
 	}
-	ok, err := d.decode(data, pix, w, h, stride, f)
+	ok, err := d.decode(data, pix, denom, w, h, stride, f)
 	d.release(ok)
 	return err
 }
 
-// decode is Decode on d, also saying whether every library call succeeded.
-func (d *decompressor) decode(data, pix []byte, w, h, stride int, f PixelFormat) (bool, error) {
+// decode is DecodeScaled on d, also saying whether every library call
+// succeeded.
+func (d *decompressor) decode(data, pix []byte, denom, w, h, stride int, f PixelFormat) (bool, error) {
 	hd, ok, err := d.header(data)
 	if err != nil {
 		return ok, err
 	}
-	// tjDecompress2 scales the image down to fit w×h; a size that is not
-	// the file's would quietly give a smaller picture.
-	if hd.W != w || hd.H != h {
-		return ok, fmt.Errorf("JPEG is %dx%d, not %dx%d", hd.W, hd.H, w, h)
+	// tjDecompress2 picks the largest of its scaling factors (M/8) whose
+	// result fits in w×h; a size other than the file's at this scale would
+	// quietly give another picture. With w×h the 1/denom size, the factor is
+	// 1/denom, except on sides of a few pixels where a larger one rounds to
+	// the same size: either way exactly w×h is written.
+	if sw, sh := ScaledSize(hd.W, hd.H, denom); sw != w || sh != h {
+		if denom == 1 {
+			return ok, fmt.Errorf("JPEG is %dx%d, not %dx%d", hd.W, hd.H, w, h)
+		}
+		return ok, fmt.Errorf("JPEG is %dx%d, %dx%d at 1/%d, not %dx%d", hd.W, hd.H, sw, sh, denom, w, h)
 	}
 	if !hd.Colorspace.DecodesToRGB() {
 		return ok, fmt.Errorf("libjpeg-turbo cannot decode %v JPEG to RGB", hd.Colorspace)

@@ -1,0 +1,163 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
+	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/jpegturbo"
+)
+
+// TestDecodeScaleCompile: a fixed scale is the decoder's for every image, auto takes the
+// resize after decode (stages.AutoDCTScale per image), and auto without one is an error at
+// decode's position.
+func TestDecodeScaleCompile(t *testing.T) {
+	thumb := stages.ResizeSpec{Width: 256, Height: 256, Fit: stages.FitCover, Filter: stages.FilterArea}
+	for _, tc := range []struct {
+		spec    string
+		sizes   [][3]int // w, h, want denominator
+		wantErr string
+	}{
+		{spec: "decode | resize width=256", sizes: [][3]int{{4000, 3000, 1}}},
+		{spec: "decode scale=1/4 | grayscale", sizes: [][3]int{{4000, 3000, 4}, {10, 10, 4}}},
+		{spec: "decode scale=1/8 | resize width=256", sizes: [][3]int{{100, 100, 8}}},
+		{spec: "decode scale=auto | resize width=256 height=256 fit=inside", sizes: [][3]int{{4000, 3000, 8}, {3000, 4000, 8}, {1000, 700, 2}, {300, 200, 1}}},
+		{spec: "decode scale=auto | resize width=256 height=256 fit=cover filter=area",
+			sizes: [][3]int{{4000, 2000, stages.AutoDCTScale(thumb, 4000, 2000)}, {800, 800, 2}}},
+		{spec: "decode scale=auto | grayscale | resize width=256", wantErr: "col 1: decode scale=auto needs a resize right after it"},
+		{spec: "decode scale=auto", wantErr: "decode scale=auto needs a resize right after it"},
+		{spec: "decode scale=1/3 | resize width=256", wantErr: "1/3"},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			steps, err := Builtin.ParseSpec(tc.spec)
+			var plan *Plan
+			if err == nil {
+				plan, err = Builtin.Compile(steps)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.sizes {
+				got := 1
+				if plan.Decode.Scale != nil {
+					got = plan.Decode.Scale(s[0], s[1])
+				}
+				if got != s[2] {
+					t.Errorf("%dx%d: scale 1/%d, want 1/%d", s[0], s[1], got, s[2])
+				}
+			}
+		})
+	}
+}
+
+// smoothImage is a w×h gradient with a little noise: a photo's stand-in, since a JPEG of
+// pure noise is not what a thumbnailer sees.
+func smoothImage(w, h int, seed int64) *stages.Image {
+	rng := rand.New(rand.NewSource(seed))
+	m := stages.NewImage(w, h, 3)
+	for y := range h {
+		row := m.Row(y)
+		for x := range w {
+			row[3*x], row[3*x+1], row[3*x+2] = byte(x*255/w), byte(y*255/h), byte(100+rng.Intn(16))
+		}
+	}
+	return m
+}
+
+// TestDecodeScaleRun runs thumbnail chains over a JPEG and a PNG, on the CPU and on a fake
+// GPU (whose inputs decode on CPU workers): the scale each input got is in its result and
+// its report line (absent at full size), width and height are the decoded (scaled) size,
+// and the output is the size the full decode gives.
+func TestDecodeScaleRun(t *testing.T) {
+	jpg := encode(t, smoothImage(517, 389, 1), "jpeg")
+	png := encode(t, smoothImage(517, 389, 2), "png")
+	inputs := []Input{{Name: "a.jpg", Data: jpg}, {Name: "b.png", Data: png}}
+	turbo := jpegturbo.Available() == nil
+	type want struct {
+		w, h  int
+		scale string
+	}
+	full := want{517, 389, ""}
+	for _, tc := range []struct {
+		spec     string
+		jpeg     want // with libjpeg-turbo
+		needsLib bool
+	}{
+		{"decode scale=auto | resize width=64 height=64 fit=inside | save", want{65, 49, "1/8"}, true},
+		{"decode scale=1/2 | resize width=64 height=64 fit=inside | save", want{259, 195, "1/2"}, true},
+		{"decode backend=turbo scale=auto | resize width=64 height=64 fit=inside | save", want{65, 49, "1/8"}, true},
+		{"decode scale=auto | resize width=256 height=256 fit=inside | save", want{259, 195, "1/2"}, true},
+		// 200 wide: the derived height is 150 from the full size, 151 from 1/2's 259x195.
+		{"decode scale=auto | resize width=200 height=200 fit=inside | save", full, true},
+		{"decode | resize width=64 height=64 fit=inside | save", full, false},
+		{"decode backend=go scale=auto | resize width=64 height=64 fit=inside | save", full, false},
+	} {
+		for _, device := range []string{"cpu", "fake GPU"} {
+			t.Run(device+" "+tc.spec, func(t *testing.T) {
+				if tc.needsLib && !turbo {
+					t.Skip("libjpeg-turbo not usable here: every JPEG decodes at full size")
+				}
+				plan := compileWith(t, Builtin, tc.spec)
+				outShape := plan.OutShape(stages.Shape{W: 517, H: 389, C: 3})
+				sink := Collect()
+				opt := Options{Workers: 2}
+				if device != "cpu" {
+					opt.GPU = &GPUOptions{Device: fakeGPU(t, schedtest.FakeConfig{Name: "fake0"}), Streams: 2, Batch: 2}
+				}
+				sum, err := Run(context.Background(), plan, Inputs(inputs...), sink, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if wantDev := map[bool]string{true: "cpu", false: "fake0"}[device == "cpu"]; sum.Device != wantDev {
+					t.Fatalf("ran on %q, want %q", sum.Device, wantDev)
+				}
+				if len(sink.Results) != 2 {
+					t.Fatalf("%d results", len(sink.Results))
+				}
+				for _, r := range sink.Results {
+					w := tc.jpeg
+					if r.Input == "b.png" {
+						w = full
+					}
+					// On a GPU run backend=auto sends the JPEG to the device's decoder, which
+					// decodes at full size.
+					if device != "cpu" && r.Input == "a.jpg" && !strings.Contains(tc.spec, "backend=") {
+						w = full
+						if r.Decoder != "nvjpeg-hw" {
+							t.Errorf("a.jpg decoded by %q, want the fake device's nvjpeg-hw", r.Decoder)
+						}
+					}
+					if r.Status != StatusOK || r.Width != w.w || r.Height != w.h || r.DecodeScale != w.scale {
+						t.Errorf("%s: %s %dx%d scale %q (%v), want %dx%d scale %q", r.Input, r.Status, r.Width, r.Height, r.DecodeScale, r.Err, w.w, w.h, w.scale)
+					}
+					line, err := json.Marshal(r.Line())
+					if err != nil {
+						t.Fatal(err)
+					}
+					field := fmt.Sprintf(`"decode_scale":%q`, w.scale)
+					if has := strings.Contains(string(line), `"decode_scale"`); has != (w.scale != "") || (has && !strings.Contains(string(line), field)) {
+						t.Errorf("%s: report line %s, want %s only when scaled", r.Input, line, field)
+					}
+					m, err := stages.Decode(r.Encoded, stages.DecodeOptions{}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if m.W != outShape.W || m.H != outShape.H {
+						t.Errorf("%s: output %dx%d, want %dx%d as from the full size", r.Input, m.W, m.H, outShape.W, outShape.H)
+					}
+				}
+			})
+		}
+	}
+}
