@@ -60,11 +60,11 @@ func ResumeOutputs(src Source, plan *Plan, has OutputCheck, previous ...io.Reade
 }
 
 type resumeSource struct {
-	src    Source
-	prev   []*prevReport
-	has    OutputCheck
-	ext    string
-	chain  string
+	src   Source
+	prev  []*prevReport
+	has   OutputCheck
+	ext   string
+	chain string
 }
 
 // prevReport is one earlier report, read in step with the walk.
