@@ -94,6 +94,43 @@ func WriteObject(ctx context.Context, loc, name string, write func(io.Writer) er
 	return stages.WriteFileAtomic(filepath.Join(loc, filepath.FromSlash(name)), write)
 }
 
+// Outputs is the check --resume makes on an earlier run's outputs in loc, a folder path
+// or a bucket URL: in a bucket, that the object exists (an object is whole or absent);
+// close releases the bucket.
+func Outputs(ctx context.Context, loc string) (has pipeline.OutputCheck, close func() error, err error) {
+	if !IsURL(loc) {
+		return pipeline.FolderOutputs(loc), func() error { return nil }, nil
+	}
+	b, err := openBucket(ctx, loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context, key string) bool {
+		ok, err := b.Exists(ctx, key)
+		return err == nil && ok
+	}, b.Close, nil
+}
+
+// CopyObject copies the object name of the bucket loc into w. found is false, with no
+// error, when there is no such object.
+func CopyObject(ctx context.Context, loc, name string, w io.Writer) (found bool, err error) {
+	b, err := openBucket(ctx, loc)
+	if err != nil {
+		return false, err
+	}
+	defer b.Close()
+	r, err := b.NewReader(ctx, name, nil)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	_, err = io.Copy(w, r)
+	return true, err
+}
+
 type dirStore string
 
 func (d dirStore) Source(exclude string, sel pipeline.Selection) pipeline.Source {

@@ -168,3 +168,60 @@ func TestBucketOutput(t *testing.T) {
 		t.Error("an unknown scheme opened")
 	}
 }
+
+// Outputs finds what is there, in a folder and in a bucket alike: a file or object, not a
+// missing one; a folder's link does not count (a run never makes one).
+func TestOutputs(t *testing.T) {
+	dir := tree(t, "a.png", "s/b.png")
+	if err := os.Symlink("a.png", filepath.Join(dir, "link.png")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		loc  string
+		want map[string]bool
+	}{
+		{dir, map[string]bool{"a.png": true, "s/b.png": true, "c.png": false, "s": false, "link.png": false}},
+		{"file://" + filepath.ToSlash(dir), map[string]bool{"a.png": true, "s/b.png": true, "c.png": false, "s": false}},
+	} {
+		has, closeOut, err := Outputs(ctx, tc.loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range tc.want {
+			if got := has(ctx, name); got != want {
+				t.Errorf("%s: has(%q) = %v, want %v", tc.loc, name, got, want)
+			}
+		}
+		if err := closeOut(); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, _, err := Outputs(ctx, "nosuch://x"); err == nil {
+		t.Error("an unknown scheme: no error")
+	}
+}
+
+// CopyObject copies an object whole, says when there is none, and reports a bad bucket.
+func TestCopyObject(t *testing.T) {
+	dir := tree(t, "r.jsonl", "s/x")
+	url := "file://" + filepath.ToSlash(dir)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		loc, name string
+		found     bool
+		data      string
+		err       bool
+	}{
+		{url, "r.jsonl", true, "r.jsonl", false},
+		{url, "s/x", true, "s/x", false},
+		{url, "none.jsonl", false, "", false},
+		{"nosuch://x", "r.jsonl", false, "", true},
+	} {
+		var b bytes.Buffer
+		found, err := CopyObject(ctx, tc.loc, tc.name, &b)
+		if found != tc.found || b.String() != tc.data || (err != nil) != tc.err {
+			t.Errorf("CopyObject(%s, %s) = %v, %q, %v; want %v, %q, error %v", tc.loc, tc.name, found, b.String(), err, tc.found, tc.data, tc.err)
+		}
+	}
+}

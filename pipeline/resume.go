@@ -19,6 +19,7 @@ import (
 //     does not know them, is checked on the chain alone);
 //   - its output has the name this run would give it, and is still a regular file under
 //     outDir (a link there does not count). A chain that saves nothing needs no output.
+//     ResumeOutputs takes another check, for outputs that are not in a folder (a bucket).
 //
 // Everything else is done again. previous are the earlier reports, newest first (the
 // journal a killed run left, then the last finished report): the first that lists an input
@@ -29,7 +30,26 @@ import (
 // does not grow with the number of inputs. Lines out of walk order are ignored, and their
 // inputs redone.
 func Resume(src Source, plan *Plan, outDir string, previous ...io.Reader) Source {
-	s := &resumeSource{src: src, outDir: outDir, chain: plan.String()}
+	return ResumeOutputs(src, plan, FolderOutputs(outDir), previous...)
+}
+
+// OutputCheck tells whether an earlier run's output, named by its slash path relative to
+// the output folder or bucket, is still there. It answers false when it cannot tell (an
+// unreadable folder, a bucket that does not answer): that only means more work.
+type OutputCheck func(ctx context.Context, name string) bool
+
+// FolderOutputs is the OutputCheck of the output folder dir: the output is a regular file
+// there; a link does not count, since a run never makes one.
+func FolderOutputs(dir string) OutputCheck {
+	return func(_ context.Context, name string) bool {
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(name)))
+		return err == nil && fi.Mode().IsRegular()
+	}
+}
+
+// ResumeOutputs is Resume with the check has for the earlier run's outputs.
+func ResumeOutputs(src Source, plan *Plan, has OutputCheck, previous ...io.Reader) Source {
+	s := &resumeSource{src: src, has: has, chain: plan.String()}
 	if plan.Save != nil {
 		s.ext = plan.Save.Ext
 	}
@@ -40,11 +60,11 @@ func Resume(src Source, plan *Plan, outDir string, previous ...io.Reader) Source
 }
 
 type resumeSource struct {
-	src    Source
-	prev   []*prevReport
-	outDir string
-	ext    string
-	chain  string
+	src   Source
+	prev  []*prevReport
+	has   OutputCheck
+	ext   string
+	chain string
 }
 
 // prevReport is one earlier report, read in step with the walk.
@@ -61,7 +81,7 @@ func (s *resumeSource) Next(ctx context.Context) (Input, error) {
 	}
 	for _, p := range s.prev {
 		if l := p.lookup(in.Name); l != nil {
-			if s.done(in, l) {
+			if s.done(ctx, in, l) {
 				in.Previous = l
 			}
 			break
@@ -95,7 +115,7 @@ func (p *prevReport) lookup(name string) *ReportLine {
 	return nil
 }
 
-func (s *resumeSource) done(in Input, l *ReportLine) bool {
+func (s *resumeSource) done(ctx context.Context, in Input, l *ReportLine) bool {
 	if l.Status != StatusOK && l.Status != StatusSkipped || l.Pipeline != s.chain {
 		return false
 	}
@@ -106,11 +126,7 @@ func (s *resumeSource) done(in Input, l *ReportLine) bool {
 		return l.output() == ""
 	}
 	want := outputName(in, s.ext)
-	if l.output() != want {
-		return false
-	}
-	fi, err := os.Lstat(filepath.Join(s.outDir, filepath.FromSlash(want)))
-	return err == nil && fi.Mode().IsRegular()
+	return l.output() == want && s.has(ctx, want)
 }
 
 // outputName is an input's output path relative to the output folder, for a format's ext.

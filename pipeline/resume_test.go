@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -133,5 +134,44 @@ func TestResumeNewestReportFirst(t *testing.T) {
 	lines := reportLines(t, string(second))
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Summary.Skipped != 2 || sum.Summary.OK != 1 {
 		t.Errorf("summary %+v %v", sum.Summary, err)
+	}
+}
+
+// ResumeOutputs asks its check about each output a previous line names, by the output's
+// slash path, and redoes exactly the inputs whose output the check does not find.
+func TestResumeOutputsCheck(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	rng := rand.New(rand.NewSource(5))
+	for _, n := range []string{"a.png", "s/b.png", "s/c.png"} {
+		writeFiles(t, in, map[string][]byte{n: encode(t, randImage(rng, 5, 4, 3), "png")})
+	}
+	plan := compileWith(t, Builtin, "decode | save")
+	first := runReport(t, plan, Folder(in, out), out)
+	tests := []struct {
+		name    string
+		missing map[string]bool // outputs the check does not find
+		skipped int
+	}{
+		{"all there", nil, 3},
+		{"one gone", map[string]bool{"s/b.png": true}, 2},
+		{"all gone", map[string]bool{"a.png": true, "s/b.png": true, "s/c.png": true}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var asked []string
+			has := func(_ context.Context, name string) bool {
+				asked = append(asked, name)
+				return !tt.missing[name]
+			}
+			second := runReport(t, plan, ResumeOutputs(Folder(in, out), plan, has, bytes.NewReader(first)), out)
+			lines := reportLines(t, string(second))
+			var sum struct{ Summary Summary }
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Summary.Skipped != tt.skipped || sum.Summary.OK != 3-tt.skipped {
+				t.Errorf("summary %+v %v, want %d skipped", sum.Summary, err, tt.skipped)
+			}
+			if want := []string{"a.png", "s/b.png", "s/c.png"}; !slices.Equal(asked, want) {
+				t.Errorf("asked about %q, want %q", asked, want)
+			}
+		})
 	}
 }

@@ -365,3 +365,59 @@ func TestNoWorkerFinishes(t *testing.T) {
 		t.Errorf("summary %+v, stats %+v", sum, st)
 	}
 }
+
+// TestWaitAcrossRestart restarts the server while Wait is mid-job, after it has read the
+// results of a first worker and before the rest exist: Wait reconnects, reads the results
+// a second worker stores through the new server, and reports every input once.
+func TestWaitAcrossRestart(t *testing.T) {
+	srv := startServer(t)
+	js := srv.connect(t)
+	in, out := t.TempDir(), t.TempDir()
+	writeImages(t, in, 10)
+	j, tasks, plan := newJob(t, "wait-restart", in, out, fastSettings())
+	if _, err := Submit(context.Background(), js, j, tasks); err != nil {
+		t.Fatal(err)
+	}
+	type waited struct {
+		lines []pipeline.ReportLine
+		err   error
+	}
+	seen, result := make(chan int, len(tasks)), make(chan waited, 1)
+	waitJS := srv.connect(t)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		lines, _, err := Wait(ctx, waitJS, j, func(done, _ int) { seen <- done })
+		result <- waited{lines, err}
+	}()
+
+	// The first worker stops after three results; the rest go back to the queue.
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	opt := pipeline.Options{Workers: 1, Progress: func(*pipeline.Result) {
+		if n++; n == 3 {
+			cancel()
+		}
+	}}
+	_, st, err := Work(ctx, js, j, plan, openStore(t, in), pipeline.ToFolder(out), opt, WorkOptions{ID: "first", Poll: 100 * time.Millisecond})
+	if !errors.Is(err, context.Canceled) || st.Done == 0 || st.Done == len(tasks) {
+		t.Fatalf("first worker: %+v, %v; want some but not all done", st, err)
+	}
+	for done := 0; done < st.Done; {
+		select {
+		case done = <-seen:
+		case w := <-result:
+			t.Fatalf("Wait ended before the restart: %d lines, %v", len(w.lines), w.err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Wait saw %d of the first worker's %d results", done, st.Done)
+		}
+	}
+	srv.restart()
+	work(t, js, j, plan, pipeline.Options{Workers: 2})
+	w := <-result
+	if w.err != nil {
+		t.Fatalf("Wait across the restart: %v", w.err)
+	}
+	wantLines, wantFiles := reference(t, plan, in)
+	checkSame(t, w.lines, out, wantLines, wantFiles)
+}

@@ -291,7 +291,6 @@ func TestRunBuckets(t *testing.T) {
 		msg  string
 	}{
 		{"output is input", []string{"-i", inURL, "-o", inURL}, "output is the input"},
-		{"resume", []string{"-i", in, "-o", outURL, "--resume"}, "--resume with a bucket output"},
 		{"report URL", []string{"-i", in, "-o", outURL, "--report", outURL}, "a report goes to a local file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

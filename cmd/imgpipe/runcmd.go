@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -259,17 +260,30 @@ func within(dir, root string, rootInfo os.FileInfo) bool {
 	return err == nil && filepath.IsLocal(rel) || rel == "."
 }
 
-// resumeSource applies --resume to src: the earlier reports at paths (newest first; those
-// that do not exist are passed over) mark the inputs they list as done under plan, and
-// whose outputs are still there, as skipped (see pipeline.Resume). report is the report's
-// path, for the message when there is none. The function returned closes the reports.
-func resumeSource(src pipeline.Source, plan *pipeline.Plan, job *job.Job, report string, paths []string, quiet bool, stderr io.Writer) (pipeline.Source, func(), error) {
+// resumeSource applies --resume to src: the earlier reports mark the inputs they list as
+// done under plan, and whose outputs are still there, as skipped (see pipeline.Resume).
+// The earlier reports are the files at paths (newest first; those that do not exist are
+// passed over) or, when the report goes into the output bucket, that object (a bucket has
+// no journal). report is the report's path, for the message when there is none. The
+// function returned closes the reports and the output.
+func resumeSource(ctx context.Context, src pipeline.Source, plan *pipeline.Plan, job *job.Job, report string, paths []string, quiet bool, stderr io.Writer) (pipeline.Source, func(), error) {
 	if !job.Exec.Resume {
 		return src, func() {}, nil
 	}
-	prev, err := openReports(paths...)
+	var prev []*os.File
+	var err error
+	if bucketReport(job) {
+		prev, err = fetchReport(ctx, job.OutputDir)
+	} else {
+		prev, err = openReports(paths...)
+	}
 	if err != nil {
 		return nil, nil, fatalError("--resume: %v", err)
+	}
+	has, closeOut, err := blobio.Outputs(ctx, job.OutputDir)
+	if err != nil {
+		closeAll(prev)
+		return nil, nil, fatalError("--resume: output: %v", err)
 	}
 	if len(prev) == 0 && !quiet {
 		fmt.Fprintf(stderr, "imgpipe: --resume: no previous report at %s; processing every input\n", report)
@@ -278,7 +292,31 @@ func resumeSource(src pipeline.Source, plan *pipeline.Plan, job *job.Job, report
 	for i, p := range prev {
 		readers[i] = p
 	}
-	return pipeline.Resume(src, plan, job.OutputDir, readers...), func() { closeAll(prev) }, nil
+	return pipeline.ResumeOutputs(src, plan, has, readers...), func() { closeAll(prev); closeOut() }, nil
+}
+
+// fetchReport copies the report object of the output bucket out into a temporary file
+// (removed at once; it lives while open), so that resume reads it at its own pace over a
+// long run without holding a download open, and while the run writes the object anew. It
+// returns no file when there is no report object.
+func fetchReport(ctx context.Context, bucket string) ([]*os.File, error) {
+	f, err := os.CreateTemp("", "imgpipe-previous-report-*.jsonl")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name())
+	found, err := blobio.CopyObject(ctx, bucket, defaultReportName, f)
+	if err == nil && found {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil || !found {
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("the previous report in %s: %v", bucket, err)
+		}
+		return nil, nil
+	}
+	return []*os.File{f}, nil
 }
 
 // removeTemps removes the temporary files a killed run left (see stages.IsTempName): under
@@ -312,7 +350,7 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 		// No lock and no journal: the reports are read as they lie, the killed run's
 		// journal first, as the real run would read them.
 		rp := reportPath(job)
-		src, closePrev, err := resumeSource(in.source(), plan, job, rp, []string{journalPath(rp), rp}, f.quiet, stderr)
+		src, closePrev, err := resumeSource(cmd.Context(), in.source(), plan, job, rp, []string{journalPath(rp), rp}, f.quiet, stderr)
 		if err != nil {
 			return err
 		}
@@ -389,11 +427,11 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 		}
 		opt.Report = jr.writer()
 	}
-	var prevPaths []string // --resume needs a report file (checkFolders): jr is set then
+	var prevPaths []string // --resume needs a report file or object (checkFolders): jr is set for a file
 	if jr != nil {
 		prevPaths = []string{jr.prev, jr.report}
 	}
-	src, closePrev, err := resumeSource(in.source(), plan, job, reportPath, prevPaths, f.quiet, stderr)
+	src, closePrev, err := resumeSource(cmd.Context(), in.source(), plan, job, reportPath, prevPaths, f.quiet, stderr)
 	if err != nil {
 		jr.discard()
 		return err

@@ -31,8 +31,6 @@ func checkBuckets(j *job.Job) error {
 	switch {
 	case strings.TrimSuffix(j.InputDir, "/") == strings.TrimSuffix(j.OutputDir, "/"):
 		return usageError("the output is the input (%s); choose another", j.InputDir)
-	case outURL && j.Exec.Resume:
-		return usageError("--resume with a bucket output is not supported; run again without it (outputs are overwritten with the same bytes)")
 	case outURL && j.Report != "" && blobio.IsURL(j.Report):
 		return usageError("--report %s: a report goes to a local file, or by default into the output bucket", j.Report)
 	}
