@@ -416,6 +416,12 @@ func TestRunCudaDeviceFault(t *testing.T) {
 			t.Errorf("%s: %s, written %v", l.Input, l.Status, ok)
 		}
 	}
+	// The inputs in flight were not done: --resume does exactly those.
+	code, _, stderr = cli(t, "run", "-i", in, "-o", out, "-p", "decode | grayscale | blur | save", "--device", "cpu", "--resume", "-q")
+	_, sum2 := readReport(t, filepath.Join(out, defaultReportName))
+	if code != exitOK || sum2.Skipped != sum.OK || sum2.OK != 120-sum.OK || sum2.Failed != 0 {
+		t.Errorf("resume: exit %d, %+v\n%s", code, sum2, stderr)
+	}
 }
 
 // An interrupt (the context the CLI gets from SIGINT) during a device run: exit 130, the
