@@ -19,7 +19,9 @@ import (
 // shape is refused before decoding (nothing is written out of bounds), a
 // failed batched call is redone one file at a time so that only the bad
 // files get Err (with nvJPEG's reason), and a CUDA-decoder failure is that
-// file's. The returned error is a device failure.
+// file's when nvJPEG calls the stream bad (corrupt, truncated, unsupported);
+// any other failure of a single file's decode is the device's. The returned
+// error is a device failure.
 func (d *Device) Decode(s sched.Stream, call *sched.DecodeCall) error {
 	c, err := d.jpeg()
 	if err != nil {
@@ -47,7 +49,12 @@ func (d *Device) Decode(s sched.Stream, call *sched.DecodeCall) error {
 		case im.Decoder == RouteCUDA || im.Decoder == RouteHW:
 			// RouteHW without engines cannot come from DecodeRoute; the CUDA
 			// decoder takes whatever the engines take.
-			im.Err = imageErr(sc.single.Decode(im.Data, dst[i], stream))
+			if err := sc.single.Decode(im.Data, dst[i], stream); err != nil {
+				if !nvjpeg.IsBadInput(err) {
+					return d.g.Check(err) // not the file's fault: the device's
+				}
+				im.Err = imageErr(err)
+			}
 		default:
 			im.Err = fmt.Errorf("no device decoder named %q", im.Decoder)
 		}
@@ -84,8 +91,9 @@ func imageErr(err error) error {
 }
 
 // batched decodes images idx of call in one batched call; when the call
-// fails, it decodes them one at a time so that only the bad ones fail. Only
-// a failure that is not nvJPEG's (a driver error) is returned.
+// fails, it decodes them one at a time so that only the bad ones fail. A
+// failure that is not nvJPEG's, or a file's failure that nvJPEG does not call
+// bad input, is returned: the device's, not the file's.
 func (sc *streamCodec) batched(call *sched.DecodeCall, idx []int, dst []nvjpeg.Dst, s cu.Stream) error {
 	files := make([][]byte, len(idx))
 	out := make([]nvjpeg.Dst, len(idx))
@@ -102,8 +110,8 @@ func (sc *streamCodec) batched(call *sched.DecodeCall, idx []int, dst []nvjpeg.D
 	}
 	for k, i := range idx {
 		e := sc.batch.Decode(files[k:k+1], out[k:k+1], s)
-		if e != nil && !errors.As(e, &ne) {
-			return e
+		if e != nil && !nvjpeg.IsBadInput(e) {
+			return e // alone, a file fails only by its own stream: anything else is the device's
 		}
 		call.Images[i].Err = imageErr(e)
 	}
