@@ -66,8 +66,8 @@ type OpTime struct {
 
 // Overlap is the overlap efficiency wall ÷ max(ΣH2D, Σdecode, Σkernels,
 // ΣD2H): 1 when the busiest engine never waits, larger when phases fail to
-// overlap (with no overlap at all it is the sum over the max). It is 0 before
-// any batch.
+// overlap (with no overlap at all it is the sum over the max), and may be
+// below 1 when decodes on several streams overlap. It is 0 before any batch.
 func (s Stats) Overlap() float64 {
 	m := max(s.H2D, s.Decode, s.Kernels, s.D2H)
 	if m <= 0 {

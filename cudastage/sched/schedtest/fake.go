@@ -45,6 +45,12 @@ type FakeConfig struct {
 	DecoderUnavailable error
 	// DecoderEngines is what DecoderEngines reports.
 	DecoderEngines int
+	// DecodeBlock, when set, is called by every Decode on the caller's
+	// goroutine before it enqueues the work, as nvJPEG's batched hardware
+	// decode blocks its host thread for the whole decode: a benchmark
+	// sleeps in it, a test makes decodes meet there. PeakDecodes counts the
+	// Decode calls in progress at once.
+	DecodeBlock func()
 }
 
 // FakeDevice is a sched.Device that runs ops on the CPU with the stages functions,
@@ -74,6 +80,9 @@ type FakeDevice struct {
 	keep     map[uintptr][]byte
 	devBytes int64
 	calls    map[string]int
+	// decoding is the number of Decode calls in progress, peakDecodes its
+	// maximum.
+	decoding, peakDecodes int
 
 	h2d, d2h, compute sync.Mutex
 	wg                sync.WaitGroup
