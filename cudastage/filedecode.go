@@ -20,8 +20,9 @@ const (
 )
 
 var (
-	_ sched.FileDecoder = (*Device)(nil)
-	_ sched.DecoderInfo = (*Device)(nil)
+	_ sched.FileDecoder   = (*Device)(nil)
+	_ sched.DecoderInfo   = (*Device)(nil)
+	_ sched.DecoderWarmer = (*Device)(nil)
 )
 
 // scratchAlign aligns each upright image in the orientation scratch.
@@ -120,6 +121,25 @@ func (d *Device) DecoderEngines() int {
 		return 0
 	}
 	return c.engines
+}
+
+// WarmDecoder implements sched.DecoderWarmer: it loads nvJPEG, makes stream
+// s's decoder states and initialises its batched decoder for full batched
+// calls (batch files, at most the engines' call size), the setup that the
+// first decode would otherwise pay (hundreds of milliseconds). Without
+// nvJPEG it does nothing: Decode then fails each file with the reason.
+func (d *Device) WarmDecoder(s sched.Stream, batch int) error {
+	c, err := d.jpeg()
+	if err != nil {
+		return nil
+	}
+	return d.g.Do(func() error {
+		sc, err := c.forStream(s)
+		if err != nil || sc.batch == nil {
+			return err
+		}
+		return sc.batch.Initialize(min(batch, c.capacity))
+	})
 }
 
 // DecodeRoute implements sched.FileDecoder: RouteHW when nvJPEG parses the

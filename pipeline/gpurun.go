@@ -142,6 +142,8 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 		}
 		g.files = nil
 	}
+	// Files go to the device: warm its decoder up while the first files are read.
+	g.cfg.WarmDecoder = g.files != nil
 	return g, nil
 }
 

@@ -60,6 +60,33 @@ func (d *BatchDecoder) Destroy() error {
 	return err
 }
 
+// Initialized is the batch size the state is set up for (see Initialize),
+// 0 when none.
+func (d *BatchDecoder) Initialized() int { return d.size }
+
+// Initialize announces batches of n files (nvjpegDecodeBatchedInitialize)
+// unless the state is set up for n already. Decode calls it; calling it
+// ahead, on a stream's decoder before the first batch, moves nvJPEG's
+// one-time setup of the state out of the first decode.
+func (d *BatchDecoder) Initialize(n int) error {
+	if n < 1 {
+		return fmt.Errorf("nvjpeg: a batch of %d files", n)
+	}
+	if d.size == n {
+		return nil
+	}
+	l, err := get()
+	if err != nil {
+		return err
+	}
+	if err := call("nvjpegDecodeBatchedInitialize", l.batchedInit, d.h.h, d.state, uintptr(n), 1, outputRGBI); err != nil {
+		d.size = 0
+		return err
+	}
+	d.size = n
+	return nil
+}
+
 // Decode queues the decoding of files[i] into dst[i] as interleaved RGB on
 // stream s. Every file must be one that Stream.BatchedSupported accepted and
 // dst[i] must hold its stored (unoriented) size. nvJPEG needs the batch size
@@ -85,12 +112,8 @@ func (d *BatchDecoder) Decode(files [][]byte, dst []Dst, s cu.Stream) error {
 		}
 		ptrs[i], lens[i], imgs[i] = uintptr(unsafe.Pointer(&f[0])), uint64(len(f)), dst[i].image()
 	}
-	if d.size != n {
-		if err := call("nvjpegDecodeBatchedInitialize", l.batchedInit, d.h.h, d.state, uintptr(n), 1, outputRGBI); err != nil {
-			d.size = 0
-			return err
-		}
-		d.size = n
+	if err := d.Initialize(n); err != nil {
+		return err
 	}
 	err := call("nvjpegDecodeBatched", l.batched, d.h.h, d.state,
 		uintptr(unsafe.Pointer(&ptrs[0])), uintptr(unsafe.Pointer(&lens[0])), uintptr(unsafe.Pointer(&imgs[0])), uintptr(s))

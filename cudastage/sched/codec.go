@@ -60,6 +60,18 @@ type FileDecoder interface {
 	Decode(s Stream, call *DecodeCall) error
 }
 
+// DecoderWarmer is optionally implemented by a FileDecoder whose first Decode
+// on a stream pays a one-time setup (nvJPEG: its per-stream states, and the
+// batched decoder's initialisation for a batch size, which takes hundreds of
+// milliseconds). With Config.WarmDecoder the executor calls WarmDecoder once
+// per stream when it starts, from that stream's submitting goroutine, before
+// the stream's first batch. Like Decode, it returns only device failures: a
+// decoder that cannot load is no error here (Decode reports it per image).
+type DecoderWarmer interface {
+	// WarmDecoder prepares stream s for Decode calls of up to batch images.
+	WarmDecoder(s Stream, batch int) error
+}
+
 // EncodeOp makes an Op the segment's encoder: it turns each image into a
 // file of at most Bound(in) bytes, and the device writes each image's length.
 // It must be the segment's last op.

@@ -59,11 +59,14 @@
 //
 // Batches go to the streams round robin. Each batch waits (on the device,
 // through events) for the previous batch's H2D before its H2D, for its
-// kernels before its kernels, and for its D2H before its D2H, so every engine
-// works on one batch at a time in submission order. This costs no overlap
-// (the copy engines serialize anyway) and makes the events around each phase
-// time the engine's work, not its queueing: Stats gives exact ΣH2D, Σkernels
-// and ΣD2H, and the overlap efficiency wall ÷ max of the three. Two streams
+// kernels before its kernels, and for its D2H before its D2H, so each copy
+// engine and the SMs work on one batch at a time in submission order. This
+// costs no overlap (the copy engines serialize anyway) and makes the events
+// around each phase time the engine's work, not its queueing: Stats gives
+// exact ΣH2D, Σkernels and ΣD2H, and the overlap efficiency wall ÷ max of
+// the three. Decode is not chained: the decodes of batches on different
+// streams overlap (a GPU has several hardware JPEG engines), so Σdecode sums
+// spans that may run at the same time. Two streams
 // already overlap one batch's copies with another's kernels, and three
 // suffice for a full three-stage pipeline. The executor has no defaults: the
 // caller sets Streams, Slots, Batch, SlotBytes and Linger. Package pipeline
@@ -73,10 +76,15 @@
 //
 // # Threads and errors
 //
-// A CUDA context is current per OS thread. The executor makes all submission
-// calls from one goroutine and all event waits from another, each locked to
-// its OS thread and bound with Device.BindThread, so waiting never blocks
-// submission. Any device error is fatal: the executor stops, waits for the
+// A CUDA context is current per OS thread. The executor submits each
+// stream's batches from a goroutine of its own and makes all event waits
+// from another, each locked to its OS thread and bound with
+// Device.BindThread, so waiting never blocks submission and a decode call
+// that blocks its thread (nvJPEG's batched hardware decode) holds up only
+// its stream. The submitting goroutines keep the device-side order above on
+// the host (order.go): a batch waits on the previous batch's event only once
+// that batch recorded it, and batches reach the waiter, and their Results
+// the caller, in batch order. Any device error is fatal: the executor stops, waits for the
 // device to finish with the memory of the batches in flight, abandons them,
 // closes Results, and Wait returns the error (the CLI maps it to exit code
 // 3). Cancelling the context does the same with the context's error. No

@@ -82,13 +82,19 @@ type Config struct {
 	// HostPool; a request over its budget fails. When nil, the executor makes
 	// its own allocator and closes it.
 	DevicePool *devmem.Allocator
+	// WarmDecoder says that the caller will reserve files (ReserveFile):
+	// when the Device implements DecoderWarmer, each stream's goroutine
+	// warms the decoder up on its stream as the executor starts, so that
+	// its one-time setup overlaps the first files' reads instead of
+	// delaying the first batch.
+	WarmDecoder bool
 	// Pageable puts the slots' host memory on the Go heap instead of
 	// page-locked memory. The device then copies synchronously (after the
 	// stream's earlier work), which is the textbook flow: it exists to measure
 	// what page-locked memory and overlap gain, not for real runs.
 	Pageable bool
 	// Trace, when not nil, receives one track per stream with each batch's
-	// H2D, kernels and D2H, and a "submit" track.
+	// H2D, decode, kernels and D2H, and one "submit" track per stream.
 	Trace Tracer
 }
 
@@ -168,7 +174,7 @@ type Executor struct {
 
 	trace        Tracer
 	streamTracks []string
-	submitTrack  string
+	submitTracks []string // per stream: its goroutine's submissions
 
 	mu   sync.Mutex
 	open *slot
@@ -241,7 +247,9 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 	for i := range e.streams {
 		e.streamTracks = append(e.streamTracks, fmt.Sprintf("%s stream %d", dev.Name(), i))
 	}
-	e.submitTrack = dev.Name() + " submit"
+	for i := range e.streams {
+		e.submitTracks = append(e.submitTracks, fmt.Sprintf("%s submit %d", dev.Name(), i))
+	}
 	for _, s := range e.slots {
 		e.free <- s
 	}

@@ -9,10 +9,10 @@ import (
 	"github.com/imgpipe/imgpipe/memory/pinned"
 )
 
-// Slot events, in stream order. Each phase's start is recorded after the
-// cross-stream wait for the previous batch's phase (see submit). The decode
-// events are recorded for every batch (back to back when it has no file), so
-// that the next batch can always wait for them.
+// Slot events, in stream order. The start of H2D, of the kernels and of D2H
+// is recorded after the cross-stream wait for the previous batch's phase
+// (see submit). The decode events are recorded for every batch (back to back
+// when it has no file), so that every batch has the same phases.
 const (
 	evH2DStart = iota
 	evH2DEnd
@@ -95,15 +95,18 @@ type slot struct {
 	sealed            bool
 	timer             *time.Timer
 
-	// submitted (submitter, then waiter)
-	live      []*Reservation
-	layouts   []imgLayout
-	decIdx    []int // per live image, its index in dec.Images, or -1 for a raw image
-	seq       int64
-	stream    int
-	abandoned bool
-	inBytes   int
-	outBytes  int
+	// submitted (submitter, then the stream's goroutine, then waiter)
+	ord, prevOrd *order  // the batch's marks and the previous batch's (see order.go)
+	prevEv       []Event // the previous batch's events
+	cross        bool    // the previous batch ran on another stream
+	live         []*Reservation
+	layouts      []imgLayout
+	decIdx       []int // per live image, its index in dec.Images, or -1 for a raw image
+	seq          int64
+	stream       int
+	abandoned    bool
+	inBytes      int
+	outBytes     int
 
 	// delivered (under Executor.mu)
 	held    int

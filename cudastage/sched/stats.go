@@ -13,7 +13,7 @@ import (
 //
 // Phases are timed exactly: the executor chains batches across streams so
 // that a batch's H2D starts only after the previous batch's H2D ended (and
-// likewise for kernels and D2H), and records each phase's start event after
+// likewise for kernels and D2H; decodes overlap, see Decode), and records each phase's start event after
 // that wait. A phase's span is therefore the time its engine worked on it,
 // not time spent queued behind another stream.
 type Stats struct {
@@ -43,8 +43,11 @@ type Stats struct {
 	// could not decode.
 	Files, FileBytes, DecodeFailed int64
 
-	H2D     time.Duration // ΣH2D over batches
-	Decode  time.Duration // Σ over batches of the device's decoding of their files
+	H2D time.Duration // ΣH2D over batches
+	// Decode is Σ over batches of the device's decoding of their files. The
+	// decodes of batches on different streams overlap (they are not chained
+	// like the other phases), so it may exceed Wall.
+	Decode  time.Duration
 	Kernels time.Duration // Σ over batches of the segment's kernels, first start to last end
 	D2H     time.Duration // ΣD2H (with an encoding last op: the lengths', then the files')
 	Ops     []OpTime      // Σ per op of the segment, in segment order
@@ -63,8 +66,8 @@ type OpTime struct {
 
 // Overlap is the overlap efficiency wall ÷ max(ΣH2D, Σdecode, Σkernels,
 // ΣD2H): 1 when the busiest engine never waits, larger when phases fail to
-// overlap (with no overlap at all it is the sum over the max). It is 0 before
-// any batch.
+// overlap (with no overlap at all it is the sum over the max), and may be
+// below 1 when decodes on several streams overlap. It is 0 before any batch.
 func (s Stats) Overlap() float64 {
 	m := max(s.H2D, s.Decode, s.Kernels, s.D2H)
 	if m <= 0 {

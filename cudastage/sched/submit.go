@@ -2,42 +2,103 @@ package sched
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/imgpipe/imgpipe/stages"
 )
 
-// submitter enqueues ready slots on the streams, round robin.
+// submitter hands the ready slots to the streams round robin, each to its
+// stream's goroutine (see order.go), and closes inflight once every stream's
+// goroutine ended.
 func (e *Executor) submitter() {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	defer close(e.inflight)
-	if err := e.dev.BindThread(); err != nil {
-		e.stop(fmt.Errorf("%s: %w", e.dev.Name(), err))
+	queues := make([]chan *slot, len(e.streams))
+	var wg sync.WaitGroup
+	for i := range queues {
+		queues[i] = make(chan *slot, e.cfg.Slots) // room for every slot
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.streamSubmitter(i, queues[i])
+		}()
 	}
-	var prev *slot
+	prev, prevStream, prevEv := doneOrder(), -1, []Event(nil)
 	var seq int64
 	for s := range e.ready {
-		if e.isHalted() {
-			e.mu.Lock()
-			e.recycleLocked(s)
-			e.mu.Unlock()
-			continue
-		}
-		t0 := time.Now()
-		if err := e.submit(s, prev, seq); err != nil {
-			e.stop(fmt.Errorf("%s: batch %d: %w", e.dev.Name(), seq, err))
-			s.abandoned = true
-		}
-		if e.trace != nil {
-			e.trace.Span(e.submitTrack, "submit", t0, time.Since(t0), map[string]any{"batch": seq, "images": len(s.live)})
-		}
-		e.inflight <- s // inflight has room for every slot
-		prev = s
+		s.seq, s.stream = seq, int(seq%int64(len(e.streams)))
+		s.prevOrd, s.ord = prev, newOrder()
+		s.cross, s.prevEv = prevStream >= 0 && prevStream != s.stream, prevEv
+		queues[s.stream] <- s
+		prev, prevStream, prevEv = s.ord, s.stream, s.ev
 		seq++
 	}
+	for _, q := range queues {
+		close(q)
+	}
+	wg.Wait()
+}
+
+// streamSubmitter enqueues stream i's batches, in order, from its own OS
+// thread, after warming the device's file decoder up on the stream when the
+// executor decodes files (Config.WarmDecoder).
+func (e *Executor) streamSubmitter(i int, queue <-chan *slot) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := e.dev.BindThread(); err != nil {
+		e.stop(fmt.Errorf("%s: %w", e.dev.Name(), err))
+	} else if err := e.warm(e.streams[i]); err != nil {
+		e.stop(fmt.Errorf("%s: warming the file decoder up: %w", e.dev.Name(), err))
+	}
+	for s := range queue {
+		e.submitOne(s)
+	}
+}
+
+// warm warms the device's file decoder up on stream st when the executor
+// decodes files and the decoder implements DecoderWarmer.
+func (e *Executor) warm(st Stream) error {
+	if !e.cfg.WarmDecoder {
+		return nil
+	}
+	w, ok := e.dev.(DecoderWarmer)
+	if !ok {
+		return nil
+	}
+	return w.WarmDecoder(st, e.cfg.Batch)
+}
+
+// errHalted ends a batch's submission when the executor stopped meanwhile
+// (for another batch's error, Close or the context): the batch is abandoned.
+var errHalted = errors.New("executor halted")
+
+// submitOne submits batch s and hands it to the waiter in batch order (after
+// the previous batch), whatever happens: every batch makes all its marks, so
+// the next one never waits forever.
+func (e *Executor) submitOne(s *slot) {
+	defer s.ord.reach(markDone)
+	if e.isHalted() {
+		s.prevOrd.wait(markDone)
+		e.mu.Lock()
+		e.recycleLocked(s)
+		e.mu.Unlock()
+		return
+	}
+	t0 := time.Now()
+	if err := e.submit(s); err != nil {
+		if !errors.Is(err, errHalted) {
+			e.stop(fmt.Errorf("%s: batch %d: %w", e.dev.Name(), s.seq, err))
+		}
+		s.abandoned = true
+	}
+	if e.trace != nil {
+		e.trace.Span(e.submitTracks[s.stream], "submit", t0, time.Since(t0), map[string]any{"batch": s.seq, "images": len(s.live)})
+	}
+	s.prevOrd.wait(markDone)
+	e.inflight <- s // inflight has room for every slot
 }
 
 // gather takes the committed images of a sealed slot in reservation order,
@@ -66,16 +127,17 @@ func (e *Executor) gather(s *slot) {
 	s.inBytes = s.rawUsed
 }
 
-// submit enqueues one batch: [wait prev H2D] H2D [wait prev decode] decode
-// [wait prev kernels] ops [wait prev D2H] D2H, with events around each
-// phase. The waits order the phases of consecutive batches across streams,
-// so each engine works on one batch at a time in order and the events time
-// real work (see Stats). With an encoding last op the D2H brings the files'
+// submit enqueues one batch: [wait prev H2D] H2D decode [wait prev kernels]
+// ops [wait prev D2H] D2H, with events around each phase. The waits order
+// the copies and kernels of consecutive batches across streams, so each copy
+// engine and the SMs work on one batch at a time in order and the events time
+// real work (see Stats). Decode has no such wait: the decodes of batches on
+// different streams overlap, on the several hardware decode engines, and a
+// decode that blocks the host (nvJPEG's batched call) blocks only its
+// stream's goroutine. With an encoding last op the D2H brings the files'
 // lengths; the waiter then brings their bytes (see complete).
-func (e *Executor) submit(s *slot, prev *slot, seq int64) error {
+func (e *Executor) submit(s *slot) error {
 	d, c := e.dev, e.chain
-	s.seq = seq
-	s.stream = int(seq % int64(len(e.streams)))
 	st := e.streams[s.stream]
 	e.gather(s)
 	c.fillCalls(s.calls, s.layouts, s.dev, s.dHist)
@@ -100,11 +162,10 @@ func (e *Executor) submit(s *slot, prev *slot, seq int64) error {
 			}
 		}
 	}
-	cross := prev != nil && prev.stream != s.stream
 	nOps := len(s.calls)
 	d2h := evD2H(nOps)
 	steps := []func() error{
-		func() error { return e.waitPrev(cross, st, prev, evH2DEnd) },
+		func() error { return e.waitPrev(s, markH2D, evH2DEnd) },
 		func() error { return d.Record(s.ev[evH2DStart], st) },
 		func() error {
 			if s.inBytes == 0 {
@@ -118,8 +179,7 @@ func (e *Executor) submit(s *slot, prev *slot, seq int64) error {
 			}
 			return d.HtoD(st, s.dTab, 0, s.tab)
 		},
-		func() error { return d.Record(s.ev[evH2DEnd], st) },
-		func() error { return e.waitPrev(cross, st, prev, evDecEnd) },
+		func() error { return e.mark(s, markH2D, evH2DEnd) },
 		func() error { return d.Record(s.ev[evDecStart], st) },
 		func() error {
 			if len(s.dec.Images) == 0 {
@@ -132,7 +192,7 @@ func (e *Executor) submit(s *slot, prev *slot, seq int64) error {
 			return fd.Decode(st, &s.dec)
 		},
 		func() error { return d.Record(s.ev[evDecEnd], st) },
-		func() error { return e.waitPrev(cross, st, prev, evOpEnd0+nOps-1) },
+		func() error { return e.waitPrev(s, markKernels, evOpEnd0+nOps-1) },
 		func() error { return d.Record(s.ev[evKStart], st) },
 	}
 	for _, step := range steps {
@@ -148,7 +208,8 @@ func (e *Executor) submit(s *slot, prev *slot, seq int64) error {
 			return err
 		}
 	}
-	if err := e.waitPrev(cross, st, prev, d2h+1); err != nil {
+	s.ord.reach(markKernels)
+	if err := e.waitPrev(s, markDone, d2h+1); err != nil {
 		return err
 	}
 	if err := d.Record(s.ev[d2h], st); err != nil {
@@ -172,11 +233,27 @@ func (e *Executor) submit(s *slot, prev *slot, seq int64) error {
 	return d.Record(s.ev[d2h+1], st)
 }
 
-func (e *Executor) waitPrev(cross bool, st Stream, prev *slot, ev int) error {
-	if !cross {
+// waitPrev makes batch s's stream wait for the previous batch's event ev,
+// once that batch made mark m (it then recorded ev). A batch on the same
+// stream needs no wait: the stream runs in order.
+func (e *Executor) waitPrev(s *slot, m, ev int) error {
+	s.prevOrd.wait(m)
+	if e.isHalted() {
+		return errHalted
+	}
+	if !s.cross {
 		return nil
 	}
-	return e.dev.StreamWait(st, prev.ev[ev])
+	return e.dev.StreamWait(e.streams[s.stream], s.prevEv[ev])
+}
+
+// mark records batch s's event ev on its stream and makes mark m.
+func (e *Executor) mark(s *slot, m, ev int) error {
+	if err := e.dev.Record(s.ev[ev], e.streams[s.stream]); err != nil {
+		return err
+	}
+	s.ord.reach(m)
+	return nil
 }
 
 // waiter waits for each submitted batch's D2H, in submission order, and

@@ -91,7 +91,7 @@ func TestExecutorTrace(t *testing.T) {
 		tracks = append(tracks, n)
 	}
 	sort.Strings(tracks)
-	want := []string{"decode 0", "gpu0 stream 0", "gpu0 stream 1", "gpu0 stream 2", "gpu0 submit"}
+	want := []string{"decode 0", "gpu0 stream 0", "gpu0 stream 1", "gpu0 stream 2", "gpu0 submit 0", "gpu0 submit 1", "gpu0 submit 2"}
 	if !slices.Equal(tracks, want) {
 		t.Errorf("tracks %v, want %v", tracks, want)
 	}

@@ -76,6 +76,38 @@ func (f *FakeDevice) DecoderAvailable() error { return f.cfg.DecoderUnavailable 
 // DecoderEngines implements sched.DecoderInfo: FakeConfig.DecoderEngines.
 func (f *FakeDevice) DecoderEngines() int { return f.cfg.DecoderEngines }
 
+// PeakDecodes is the most Decode calls that were in progress at once (see
+// FakeConfig.DecodeBlock).
+func (f *FakeDevice) PeakDecodes() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.peakDecodes
+}
+
+// WarmDecoder implements sched.DecoderWarmer: it checks the stream and the
+// batch size, asks FakeConfig.Fault ("WarmDecoder") and counts the call. A
+// decoder that cannot load (DecoderUnavailable) warms nothing.
+func (f *FakeDevice) WarmDecoder(s sched.Stream, batch int) error {
+	if f.DecoderAvailable() != nil {
+		return nil
+	}
+	if err := f.syncCall("WarmDecoder"); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	st, ok := f.streams[s]
+	open := ok && !st.closed
+	f.mu.Unlock()
+	switch {
+	case !open:
+		return &FakeError{Call: "WarmDecoder", Err: fmt.Errorf("invalid stream %#x", s)}
+	case batch < 1:
+		return &FakeError{Call: "WarmDecoder", Err: fmt.Errorf("batch of %d images", batch)}
+	}
+	f.count("WarmDecoder")
+	return nil
+}
+
 // Decode implements sched.FileDecoder with stages.Decode (the CPU path's default decoders) and
 // stages.Orient, on the stream: the files are read from page-locked memory and
 // written into call.Dst, checked like any device access. An image that does
@@ -88,9 +120,19 @@ func (f *FakeDevice) Decode(s sched.Stream, call *sched.DecodeCall) error {
 	}
 	f.mu.Lock()
 	err := f.checkDecode(call)
+	f.decoding++
+	f.peakDecodes = max(f.peakDecodes, f.decoding)
 	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.decoding--
+		f.mu.Unlock()
+	}()
 	if err != nil {
 		return &FakeError{Call: "Decode", Err: err}
+	}
+	if f.cfg.DecodeBlock != nil {
+		f.cfg.DecodeBlock()
 	}
 	imgs, dst := call.Images, call.Dst // the executor keeps call until the batch completed
 	return f.enqueue(s, "Decode", func() error {

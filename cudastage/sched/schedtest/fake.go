@@ -51,6 +51,12 @@ type FakeConfig struct {
 	// see codec.go): the fake's encoders call it for every image. When nil
 	// the device has none (JPEGEncoderAvailable says so).
 	JPEGEncode func(m *stages.Image, quality int) ([]byte, error)
+	// DecodeBlock, when set, is called by every Decode on the caller's
+	// goroutine before it enqueues the work, as nvJPEG's batched hardware
+	// decode blocks its host thread for the whole decode: a benchmark
+	// sleeps in it, a test makes decodes meet there. PeakDecodes counts the
+	// Decode calls in progress at once.
+	DecodeBlock func()
 }
 
 // FakeDevice is a sched.Device that runs ops on the CPU with the stages functions,
@@ -80,6 +86,9 @@ type FakeDevice struct {
 	keep     map[uintptr][]byte
 	devBytes int64
 	calls    map[string]int
+	// decoding is the number of Decode calls in progress, peakDecodes its
+	// maximum.
+	decoding, peakDecodes int
 
 	h2d, d2h, compute sync.Mutex
 	wg                sync.WaitGroup

@@ -1,0 +1,135 @@
+package cudastage
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
+)
+
+// TestGPUWarmThenConcurrentDecode warms the decoder up on several streams (as
+// the executor does when it starts, Config.WarmDecoder), checks that each
+// stream's batched state is initialised for full calls, then decodes a batch
+// on every stream at once from its own bound goroutine (as the executor's
+// per-stream submitters do) and checks every image against the CPU decoder.
+func TestGPUWarmThenConcurrentDecode(t *testing.T) {
+	d := jpegDevice(t)
+	c, _ := d.jpeg()
+	const streams, batch = 3, 5
+	files := make([][]byte, batch)
+	for i := range files {
+		files[i] = goJPEG(t, 64+8*i, 48+i, i%2 == 1)
+	}
+	ss := make([]sched.Stream, streams)
+	err := d.g.Do(func() error {
+		for i := range ss {
+			s, err := d.NewStream()
+			if err != nil {
+				return err
+			}
+			ss[i] = s
+			if err := d.WarmDecoder(s, batch); err != nil {
+				return err
+			}
+			sc, err := c.forStream(s)
+			if err != nil {
+				return err
+			}
+			if want := min(batch, c.capacity); sc.batch != nil && sc.batch.Initialized() != want {
+				return fmt.Errorf("stream %d: batched state initialised for %d files, want %d", i, sc.batch.Initialized(), want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = d.g.Do(func() error {
+			for _, s := range ss {
+				if err := d.DestroyStream(s); err != nil {
+					t.Error(err)
+				}
+			}
+			return nil
+		})
+	})
+	total := 0
+	for _, f := range files {
+		hd, err := stages.DecodeHeader(f, stages.DecodeOptions{Orient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += 3 * hd.W * hd.H
+	}
+	outs := make([][][]byte, streams)
+	errs := make([]error, streams)
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		dst := devMem(t, d.g, uint64(total))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = decodeOnStream(d, s, dst, files)
+		}()
+	}
+	wg.Wait()
+	for i := range ss {
+		if errs[i] != nil {
+			t.Fatalf("stream %d: %v", i, errs[i])
+		}
+		for k, f := range files {
+			want, _ := cpuDecode(t, f)
+			if mean, most := diff(outs[i][k], want.Pix); mean > 1 || most > 40 {
+				t.Errorf("stream %d file %d: mean %.2f max %d from the CPU decoder", i, k, mean, most)
+			}
+		}
+	}
+}
+
+// decodeOnStream decodes files into dst with one Decode call on stream s,
+// from the calling goroutine bound to the GPU, and returns the pixels.
+func decodeOnStream(d *Device, s sched.Stream, dst cu.DevicePtr, files [][]byte) ([][]byte, error) {
+	imgs := make([]sched.DecodeImage, len(files))
+	total := 0
+	for i, f := range files {
+		hd, err := stages.DecodeHeader(f, stages.DecodeOptions{Orient: true})
+		if err != nil {
+			return nil, err
+		}
+		imgs[i] = sched.DecodeImage{Shape: sched.Shape{W: hd.W, H: hd.H, C: 3}, Orient: hd.Orientation, DstOff: total, Decoder: d.DecodeRoute(f)}
+		total += 3 * hd.W * hd.H
+	}
+	out := make([][]byte, len(files))
+	err := d.g.Do(func() error {
+		for i, f := range files {
+			p, err := cu.MemHostAlloc(len(f))
+			if err != nil {
+				return err
+			}
+			defer cu.MemFreeHost(p)
+			copy(p, f)
+			imgs[i].Data = p
+		}
+		if err := d.Decode(s, &sched.DecodeCall{Images: imgs, Dst: sched.DevPtr(dst)}); err != nil {
+			return err
+		}
+		if err := d.SyncStream(s); err != nil {
+			return err
+		}
+		for i, im := range imgs {
+			if im.Err != nil {
+				return fmt.Errorf("file %d: %w", i, im.Err)
+			}
+			out[i] = make([]byte, 3*im.Shape.W*im.Shape.H)
+			if err := cu.MemcpyDtoH(out[i], dst+cu.DevicePtr(im.DstOff)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
