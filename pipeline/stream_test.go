@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"image"
+	"image/png"
 	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -180,5 +183,40 @@ func TestStreamedDecodeCancelled(t *testing.T) {
 	}
 	if lines := reportLines(t, report.String()); len(lines) != 1 {
 		t.Errorf("report %q: want only the summary", report.String())
+	}
+}
+
+// A streamed PNG is never held whole: decoding a file as large as its 16-bit pixels
+// allocates their two images (the decoder's and the RGB result) and small buffers, not
+// the file's bytes too, which reading it whole would add (here 16 MB).
+func TestStreamedPNGAllocation(t *testing.T) {
+	const w, h = 1600, 1250
+	m := image.NewNRGBA64(image.Rect(0, 0, w, h))
+	rand.New(rand.NewSource(12)).Read(m.Pix)
+	var buf bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.NoCompression}).Encode(&buf, m); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "big.png")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	size := buf.Len()
+	buf = bytes.Buffer{}
+	plan := compileWith(t, Builtin, "decode")
+	// A budget far below the file: the input takes all of it and runs alone.
+	opt := Options{Workers: 1, MemoryBudget: 4 << 20}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	sum, err := Run(context.Background(), plan, Inputs(Input{Name: "big.png", Path: p}), Collect(), opt)
+	runtime.ReadMemStats(&after)
+	if err != nil || sum.OK != 1 {
+		t.Fatalf("Run = %+v, %v", sum, err)
+	}
+	const slack = 4 << 20 // head, stream and zlib buffers, the run's own
+	images := int64(w * h * (8 + 3))
+	if got := int64(after.TotalAlloc - before.TotalAlloc); got > images+slack {
+		t.Errorf("decoding a %d-byte PNG allocated %d bytes; its images take %d (+%d slack): the file was held whole", size, got, images, slack)
 	}
 }
