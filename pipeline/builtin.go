@@ -100,6 +100,10 @@ max_pixels applies to the full size. The report's decode_scale gives each input'
 			}
 			return m, d, err
 		}
+		dec.DecodeStream = func(head []byte, file io.ReaderAt, size int64, alloc stages.Alloc) (*stages.Image, Decoded, error) {
+			m, err := stages.DecodeStream(head, file, size, opt, alloc) // Go's decoders: no scale
+			return m, Decoded{Decoder: string(stages.JPEGGo)}, err
+		}
 		return dec, nil
 	},
 }

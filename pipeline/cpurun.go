@@ -70,7 +70,7 @@ func (r *runner) process(it *item, w *worker) {
 	it.res.Decoder, it.res.DecodeScale = decoder.Decoder, decoder.Scale
 	if err != nil {
 		if r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()) {
-			it.dropped = true // interrupted while waiting for memory: never started
+			it.dropped = true // interrupted while waiting for memory, or in a streamed decode: not done
 			return
 		}
 		failWith(&it.res, stage, err)

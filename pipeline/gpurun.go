@@ -511,11 +511,11 @@ func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, comm
 	handedOn := false
 	defer func() {
 		if !handedOn {
-			f.release()
+			f.drop()
 		}
 	}()
 	data := f.data
-	if dec.Header == nil || stages.Sniff(data) != "jpeg" {
+	if dec.Header == nil || data == nil || stages.Sniff(data) != "jpeg" { // nil: streamed, not a JPEG
 		handedOn = true
 		return &f, false, false
 	}

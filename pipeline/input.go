@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -63,19 +64,39 @@ func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, de
 	return r.decodeLoaded(f, alloc)
 }
 
-// loaded is an input's encoded bytes with their share of the memory budget held.
+// loaded is an input's encoded bytes, whole or to be streamed from its file, with their
+// share of the memory budget held.
 type loaded struct {
-	data    []byte
+	// data is the whole file; nil for a streamed one.
+	data []byte
+	// head is the file's first bytes (all of data when data is set), which the header
+	// checks have seen; a streamed decode replays them.
+	head []byte
+	// stream, for a streamed file, reads the file's bytes at their offsets (the run's
+	// context stops it, see ctxReaderAt); size is the file's size.
+	stream *ctxReaderAt
+	size   int64
+	// close closes the streamed file; nil when there is none.
+	close   func()
 	release func() // gives the charge back
+}
+
+// drop gives back what f holds, for an input that will not be decoded.
+func (f loaded) drop() {
+	if f.close != nil {
+		f.close()
+	}
+	f.release()
 }
 
 // load returns the encoded bytes of an input that is not pixels, with the memory budget
 // charged for decoding them (decodeNeed). Bytes given as the input (Data) are the
 // caller's, already in memory: only their decoding is charged. A file is read by
-// readInput, which charges the budget before it reads the file whole.
+// readInput, which charges the budget before it reads the file whole or, for a format
+// the decoder streams, leaves it open to be decoded from.
 func (r *runner) load(in Input) (loaded, error) {
 	if in.Data != nil {
-		need, err := r.decodeNeed(in.Data, int64(len(in.Data)))
+		need, _, err := r.decodeNeed(in.Data, int64(len(in.Data)), false)
 		if err != nil {
 			return loaded{}, err
 		}
@@ -83,30 +104,31 @@ func (r *runner) load(in Input) (loaded, error) {
 		if err != nil {
 			return loaded{}, err
 		}
-		return loaded{in.Data, release}, nil
+		return loaded{data: in.Data, head: in.Data, size: int64(len(in.Data)), release: release}, nil
 	}
-	var data []byte
-	var release func()
+	var f loaded
 	var err error
 	t0 := time.Now()
 	switch {
 	case in.Open != nil:
-		data, release, err = r.readOpened(in)
+		f, err = r.readOpened(in)
 	case in.Path == "":
 		return loaded{}, errors.New("input has no path, data or image")
 	default:
-		data, release, err = r.readInput(in.Path)
+		f, err = r.readInput(in.Path)
 	}
 	since(&r.phases.read, t0)
-	if err != nil {
-		return loaded{}, err
-	}
-	return loaded{data, release}, nil
+	return f, err
 }
 
 // decodeLoaded decodes f into memory from alloc (see decodeInto). It takes over f's
-// charge: it gives it back on failure, and otherwise returns it as release.
+// charge: it gives it back on failure, and otherwise returns it as release; a streamed
+// file is closed either way. A streamed decode that the run's end stopped returns the
+// context's error, so that the input is dropped (redone by --resume), not failed.
 func (r *runner) decodeLoaded(f loaded, alloc stages.Alloc) (img *stages.Image, decoder Decoded, release func(), err error) {
+	if f.close != nil {
+		defer f.close()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			f.release() // a decoder bug fails the input, not the budget
@@ -114,7 +136,14 @@ func (r *runner) decodeLoaded(f loaded, alloc stages.Alloc) (img *stages.Image, 
 		}
 	}()
 	t0 := time.Now()
-	img, decoder, err = r.plan.Decode.Decode(f.data, alloc)
+	if f.stream != nil {
+		img, decoder, err = r.plan.Decode.DecodeStream(f.head, f.stream, f.size, alloc)
+		if err != nil && f.stream.stopped != nil {
+			err = f.stream.stopped // whatever the decoder made of it
+		}
+	} else {
+		img, decoder, err = r.plan.Decode.Decode(f.data, alloc)
+	}
 	since(&r.phases.decode, t0)
 	if err == nil {
 		if cerr := img.Check(); cerr != nil {
@@ -129,95 +158,149 @@ func (r *runner) decodeLoaded(f loaded, alloc stages.Alloc) (img *stages.Image, 
 }
 
 // decodeNeed is the memory budget's charge for decoding a file of size bytes whose first
-// bytes are head: the file's bytes, the decoder's working set for its format and size, and
-// the chain's own buffers (ChainBytesPerPixel). A header the head does not hold (it lies
-// further on) gives -1: the whole budget, the safe side. A decoder without Cost (one of
-// the Go API's) is charged the file's bytes only.
-func (r *runner) decodeNeed(head []byte, size int64) (int64, error) {
+// bytes are head: the decoder's working set for its format and size, the chain's own
+// buffers (ChainBytesPerPixel), and the file's bytes, or, when the file is decoded from a
+// stream (canStream: the caller can read the file at offsets; the decoder streams the
+// format and head holds the header), only head and the stream's buffer
+// (stages.StreamBufferBytes). A header the head does not hold (it lies further on) gives
+// -1: the whole budget, the safe side. A decoder without Cost (one of the Go API's) is
+// charged the file's bytes only.
+func (r *runner) decodeNeed(head []byte, size int64, canStream bool) (need int64, streamed bool, err error) {
 	dec := r.plan.Decode
 	if dec.Cost == nil {
-		return size, nil
+		return size, false, nil
 	}
 	c, err := dec.Cost(head, size)
 	switch {
 	case err == nil:
-		return size + c.WorkBytes + int64(c.W)*int64(c.H)*ChainBytesPerPixel, nil
+		need = c.WorkBytes + int64(c.W)*int64(c.H)*ChainBytesPerPixel
+		if canStream && dec.DecodeStream != nil && stages.Streamed(c.Format) {
+			return need + int64(len(head)) + stages.StreamBufferBytes, true, nil
+		}
+		return size + need, false, nil
 	case int64(len(head)) == size, errors.Is(err, stages.ErrTooLarge), errors.Is(err, stages.ErrFileTooLarge):
-		return 0, err // the whole file was seen, or what was is refused anyway
+		return 0, false, err // the whole file was seen, or what was is refused anyway
 	}
-	return -1, nil
+	return -1, false, nil
 }
 
-// readInput reads a whole input file after charging the memory budget for it, and returns
-// the function that gives the charge back. Anything but a regular file (a FIFO would
-// block), a file over the decoder's size limit, a file whose first bytes the decoder
-// refuses and a file far larger than its header's pixels could need are refused after
-// reading at most HeadBytes, before the budget is charged: the rest of the file is read
-// only once its bytes and its decoding fit in the budget.
-func (r *runner) readInput(path string) (data []byte, release func(), err error) {
+// readInput reads an input file after charging the memory budget for it (see load).
+// Anything but a regular file (a FIFO would block), a file over the decoder's size limit,
+// a file whose first bytes the decoder refuses and a file far larger than its header's
+// pixels could need are refused after reading at most HeadBytes, before the budget is
+// charged: the rest of the file is read only once its decoding (and, unless it is
+// streamed, its bytes) fit in the budget.
+func (r *runner) readInput(path string) (loaded, error) {
 	// O_NONBLOCK so that a FIFO (or a file swapped for one since the folder was walked) is
 	// opened without waiting for a writer; the checks below then look at what was opened.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, nil, pathless(err)
+		return loaded{}, pathless(err)
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, nil, pathless(err)
+		f.Close()
+		return loaded{}, pathless(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, nil, errors.New("not a regular file")
+		f.Close()
+		return loaded{}, errors.New("not a regular file")
 	}
 	return r.readLimited(f, fi.Size())
 }
 
-// readOpened reads the whole of an input that Open gives (an object in a bucket) as
-// readInput reads a file: the size limit, the decoder's head check and the memory budget's
-// charge all come before the object is read whole.
-func (r *runner) readOpened(in Input) (data []byte, release func(), err error) {
+// readOpened reads an input that Open gives (an object in a bucket) as readInput reads a
+// file: the size limit, the decoder's head check and the memory budget's charge all come
+// before the object is read; it is streamed if the reader can read at offsets.
+func (r *runner) readOpened(in Input) (loaded, error) {
 	rc, size, err := in.Open(r.ctx)
 	if err != nil {
-		return nil, nil, err
+		return loaded{}, err
 	}
-	defer rc.Close()
 	return r.readLimited(rc, size)
 }
 
-// readLimited reads a whole input of the given size from f (see readInput): it reads at
-// most HeadBytes for the checks, charges the memory budget, then reads the rest.
-func (r *runner) readLimited(f io.Reader, size int64) (data []byte, release func(), err error) {
+// readLimited reads an input of the given size from f (see readInput), and closes f
+// unless the result streams from it: it reads at most HeadBytes for the checks, charges
+// the memory budget, then reads the rest, or, for a file that f can read at offsets
+// (io.ReaderAt: an *os.File) and the decoder streams (decodeNeed), leaves it to the
+// decoder to read.
+func (r *runner) readLimited(f io.ReadCloser, size int64) (l loaded, err error) {
+	defer func() {
+		if l.close == nil {
+			f.Close()
+		}
+	}()
+	data, head, release, err := r.readHead(f, size)
+	if err != nil || data != nil {
+		return loaded{data: data, head: head, size: size, release: release}, err
+	}
+	return loaded{head: head, stream: &ctxReaderAt{ctx: r.ctx, r: f.(io.ReaderAt)}, size: size,
+		close: func() { f.Close() }, release: release}, nil
+}
+
+// readHead reads the head of an input of the given size from f and charges the memory
+// budget for it (see readLimited); data is the whole input, or nil when it is to be
+// streamed from f.
+func (r *runner) readHead(f io.Reader, size int64) (data, head []byte, release func(), err error) {
 	dec := r.plan.Decode
 	limit := dec.MaxFileBytes()
 	if size > limit {
-		return nil, nil, fmt.Errorf("file is %d bytes, over the %d-byte limit that max_pixels implies", size, limit)
+		return nil, nil, nil, fmt.Errorf("file is %d bytes, over the %d-byte limit that max_pixels implies", size, limit)
 	}
-	head := make([]byte, min(size, HeadBytes))
+	head = make([]byte, min(size, HeadBytes))
 	if _, err := io.ReadFull(f, head); err != nil {
-		return nil, nil, pathless(err)
+		return nil, nil, nil, pathless(err)
 	}
 	if dec.Head != nil {
 		if err := dec.Head(head); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	need, err := r.decodeNeed(head, size)
+	_, canStream := f.(io.ReaderAt)
+	need, streamed, err := r.decodeNeed(head, size, canStream && int64(len(head)) < size)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if release, err = r.mem.acquire(r.ctx, need); err != nil {
-		return nil, nil, err
+	if release, err = r.mem.acquire(r.ctx, need); err != nil || streamed {
+		return nil, head, release, err
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
 	buf.Write(head)
 	// Read at most limit+1 bytes, in case the file grew since Stat (or the store's size was wrong).
 	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1-int64(buf.Len()))); err != nil {
 		release()
-		return nil, nil, pathless(err)
+		return nil, nil, nil, pathless(err)
 	}
 	if int64(buf.Len()) > limit {
 		release()
-		return nil, nil, fmt.Errorf("file grew over the %d-byte limit that max_pixels implies", limit)
+		return nil, nil, nil, fmt.Errorf("file grew over the %d-byte limit that max_pixels implies", limit)
 	}
-	return buf.Bytes(), release, nil
+	return buf.Bytes(), head, release, nil
+}
+
+// ctxReaderAt reads a streamed file until the run's context ends, so that a long decode
+// (a big PNG) stops at its next read instead of running to the end after an interrupt.
+// It is used by one decoding goroutine at a time.
+type ctxReaderAt struct {
+	ctx context.Context
+	r   io.ReaderAt
+	// stopped is the context's error once a read returned it: the decoder may wrap it
+	// or turn it into a format error, and decodeLoaded reports it as it was.
+	stopped error
+}
+
+// ReadAt reads from the file, or returns the context's error once it has ended (also
+// when it ended during the read: a read that blocked until then is not used).
+func (c *ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		c.stopped = err
+		return 0, err
+	}
+	n, err := c.r.ReadAt(p, off)
+	if cerr := c.ctx.Err(); cerr != nil {
+		c.stopped = cerr
+		return 0, cerr
+	}
+	return n, err
 }

@@ -15,9 +15,10 @@ const DefaultMemoryBudget = 4 << 30
 // ChainBytesPerPixel is what the budget charges per decoded pixel for the chain's own
 // buffers, beyond the decoder's working set (stages.Cost.WorkBytes, which holds the RGB
 // result): one stage's output (3 bytes a pixel) and blur's 16-bit intermediate (6), rounded
-// up. An input is charged, before its file is read whole: its file's bytes + the decoder's
-// working set for its format (measured; a progressive JPEG keeps every coefficient) +
-// this × its header's width × height.
+// up. An input is charged, before its file is read beyond its head: the decoder's working
+// set for its format (measured; a progressive JPEG keeps every coefficient) + this × its
+// header's width × height + its file's bytes, or for a file decoded as a stream (PNG, GIF,
+// BMP, TIFF, WebP whose header lies in the head) the head and the stream's buffer instead.
 const ChainBytesPerPixel = 10
 
 // goMemoryHeadroom is what the Go memory limit allows beyond the budget: the runtime, the

@@ -56,6 +56,11 @@ type Decoder struct {
 	MaxPixels int64
 	// Decode decodes data into pixels obtained from alloc, and says how for the report.
 	Decode func(data []byte, alloc stages.Alloc) (*stages.Image, Decoded, error)
+	// DecodeStream, if set, decodes a file of size bytes from head, its first bytes, and
+	// file, which reads the rest at their offsets, without holding the file whole (see
+	// stages.DecodeStream); the run uses it for the formats stages.Streamed names when
+	// Cost read their header from head, and reads other files whole for Decode.
+	DecodeStream func(head []byte, file io.ReaderAt, size int64, alloc stages.Alloc) (*stages.Image, Decoded, error)
 	// Scale, if set, is the DCT scale (a denominator, see stages.DecodeOptions.Scale) at
 	// which Decode decodes a JPEG of header size w×h: set by the decode stage for a fixed
 	// scale, and by Compile (bindDecodeScale) for scale=auto.

@@ -55,7 +55,9 @@ type Cost struct {
 	Header
 	// Progressive is set for a progressive JPEG.
 	Progressive bool
-	// WorkBytes is the peak memory the decoder takes (the decoded RGB image included).
+	// WorkBytes is the peak memory the decoder takes (the decoded RGB image included),
+	// beside the file's bytes: Decode holds them whole, DecodeStream (for the formats
+	// Streamed names) only its head and StreamBufferBytes.
 	WorkBytes int64
 }
 

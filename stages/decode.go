@@ -379,13 +379,14 @@ func DecodeBy(data []byte, opt DecodeOptions, alloc Alloc) (*Image, Decoded, err
 			return m, Decoded{JPEGTurbo, denom}, err
 		}
 	}
-	m, err := decodeGo(data, f, hd, canvas, alloc)
+	m, err := decodeGo(bytes.NewReader(data), f, hd, canvas, alloc)
 	return m, Decoded{JPEGGo, 1}, err
 }
 
-// decodeGo decodes with Go's decoder of format f (readHeader's results).
-func decodeGo(data []byte, f *format, hd Header, canvas image.Point, alloc Alloc) (*Image, error) {
-	src, err := f.decode(bytes.NewReader(data))
+// decodeGo decodes the file r gives with Go's decoder of format f (readHeader's results,
+// from the same file).
+func decodeGo(r io.Reader, f *format, hd Header, canvas image.Point, alloc Alloc) (*Image, error) {
+	src, err := f.decode(r)
 	if err != nil {
 		return nil, plainError(err)
 	}

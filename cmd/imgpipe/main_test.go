@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 	if n := os.Getenv(stallEnv); n != "" {
 		os.Exit(stallingChild(n))
 	}
+	if os.Getenv(rssEnv) != "" {
+		os.Exit(rssChild())
+	}
 	dir, err := os.MkdirTemp("", "imgpipe-test-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
