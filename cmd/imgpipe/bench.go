@@ -87,12 +87,9 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "End to end over a folder: decode, the chain, save as PNG",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := f.options(cmd, stdout, stderr)
+			o, err := f.folderOptions(cmd, stdout, stderr)
 			if err != nil {
 				return err
-			}
-			if !cmd.Flags().Changed("frames") {
-				o.Frames = 0 // every file, unless --frames says otherwise
 			}
 			fc.Dir, fc.Workers, fc.PinnedMB = args[0], f.exec.Workers, f.exec.PinnedMB
 			fb, err := bench.NewFiles(fc, o.Chain)
@@ -111,12 +108,9 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "JPEG decoding alone, per decoder: go, turbo, and the GPU's batched decode",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := f.options(cmd, stdout, stderr)
+			o, err := f.folderOptions(cmd, stdout, stderr)
 			if err != nil {
 				return err
-			}
-			if !cmd.Flags().Changed("frames") {
-				o.Frames = 0 // every file, unless --frames says otherwise
 			}
 			return f.withDevice(cmd.Context(), o, "", stderr, func() error {
 				_, err := bench.Decode(cmd.Context(), *o, args[0])
@@ -152,6 +146,16 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	})
 	cmd.AddCommand(raw, files, dec, cp)
 	return cmd
+}
+
+// folderOptions is options for the modes over a folder: every file, unless --frames says
+// otherwise.
+func (f *benchFlags) folderOptions(cmd *cobra.Command, stdout, stderr io.Writer) (*bench.Options, error) {
+	o, err := f.options(cmd, stdout, stderr)
+	if err == nil && !cmd.Flags().Changed("frames") {
+		o.Frames = 0
+	}
+	return o, err
 }
 
 // options checks the shared flags into bench.Options. Every error is a usage error naming

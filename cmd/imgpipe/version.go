@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/imgpipe/imgpipe/cudastage/nvjpeg"
 	"github.com/imgpipe/imgpipe/dynlib"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 	"github.com/imgpipe/imgpipe/stages/libwebp"
@@ -17,15 +18,6 @@ import (
 // version may be set at build time with -ldflags "-X main.version=v1.2.3"; otherwise the
 // module version from the build info is used (what `go install ...@v1.2.3` records).
 var version = ""
-
-// nvjpegSpec is how nvJPEG is found (CUDA 13's, else 12's; the pip wheels' folders too).
-var nvjpegSpec = dynlib.Spec{
-	Name:      "nvJPEG",
-	Env:       "IMGPIPE_NVJPEG",
-	Sonames:   []string{"libnvjpeg.so.13", "libnvjpeg.so.12"},
-	WheelDirs: []string{"nvidia/nvjpeg/lib", "nvidia/cu13/lib"},
-	Hint:      "install the CUDA toolkit's libnvjpeg",
-}
 
 func newVersionCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
@@ -71,7 +63,7 @@ func versionReport() string {
 	} else {
 		lib("CUDA", fmt.Sprintf("yes (CUDA %s, %d GPU: %s)", infos[0].CUDAVersion, len(infos), infos[0].Name))
 	}
-	if l, err := dynlib.Open(nvjpegSpec); err != nil {
+	if l, err := dynlib.Open(nvjpeg.Spec); err != nil {
 		lib("nvJPEG", "no ("+libReason(err)+")")
 	} else {
 		lib("nvJPEG", "yes ("+l.Path+")")
