@@ -363,3 +363,12 @@ func (l *ReportLine) reductions() []Reduction {
 	slices.SortFunc(out, func(a, b Reduction) int { return strings.Compare(a.Stage, b.Stage) })
 	return out
 }
+
+// InputExts are the file extensions a folder walk takes for the plan's source when no
+// others are asked for: "npy" for an array chain, nil (DefaultExts) for images.
+func (p *Plan) InputExts() []string {
+	if p.Load != nil {
+		return []string{npyFormat}
+	}
+	return nil
+}
