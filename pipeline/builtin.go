@@ -6,6 +6,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/libwebp"
+	"github.com/imgpipe/imgpipe/stages/npy"
 )
 
 // The builtin stages. Their semantics are those of DESIGN.md ("Reference semantics"); the
@@ -259,6 +260,9 @@ is, C = 1 included.`,
 		enc := &Encoder{Ext: stages.FormatExt(opt.Format), Name: encoderName(opt), Options: opt, Encode: func(w io.Writer, m *stages.Image) error {
 			return stages.Encode(w, m, opt)
 		}}
+		if opt.Format == npyFormat {
+			enc.EncodeArray, enc.ArrayName = npy.Write, "npy-float32"
+		}
 		if enc.Name == pngFast {
 			enc.DeviceOp = pngFastOp()
 		}
@@ -269,8 +273,8 @@ is, C = 1 included.`,
 func sameShape(in stages.Shape, _ Params) (stages.Shape, bool) { return in, false }
 
 // Builtin is the registry of the builtin stages.
-var Builtin = mustRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, kernelDef, saveDef,
-	resizeDef, cropDef, flipDef, rotateDef)
+var Builtin = mustRegistry(append([]*StageDef{decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, kernelDef, saveDef,
+	resizeDef, cropDef, flipDef, rotateDef}, arrayDefs...)...)
 
 func mustRegistry(defs ...*StageDef) *Registry {
 	r, err := NewRegistry(defs...)

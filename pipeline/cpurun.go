@@ -58,6 +58,10 @@ func (r *runner) process(it *item, w *worker) {
 	if r.settle(it) {
 		return
 	}
+	if r.plan.Load != nil {
+		r.processArray(it, w)
+		return
+	}
 	stage := r.plan.Steps[0].Def.Name
 	defer func() {
 		if p := recover(); p != nil {

@@ -182,5 +182,5 @@ func ExampleRegistry_Parse() {
 	// .....######.....
 	// ................
 	// 56 white, 72 black
-	// col 10: unknown stage "threshold" (stages: blur, boxblur, crop, decode, flip, grayscale, histogram, kernel, resize, rotate, save, transpose)
+	// col 10: unknown stage "threshold" (stages: add, blur, boxblur, crop, decode, flip, grayscale, histogram, kernel, load, max, min, resize, rotate, save, scale, sum, transpose)
 }

@@ -26,6 +26,10 @@ type Plan struct {
 	// Save encodes the final image; nil when the chain has no sink (the report is then the
 	// only output).
 	Save *SaveStep
+	// Load, instead of Decode, reads float32 arrays for the Arrays stages (see array.go).
+	Load *Loader
+	// Arrays are the array stages of a chain that starts with Load, in order.
+	Arrays []ArrayStep
 }
 
 // PixelStep is a pixel stage of a plan with its implementations bound.
@@ -65,6 +69,7 @@ func (r *Registry) Compile(steps []Step) (*Plan, error) {
 	}
 	plan := &Plan{Steps: make([]Step, len(steps))}
 	var hist *Step
+	arrays, reductions := isArrayChain(steps), map[string]bool{}
 	for i, s := range steps {
 		if s.Def == nil {
 			errs = append(errs, fmt.Errorf("stage %d has no definition", i+1))
@@ -88,15 +93,36 @@ func (r *Registry) Compile(steps []Step) (*Plan, error) {
 				fail(s, "%s must be the first stage, not stage %d", s.Def.Name, i+1)
 				continue
 			}
+			if arrays {
+				ld, err := s.Def.NewLoader(s.Params)
+				if err != nil {
+					fail(s, "%s: %v", s.Def.Name, err)
+					continue
+				}
+				plan.Load = ld
+				continue
+			}
 			dec, err := s.Def.NewDecoder(s.Params)
 			if err != nil {
 				fail(s, "%s: %v", s.Def.Name, err)
 				continue
 			}
 			plan.Decode = dec
+		case ArrayKind:
+			if i == 0 {
+				fail(s, "the chain must start with %s, not %s", r.kindNames(SourceKind), s.Def.Name)
+				continue
+			}
+			if err := compileArrayStep(plan, s, arrays, reductions); err != nil {
+				fail(s, "%v", err)
+			}
 		case PixelKind:
 			if i == 0 {
 				fail(s, "the chain must start with %s, not %s", r.kindNames(SourceKind), s.Def.Name)
+			}
+			if arrays {
+				fail(s, "%v", compileArrayStep(plan, s, arrays, reductions))
+				continue
 			}
 			if s.Def.Histogram {
 				if hist != nil {
@@ -131,6 +157,10 @@ func (r *Registry) Compile(steps []Step) (*Plan, error) {
 			enc, err := s.Def.NewEncoder(s.Params)
 			if err != nil {
 				fail(s, "%s: %v", s.Def.Name, err)
+				continue
+			}
+			if arrays && enc.EncodeArray == nil {
+				fail(s, "%s format=%s cannot write float32 arrays: use format=npy", s.Def.Name, enc.Options.Format)
 				continue
 			}
 			plan.Save = &SaveStep{Step: s, Encoder: enc}

@@ -28,14 +28,14 @@ func TestCompile(t *testing.T) {
 		{spec: "decode | save", save: true},
 		{spec: "decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png", pixels: 4, save: true},
 		{spec: "decode | histogram", pixels: 1},
-		{spec: "grayscale | save", errs: []string{"col 1: the chain must start with decode, not grayscale"}},
-		{spec: "save", errs: []string{"must start with decode, not save"}},
+		{spec: "grayscale | save", errs: []string{"col 1: the chain must start with decode or load, not grayscale"}},
+		{spec: "save", errs: []string{"must start with decode or load, not save"}},
 		{spec: "decode | save | grayscale", errs: []string{"col 10: save must be the last stage"}},
 		{spec: "decode | decode", errs: []string{"col 10: decode must be the first stage, not stage 2"}},
 		{spec: "decode | histogram | transpose | histogram", errs: []string{"col 34: a chain holds at most one histogram stage (the report has one histogram per input); histogram is already at col 10"}},
 		// Every error, not just the first.
 		{spec: "blur | decode | save | histogram | histogram", errs: []string{
-			"col 1: the chain must start with decode, not blur",
+			"col 1: the chain must start with decode or load, not blur",
 			"col 8: decode must be the first stage",
 			"col 17: save must be the last stage",
 			"col 36: a chain holds at most one histogram stage",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/npy"
 )
 
 // Kind says where a stage sits in a chain and what it consumes and produces.
@@ -22,6 +23,9 @@ const (
 	// SinkKind stages consume the final image, e.g. by encoding it into a file. A chain
 	// ends with at most one.
 	SinkKind
+	// ArrayKind stages map a float32 array (from a source stage with NewLoader) to an
+	// array, in place, or reduce it to one value for the report (StageDef.Reduces).
+	ArrayKind
 )
 
 // String returns the kind's name as `imgpipe stages` prints it.
@@ -33,6 +37,8 @@ func (k Kind) String() string {
 		return "pixel"
 	case SinkKind:
 		return "sink"
+	case ArrayKind:
+		return "array"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -121,6 +127,10 @@ type Encoder struct {
 	// DeviceOp, when set, is the encoding op (sched.Op.Encode) that gives Encode's bytes
 	// on a device: a GPU run whose device accepts it encodes there (see newGPURun).
 	DeviceOp *sched.Op
+	// EncodeArray, set for formats that hold float32 arrays (npy), writes an array chain's
+	// result; ArrayName names that encoding for the report.
+	EncodeArray func(w io.Writer, a *npy.Array) error
+	ArrayName   string
 	// Options are the save options Encode writes with; a GPU run's device JPEG encoder
 	// (jpegEncoderFor) reads the format and quality from them.
 	Options stages.SaveOptions
@@ -143,8 +153,18 @@ type StageDef struct {
 	// at most one, since the report has one histogram per input.
 	Histogram bool
 
-	// NewDecoder binds a SourceKind stage's parameters.
+	// NewDecoder binds the parameters of a SourceKind stage that makes images.
 	NewDecoder func(p Params) (*Decoder, error)
+	// NewLoader binds the parameters of a SourceKind stage that makes float32 arrays; a
+	// source stage has exactly one of NewDecoder and NewLoader, which decides whether its
+	// chain holds pixel stages or array stages.
+	NewLoader func(p Params) (*Loader, error)
+
+	// Array binds an ArrayKind stage's parameters into its CPU implementation.
+	Array func(p Params) (ArrayFunc, error)
+	// Reduces is true for an array stage whose value goes to the report under the stage's
+	// name (sum, min, max); the array passes through unchanged.
+	Reduces bool
 
 	// Shape declares a PixelKind stage's output shape.
 	Shape ShapeFunc
@@ -192,8 +212,12 @@ func (d *StageDef) check() error {
 	}
 	switch d.Kind {
 	case SourceKind:
-		if d.NewDecoder == nil {
-			return fmt.Errorf("stage %s: source stage without NewDecoder", d.Name)
+		if (d.NewDecoder == nil) == (d.NewLoader == nil) {
+			return fmt.Errorf("stage %s: source stage needs exactly one of NewDecoder and NewLoader", d.Name)
+		}
+	case ArrayKind:
+		if d.Array == nil {
+			return fmt.Errorf("stage %s: array stage without Array", d.Name)
 		}
 	case PixelKind:
 		if d.Shape == nil || (d.CPU == nil) == (d.GPUOnly == "") || (d.GPUOnly != "" && d.GPU == nil) {
@@ -211,6 +235,9 @@ func (d *StageDef) check() error {
 	}
 	if d.Histogram && d.Kind != PixelKind {
 		return fmt.Errorf("stage %s: only pixel stages attach a histogram", d.Name)
+	}
+	if d.Reduces && d.Kind != ArrayKind {
+		return fmt.Errorf("stage %s: only array stages reduce", d.Name)
 	}
 	seen := map[string]bool{}
 	for i := range d.Params {

@@ -26,7 +26,7 @@ func TestRegisterRefusesBadDefinitions(t *testing.T) {
 		{"no help", func(d *StageDef) { d.Help = "" }, "no help"},
 		{"pixel without CPU", func(d *StageDef) { d.CPU = nil }, "needs Shape and either CPU or GPUOnly"},
 		{"pixel without shape", func(d *StageDef) { d.Shape = nil }, "needs Shape and either CPU or GPUOnly"},
-		{"source without decoder", func(d *StageDef) { d.Kind = SourceKind }, "without NewDecoder"},
+		{"source without decoder", func(d *StageDef) { d.Kind = SourceKind }, "exactly one of NewDecoder and NewLoader"},
 		{"sink without encoder", func(d *StageDef) { d.Kind = SinkKind }, "without NewEncoder"},
 		{"unknown kind", func(d *StageDef) { d.Kind = 7 }, "unknown kind"},
 		{"histogram on a sink", func(d *StageDef) {
@@ -81,7 +81,7 @@ func TestBuiltinRegistry(t *testing.T) {
 	for _, d := range defs {
 		names = append(names, d.Name)
 	}
-	want := "decode blur boxblur crop flip grayscale histogram kernel resize rotate transpose save"
+	want := "decode load blur boxblur crop flip grayscale histogram kernel resize rotate transpose save add max min scale sum"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("Stages() = %s, want %s", got, want)
 	}

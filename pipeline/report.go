@@ -47,9 +47,14 @@ type ReportLine struct {
 	DecodeScale string   `json:"decode_scale,omitempty"`
 	Encoder     string   `json:"encoder,omitempty"`
 	Histogram   []uint64 `json:"histogram,omitempty"`
-	Error       string   `json:"error,omitempty"`
-	Pipeline    string   `json:"pipeline,omitempty"`
-	Size        int64    `json:"size,omitempty"`
+	// Shape is a loaded array's shape (absent for images; [] for a 0-d array).
+	Shape *[]int `json:"shape,omitempty"`
+	// Reductions holds the values of an array chain's reducing stages by stage name
+	// ({"sum": 1.5, "min": "NaN"}); see ReportFloat for NaN and Inf.
+	Reductions map[string]ReportFloat `json:"reductions,omitempty"`
+	Error      string                 `json:"error,omitempty"`
+	Pipeline   string                 `json:"pipeline,omitempty"`
+	Size       int64                  `json:"size,omitempty"`
 	// ModTime is the input file's modification time in nanoseconds since 1970 (UTC).
 	ModTime int64 `json:"mtime_ns,omitempty"`
 }
@@ -160,6 +165,16 @@ func (r *Result) Line() ReportLine {
 	}
 	if r.Histogram != nil {
 		l.Histogram = r.Histogram[:]
+	}
+	if r.Shape != nil {
+		shape := append([]int{}, r.Shape...)
+		l.Shape = &shape
+	}
+	if len(r.Reductions) > 0 {
+		l.Reductions = map[string]ReportFloat{}
+		for _, red := range r.Reductions {
+			l.Reductions[red.Stage] = ReportFloat(red.Value)
+		}
 	}
 	if r.Err != nil {
 		l.Error = r.Err.Error()

@@ -83,8 +83,8 @@ var ErrStopped = errors.New("stopped at the first failed input")
 // complete, and the inputs of abandoned batches are not reported). The Summary counts what
 // was reported in every case, and the report, if any, always ends with the summary line.
 func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (Summary, error) {
-	if plan == nil || plan.Decode == nil {
-		return Summary{}, errors.New("run: the plan has no decode stage; build it with Compile")
+	if plan == nil || (plan.Decode == nil && plan.Load == nil) {
+		return Summary{}, errors.New("run: the plan has no source stage; build it with Compile")
 	}
 	if src == nil || sink == nil {
 		return Summary{}, errors.New("run: nil source or sink")
@@ -105,8 +105,14 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if opt.Device == "" {
 		opt.Device = "cpu"
 	}
-	if plan.Decode.Note != "" && opt.Notice != nil {
+	if plan.Decode != nil && plan.Decode.Note != "" && opt.Notice != nil {
 		opt.Notice(plan.Decode.Note)
+	}
+	if plan.Load != nil && opt.GPU != nil {
+		if opt.Notice != nil {
+			opt.Notice("array stages have no GPU kernels yet: the chain runs on the CPU")
+		}
+		opt.GPU = nil
 	}
 	var be backend = cpuBackend{}
 	if opt.GPU != nil {
@@ -356,6 +362,7 @@ func (r *runner) settle(it *item) bool {
 		res.Status = StatusSkipped
 		res.Output, res.Width, res.Height = p.output(), p.Width, p.Height
 		res.Decoder, res.Encoder, res.DecodeScale = p.Decoder, p.Encoder, p.DecodeScale
+		res.Shape, res.Reductions = p.shape(), p.reductions()
 		if len(p.Histogram) == 256 {
 			res.Histogram = new([256]uint64)
 			copy(res.Histogram[:], p.Histogram)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/npy"
 )
 
 // Result is what became of one input.
@@ -40,6 +41,12 @@ type Result struct {
 	Histogram *[256]uint64
 	// Image is the final image. ToFolder drops it once written, to free memory early.
 	Image *stages.Image
+	// Array is the final array of an array chain (load | ...), kept like Image; Shape is
+	// the loaded array's shape and Reductions the values of its reducing stages, in
+	// chain order, for the report.
+	Array      *npy.Array
+	Shape      []int
+	Reductions []Reduction
 	// Encoded holds the encoded output for sinks that keep it in memory (Collect, ToChan).
 	Encoded []byte
 	// Err is the failure, as "stage: reason" (a *StageError, or the source's error).
@@ -106,7 +113,7 @@ func (s folderSink) Write(ctx context.Context, r *Result, enc *Encoder) error {
 		return fmt.Errorf("output name %q is not a relative path inside the output folder", r.Output)
 	}
 	m := r.Image
-	r.Image = nil
+	r.Image, r.Array = nil, nil // an array's encoder holds it
 	// The folder is opened per output, so that the sink holds no descriptor between runs;
 	// through it no link inside the folder is followed (see stages.WriteFileAtomicIn).
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
@@ -157,7 +164,7 @@ type discardSink struct{}
 
 func (discardSink) Write(_ context.Context, r *Result, enc *Encoder) error {
 	m := r.Image
-	r.Image, r.Output = nil, ""
+	r.Image, r.Array, r.Output = nil, nil, ""
 	if enc == nil {
 		return nil
 	}

@@ -369,7 +369,7 @@ func TestRunUsageErrors(t *testing.T) {
 			"  decode | blurr sigma=1.5 | save format=gif\n           ^ col 10: unknown stage \"blurr\" (did you mean \"blur\"?)",
 			"^ col 40: save: format=gif: want one of png, jpeg",
 		}},
-		{"planner", []string{"run", "-i", in, "-o", "OUT", "-p", "grayscale | save"}, exitUsage, []string{"col 1: the chain must start with decode, not grayscale"}},
+		{"planner", []string{"run", "-i", in, "-o", "OUT", "-p", "grayscale | save"}, exitUsage, []string{"col 1: the chain must start with decode or load, not grayscale"}},
 		{"no input", []string{"run", "-o", "OUT", "-p", "decode"}, exitUsage, []string{"no input folder: set input.dir in the job or -i"}},
 		{"no output", []string{"run", "-i", in, "-p", "decode | save"}, exitUsage, []string{"no output folder"}},
 		{"missing input", []string{"run", "-i", in + "/nope", "-o", "OUT", "-p", "decode"}, exitUsage, []string{"input folder: stat", "no such file or directory"}},

@@ -109,6 +109,9 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 	if err := checkFolders(job); err != nil {
 		return nil, nil, nil, err
 	}
+	if len(sel.Exts) == 0 {
+		sel.Exts = plan.InputExts() // load takes .npy files
+	}
 	in, err := openInputs(cmd.Context(), job, sel, cmd.InOrStdin())
 	if err != nil {
 		return nil, nil, nil, err

@@ -131,7 +131,7 @@ func TestParseErrors(t *testing.T) {
 		{"quoted spec string error column", "pipeline: \"decode | blurr\"\n", []string{`1:21: unknown stage "blurr"`}},
 		{"spec item param error", "pipeline:\n  - decode\n  - blur sigma=99\n", []string{`3:16: blur: sigma=99 is out of range`}},
 		{"planner", "pipeline:\n  - grayscale\n  - save\n  - decode\n", []string{
-			"2:5: the chain must start with decode, not grayscale",
+			"2:5: the chain must start with decode or load, not grayscale",
 			"3:5: save must be the last stage",
 			"4:5: decode must be the first stage, not stage 3",
 		}},

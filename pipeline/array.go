@@ -1,0 +1,374 @@
+package pipeline
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/array"
+	"github.com/imgpipe/imgpipe/stages/npy"
+)
+
+// Float32 arrays flow through the engine as items of their own kind: a chain that starts
+// with load (a source stage with NewLoader) reads .npy files into npy.Arrays and holds
+// array stages (ArrayKind) instead of pixel stages; Compile refuses a pixel stage in such a
+// chain and an array stage in an image chain. Array chains run on the CPU path, also on a
+// GPU run (Run says so once): the array stages have no GPU kernels yet.
+
+// ArrayFunc runs a bound array stage on the CPU. An elementwise stage changes a.Data in
+// place; a reduction (StageDef.Reduces) only reads it and returns its value. An error
+// fails the input (min of an empty array).
+type ArrayFunc func(a *npy.Array) (float32, error)
+
+// Loader is a bound source stage that reads float32 arrays.
+type Loader struct {
+	// MaxElements is the element limit checked against a file's header before anything is
+	// allocated for its data.
+	MaxElements int64
+}
+
+// ArrayStep is an array stage of a plan with its implementation bound.
+type ArrayStep struct {
+	Step
+	// Run is the bound CPU implementation.
+	Run ArrayFunc
+}
+
+// Reduction is one reduction's value for the report.
+type Reduction struct {
+	// Stage is the reducing stage's name (sum, min, max): its key in the report.
+	Stage string
+	Value float32
+}
+
+// Stage names of the array stages.
+const (
+	stageLoad  = "load"
+	stageScale = "scale"
+	stageAdd   = "add"
+	stageSum   = "sum"
+	stageMin   = "min"
+	stageMax   = "max"
+)
+
+// npyFormat is save's format name (stages.SaveFormats) that also writes float32 arrays.
+const npyFormat = "npy"
+
+// DefaultMaxElements is load's default element limit: 400 MB of float32 data, the bytes
+// of decode's default pixel limit as RGB plus a margin.
+const DefaultMaxElements = 100 << 20
+
+// float32Range is the range of a float32 parameter: finite single-precision values.
+var float32Range = &Range{Min: -math.MaxFloat32, Max: math.MaxFloat32}
+
+var loadDef = &StageDef{
+	Name: stageLoad,
+	Kind: SourceKind,
+	Help: "read a NumPy .npy float32 array (any shape, C order) for the array stages",
+	Doc: `Reads each input as a .npy file of little-endian float32 ('<f4') in C order, any shape
+(0-d and zero-length axes included), format 1.0 to 3.0. The header is checked in full
+before the data is allocated: other element types, Fortran order, a bad header, short
+data or more than max_elements elements fail the input with a clear error, and the run
+goes on. A folder walk takes *.npy files. The chain holds array stages (scale, add, sum,
+min, max) and may end with save format=npy; pixel stages refuse arrays. Array chains run
+on the CPU, also on a GPU run. The report gives each input's shape.`,
+	Params: []ParamSpec{
+		{Name: "max_elements", Kind: Int, Default: int64(DefaultMaxElements), Range: &Range{Min: 1, Max: 1 << 40},
+			Help: "refuse arrays with more elements than this"},
+	},
+	NewLoader: func(p Params) (*Loader, error) { return &Loader{MaxElements: p.Int("max_elements")}, nil },
+}
+
+var scaleDef = &StageDef{
+	Name: stageScale,
+	Kind: ArrayKind,
+	Help: "multiply every element by factor, in float32: x = float32(x*factor)",
+	Doc: `factor is rounded to float32 once; each product is one IEEE single-precision
+multiplication, rounded to nearest even (numpy's float32 array * factor). NaN and Inf
+propagate as IEEE says (Inf*0 is NaN).`,
+	Params: []ParamSpec{
+		{Name: "factor", Kind: Float, Default: 1.0, Range: float32Range, Help: "the multiplier"},
+	},
+	Array: func(p Params) (ArrayFunc, error) {
+		f := float32(p.Float("factor"))
+		return func(a *npy.Array) (float32, error) { array.Scale(a.Data, f); return 0, nil }, nil
+	},
+}
+
+var addDef = &StageDef{
+	Name: stageAdd,
+	Kind: ArrayKind,
+	Help: "add value to every element, in float32: x = float32(x+value)",
+	Doc: `value is rounded to float32 once; each sum is one IEEE single-precision addition,
+rounded to nearest even (numpy's float32 array + value). Inf + -Inf is NaN.`,
+	Params: []ParamSpec{
+		{Name: "value", Kind: Float, Default: 0.0, Range: float32Range, Help: "the addend"},
+	},
+	Array: func(p Params) (ArrayFunc, error) {
+		v := float32(p.Float("value"))
+		return func(a *npy.Array) (float32, error) { array.Add(a.Data, v); return 0, nil }, nil
+	},
+}
+
+var sumDef = &StageDef{
+	Name:    stageSum,
+	Kind:    ArrayKind,
+	Reduces: true,
+	Help:    "float32 sum of the elements, in a fixed block-tree order, into the report",
+	Doc: `Adds in float32 in a fixed order, so every machine gives the same bits: blocks of 256
+consecutive elements, each reduced as a tree with halving strides (s[i] += s[i+stride] for
+stride 128, 64, ..., 1 and i+stride inside the block), then the block sums reduced the same
+way, until one value remains (see stages/array.Sum). An empty array sums to 0; a NaN
+makes the sum NaN. The array passes through; the report's reductions.sum holds the value.`,
+	Array: func(Params) (ArrayFunc, error) {
+		return func(a *npy.Array) (float32, error) { return array.Sum(a.Data), nil }, nil
+	},
+}
+
+var minDef = &StageDef{
+	Name:    stageMin,
+	Kind:    ArrayKind,
+	Reduces: true,
+	Help:    "least element (NaN if any, -0 below +0) into the report",
+	Doc: `The least element, in the order where -0 < +0; an array holding a NaN gives NaN (like
+numpy.min). An empty array fails the input. The array passes through; the report's
+reductions.min holds the value.`,
+	Array: func(Params) (ArrayFunc, error) {
+		return func(a *npy.Array) (float32, error) { return array.Min(a.Data) }, nil
+	},
+}
+
+var maxDef = &StageDef{
+	Name:    stageMax,
+	Kind:    ArrayKind,
+	Reduces: true,
+	Help:    "greatest element (NaN if any, +0 above -0) into the report",
+	Doc: `The greatest element, in the order where -0 < +0; an array holding a NaN gives NaN
+(like numpy.max). An empty array fails the input. The array passes through; the report's
+reductions.max holds the value.`,
+	Array: func(Params) (ArrayFunc, error) {
+		return func(a *npy.Array) (float32, error) { return array.Max(a.Data) }, nil
+	},
+}
+
+// arrayDefs are the array stages, registered with the builtin ones.
+var arrayDefs = []*StageDef{loadDef, scaleDef, addDef, sumDef, minDef, maxDef}
+
+// isArrayChain reports whether steps start with a source stage that loads arrays.
+func isArrayChain(steps []Step) bool {
+	return len(steps) > 0 && steps[0].Def != nil && steps[0].Def.NewLoader != nil
+}
+
+// compileArrayStep binds an array stage into plan, or refuses a stage of the wrong data:
+// a pixel stage in an array chain (arrays set), an array stage in an image chain. seen
+// holds the reductions met so far. It returns the problem, if any.
+func compileArrayStep(plan *Plan, s Step, arrays bool, seen map[string]bool) error {
+	switch s.Def.Kind {
+	case PixelKind:
+		return fmt.Errorf("stage %s takes images, but %s gives float32 arrays: use array stages (%s)", s.Def.Name, stageLoad, arrayStageNames())
+	case ArrayKind:
+		if !arrays {
+			return fmt.Errorf("stage %s takes float32 arrays: start the chain with %s, not an image source", s.Def.Name, stageLoad)
+		}
+		if s.Def.Reduces {
+			if seen[s.Def.Name] {
+				return fmt.Errorf("a chain holds %s at most once (the report has one value per reduction)", s.Def.Name)
+			}
+			seen[s.Def.Name] = true
+		}
+		run, err := s.Def.Array(s.Params)
+		if err != nil {
+			return fmt.Errorf("%s: %v", s.Def.Name, err)
+		}
+		plan.Arrays = append(plan.Arrays, ArrayStep{Step: s, Run: run})
+	}
+	return nil
+}
+
+// arrayStageNames lists the array stages for messages.
+func arrayStageNames() string {
+	names := ""
+	for _, d := range arrayDefs {
+		if d.Kind == ArrayKind {
+			if names != "" {
+				names += ", "
+			}
+			names += d.Name
+		}
+	}
+	return names
+}
+
+// processArray runs an array chain on one input on the CPU: read the .npy file, run the
+// array stages in place, and hand the array to the sink.
+func (r *runner) processArray(it *item, w *worker) {
+	res := &it.res
+	stage := stageLoad
+	defer func() {
+		if p := recover(); p != nil {
+			failWith(res, stage, fmt.Errorf("panic: %v", p))
+		}
+	}()
+	t0 := time.Now()
+	a, release, err := r.loadArray(it.in)
+	r.span(w.track, stage, it.in.Name, t0)
+	if err != nil {
+		if r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()) {
+			it.dropped = true
+			return
+		}
+		failWith(res, stage, err)
+		return
+	}
+	defer release()
+	res.Shape = append([]int{}, a.Shape...)
+	chainStart := time.Now()
+	for _, as := range r.plan.Arrays {
+		stage = as.Def.Name
+		t0 := time.Now()
+		v, err := as.Run(a)
+		r.span(w.track, stage, it.in.Name, t0)
+		if err != nil {
+			failWith(res, stage, err)
+			return
+		}
+		if as.Def.Reduces {
+			res.Reductions = append(res.Reductions, Reduction{Stage: as.Def.Name, Value: v})
+		}
+	}
+	since(&r.phases.chain, chainStart)
+	res.Array = a
+	var enc *Encoder
+	if save := r.plan.Save; save != nil {
+		enc = &Encoder{Ext: save.Ext, Name: save.ArrayName, Options: save.Options, Encode: func(w io.Writer, _ *stages.Image) error {
+			return save.EncodeArray(w, a)
+		}}
+	}
+	r.store(it, w.track, enc)
+}
+
+// loadArray reads an input's .npy array, with the memory budget charged for it before
+// its data is read (twice the file's size: the raw bytes and the decoded floats).
+func (r *runner) loadArray(in Input) (*npy.Array, func(), error) {
+	var (
+		rd   io.Reader
+		size int64
+	)
+	switch {
+	case in.Image != nil:
+		return nil, nil, errors.New("input is an image; load reads .npy files")
+	case in.Data != nil:
+		rd, size = bytes.NewReader(in.Data), int64(len(in.Data))
+	case in.Open != nil:
+		rc, n, err := in.Open(r.ctx)
+		if err != nil {
+			return nil, nil, pathless(err)
+		}
+		defer rc.Close()
+		rd, size = rc, n
+	case in.Path == "":
+		return nil, nil, errors.New("input has no path, data or image")
+	default:
+		f, err := os.Open(in.Path)
+		if err != nil {
+			return nil, nil, pathless(err)
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, nil, pathless(err)
+		}
+		rd, size = f, fi.Size()
+	}
+	release, err := r.mem.acquire(r.ctx, 2*size)
+	if err != nil {
+		return nil, nil, err
+	}
+	t0 := time.Now()
+	a, err := npy.Read(rd, r.plan.Load.MaxElements)
+	since(&r.phases.read, t0)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return a, release, nil
+}
+
+// ReportFloat is a float32 in the report. A finite value is a JSON number with the fewest
+// digits that read back to the same float32 (strconv's shortest form); NaN, +Inf and -Inf,
+// which JSON numbers cannot hold, are the strings "NaN", "Infinity" and "-Infinity"
+// (JavaScript's and Python's names).
+type ReportFloat float32
+
+// MarshalJSON writes f as described on ReportFloat.
+func (f ReportFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	switch {
+	case math.IsNaN(v):
+		return []byte(`"NaN"`), nil
+	case math.IsInf(v, 1):
+		return []byte(`"Infinity"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-Infinity"`), nil
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 32), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (f *ReportFloat) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case `"NaN"`:
+		*f = ReportFloat(math.NaN())
+		return nil
+	case `"Infinity"`:
+		*f = ReportFloat(math.Inf(1))
+		return nil
+	case `"-Infinity"`:
+		*f = ReportFloat(math.Inf(-1))
+		return nil
+	}
+	v, err := strconv.ParseFloat(string(b), 32)
+	if err != nil {
+		return fmt.Errorf("report value %s: want a float32 number, \"NaN\", \"Infinity\" or \"-Infinity\"", b)
+	}
+	*f = ReportFloat(v)
+	return nil
+}
+
+// shape is the array shape of a line read back; nil for an image's.
+func (l *ReportLine) shape() []int {
+	if l.Shape == nil {
+		return nil
+	}
+	return append([]int{}, *l.Shape...)
+}
+
+// reductions are the reductions of a line read back, by stage name in sorted order.
+func (l *ReportLine) reductions() []Reduction {
+	if len(l.Reductions) == 0 {
+		return nil
+	}
+	out := make([]Reduction, 0, len(l.Reductions))
+	for name, v := range l.Reductions {
+		out = append(out, Reduction{Stage: name, Value: float32(v)})
+	}
+	slices.SortFunc(out, func(a, b Reduction) int { return strings.Compare(a.Stage, b.Stage) })
+	return out
+}
+
+// InputExts are the file extensions a folder walk takes for the plan's source when no
+// others are asked for: "npy" for an array chain, nil (DefaultExts) for images.
+func (p *Plan) InputExts() []string {
+	if p.Load != nil {
+		return []string{npyFormat}
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+// Package array holds the CPU reference implementations of imgpipe's float32 array stages
+// (scale, add, sum, min, max) over the data of a .npy array in C order. Every result is
+// defined to the bit, so that a GPU kernel can reproduce it:
+//
+//   - Scale and Add are elementwise IEEE single precision: x*f and x+v rounded to float32
+//     once, exactly as Go computes them on float32 operands (no fused operations).
+//   - Sum adds in the fixed order SumOrder documents, so it does not depend on threads.
+//   - Min and Max use a total order in which NaN wins and -0 is below +0, so they do not
+//     depend on the order either.
+//
+// NaN and ±Inf are ordinary inputs: they propagate as IEEE arithmetic says (Inf + -Inf is
+// NaN; a sum holding a NaN is NaN; min and max of an array holding a NaN are NaN, like
+// numpy.min and numpy.max).
+package array
+
+import (
+	"errors"
+	"math"
+)
+
+// Block is the number of elements that one step of Sum reduces to one partial sum: a GPU
+// reduces one block of Block elements per thread block in shared memory.
+const Block = 256
+
+// ErrEmpty is the error of Min and Max of an array without elements (numpy raises one too).
+var ErrEmpty = errors.New("array has no elements")
+
+// Scale sets x[i] = x[i]*f for every i, each product rounded to float32.
+func Scale(x []float32, f float32) {
+	for i, v := range x {
+		x[i] = v * f
+	}
+}
+
+// Add sets x[i] = x[i]+v for every i, each sum rounded to float32.
+func Add(x []float32, v float32) {
+	for i, e := range x {
+		x[i] = e + v
+	}
+}
+
+// Sum returns the float32 sum of x in the order SumOrder documents; 0 for no elements.
+//
+// SumOrder: x is cut into blocks of Block consecutive elements (the last may be shorter).
+// Each block of n elements is reduced as a tree with halving strides, as a GPU thread
+// block does in shared memory: for stride = Block/2, Block/4, ..., 1, in that order,
+// s[i] = s[i] + s[i+stride] for every i < stride with i+stride < n; s[0] is the block's
+// sum. The block sums, in block order, form a new array that is reduced the same way, and
+// so on until one value remains. Every addition is rounded to float32.
+func Sum(x []float32) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	var buf [Block]float32
+	level := x
+	for {
+		partial := make([]float32, (len(level)+Block-1)/Block)
+		for b := range partial {
+			blk := level[b*Block : min(len(level), (b+1)*Block)]
+			partial[b] = blockSum(&buf, blk)
+		}
+		if len(partial) == 1 {
+			return partial[0]
+		}
+		level = partial
+	}
+}
+
+// blockSum reduces at most Block elements as Sum's tree does, in buf.
+func blockSum(buf *[Block]float32, blk []float32) float32 {
+	n := copy(buf[:], blk)
+	for stride := Block / 2; stride > 0; stride /= 2 {
+		for i := 0; i < stride && i+stride < n; i++ {
+			buf[i] += buf[i+stride]
+		}
+	}
+	return buf[0]
+}
+
+// Min returns the least element of x in the total order where -0 < +0 and a NaN is below
+// everything (so the minimum of an array holding a NaN is NaN), or ErrEmpty.
+func Min(x []float32) (float32, error) {
+	return extreme(x, func(a, b float32) bool { return a < b || (a == b && math.Signbit(float64(a))) })
+}
+
+// Max returns the greatest element of x in the total order where -0 < +0 and a NaN is
+// above everything (so the maximum of an array holding a NaN is NaN), or ErrEmpty.
+func Max(x []float32) (float32, error) {
+	return extreme(x, func(a, b float32) bool { return a > b || (a == b && !math.Signbit(float64(a))) })
+}
+
+// extreme returns the element that beats every other by better, a NaN beating all: the
+// first NaN's bits are returned, since NaN payloads are kept as they are.
+func extreme(x []float32, better func(a, b float32) bool) (float32, error) {
+	if len(x) == 0 {
+		return 0, ErrEmpty
+	}
+	best := x[0]
+	for _, v := range x {
+		if best != best {
+			return best, nil
+		}
+		if v != v || better(v, best) {
+			best = v
+		}
+	}
+	return best, nil
+}
