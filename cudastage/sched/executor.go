@@ -171,6 +171,10 @@ type Executor struct {
 	quit     chan struct{}
 	finished chan struct{}
 	unwatch  func() bool
+	// allocDone is closed when allocRest ended; allocStop cancels its
+	// context (stop calls it).
+	allocDone chan struct{}
+	allocStop context.CancelFunc
 
 	trace        Tracer
 	streamTracks []string
@@ -198,24 +202,29 @@ type Executor struct {
 	onOpen func(*slot)
 }
 
-// New allocates the slots and streams on dev and starts the executor. The
-// executor stops when ctx is cancelled. The caller must call Close.
+// New allocates the streams and the first slot on dev and starts the
+// executor; the other slots get their memory in the background, each joining
+// the free list when it has it (allocRest), so that the first batch does not
+// wait for all of it. The memory is checked against the limits before any
+// is taken. The executor stops when ctx is cancelled, or with the error
+// when a slot's memory cannot be had. The caller must call Close.
 func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 	if err := cfg.check(dev); err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
 	e := &Executor{
-		dev:      dev,
-		cfg:      cfg,
-		chain:    newChain(cfg.Ops, cfg.SlotBytes),
-		free:     make(chan *slot, cfg.Slots),
-		opened:   make(chan struct{}),
-		ready:    make(chan *slot, cfg.Slots),
-		inflight: make(chan *slot, cfg.Slots),
-		results:  make(chan *Result, cfg.Slots*cfg.Batch),
-		quit:     make(chan struct{}),
-		finished: make(chan struct{}),
-		trace:    cfg.Trace,
+		dev:       dev,
+		cfg:       cfg,
+		chain:     newChain(cfg.Ops, cfg.SlotBytes),
+		free:      make(chan *slot, cfg.Slots),
+		opened:    make(chan struct{}),
+		ready:     make(chan *slot, cfg.Slots),
+		inflight:  make(chan *slot, cfg.Slots),
+		results:   make(chan *Result, cfg.Slots*cfg.Batch),
+		quit:      make(chan struct{}),
+		finished:  make(chan struct{}),
+		allocDone: make(chan struct{}),
+		trace:     cfg.Trace,
 	}
 	e.phases = phases(len(cfg.Ops), e.chain.encode != nil)
 	e.stats = Stats{Device: dev.Name(), Streams: cfg.Streams, Slots: cfg.Slots, Batch: cfg.Batch, SlotBytes: cfg.SlotBytes}
@@ -250,12 +259,13 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 	for i := range e.streams {
 		e.submitTracks = append(e.submitTracks, fmt.Sprintf("%s submit %d", dev.Name(), i))
 	}
-	for _, s := range e.slots {
-		e.free <- s
-	}
+	e.free <- e.slots[0]
+	var allocCtx context.Context
+	allocCtx, e.allocStop = context.WithCancel(ctx)
 	e.unwatch = context.AfterFunc(ctx, func() { e.stop(context.Cause(ctx)) })
 	go e.submitter()
 	go e.waiter()
+	go e.allocRest(allocCtx)
 	return e, nil
 }
 
@@ -273,6 +283,7 @@ func (e *Executor) stop(err error) {
 	e.halted = true
 	e.err = err
 	close(e.quit)
+	e.allocStop()
 	e.closeInputLocked()
 }
 
@@ -287,6 +298,7 @@ func (e *Executor) isHalted() bool {
 // or the context's error.
 func (e *Executor) Wait() error {
 	<-e.finished
+	<-e.allocDone
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.err
@@ -309,6 +321,8 @@ func (e *Executor) Close() error {
 	for r := range e.results {
 		r.Release()
 	}
+	e.allocStop()
+	<-e.allocDone // no slot gets memory while freeAll runs
 	return e.onDeviceThread(e.freeAll)
 }
 

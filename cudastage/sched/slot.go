@@ -3,6 +3,7 @@ package sched
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/devmem"
@@ -201,9 +202,11 @@ func (e *Executor) allocate(ctx context.Context) error {
 		for j := range s.calls {
 			s.calls[j].Images = make([]OpImage, 0, c.Batch)
 		}
-		if err := e.allocSlot(ctx, s); err != nil {
-			return err
-		}
+	}
+	// Only the first slot's memory is taken here; allocRest takes the
+	// others while the first batch fills (see New).
+	if err := e.allocSlot(ctx, e.slots[0]); err != nil {
+		return err
 	}
 	// The base event anchors device times on the host clock: once it has
 	// completed, the host's now is (within the wait's latency) its time.
@@ -215,6 +218,31 @@ func (e *Executor) allocate(ctx context.Context) error {
 	}
 	e.hostBase = time.Now()
 	return nil
+}
+
+// allocRest takes the memory of every slot but the first, one slot at a
+// time, on the device thread, and puts each on the free list as soon as it
+// has its memory: page-locking GiBs takes long (about a second for 2 GiB),
+// and the first batch needs only one slot. A failure stops the executor
+// with the error; a stop ends it early (ctx is cancelled by stop). Close
+// waits for it (allocDone) before freeing.
+func (e *Executor) allocRest(ctx context.Context) {
+	defer close(e.allocDone)
+	err := e.onDeviceThread(func() error {
+		for _, s := range e.slots[1:] {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err := e.allocSlot(ctx, s); err != nil {
+				return fmt.Errorf("slot %d: %w", s.id, err)
+			}
+			e.free <- s // free has room for every slot
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		e.stop(fmt.Errorf("executor on %s: %w", e.dev.Name(), err))
+	}
 }
 
 // allocSlot takes a slot's buffers from the pools (see slotBufs) and makes
