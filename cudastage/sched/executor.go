@@ -49,8 +49,9 @@ type Config struct {
 	// [1, MaxSlots]; the caller sets it. pipeline.DefaultSlots gives
 	// Streams+2: one per stream on the device, one being filled by decode
 	// workers, and one held by save workers. Memory is bounded by Slots × the
-	// slot size: New takes every buffer from the pools, and nothing is
-	// allocated per batch.
+	// slot size: every buffer is taken from the pools once (the first slot's
+	// by New, the others' in the background), and nothing is allocated per
+	// batch.
 	Slots int
 	// Batch is the most images a slot takes, in [1, MaxBatch]; the caller
 	// sets it.
@@ -60,6 +61,14 @@ type Config struct {
 	// for Batch 1080p RGB frames). Every buffer of the segment has this
 	// capacity, since no op makes more bytes than it reads.
 	SlotBytes int
+	// HostInBytes, when positive, is the capacity of a slot's page-locked
+	// input, in [Align, SlotBytes]: it holds the raw images' pixels and the
+	// files' bytes (ReserveFile), while the decoded pixels live only on the
+	// device (SlotBytes). A caller whose inputs are mostly files sets it
+	// from their bytes, so that no page-locked memory is held for pixels
+	// that never cross the link; a raw image larger than it is ErrTooLarge.
+	// 0 means SlotBytes.
+	HostInBytes int
 	// Linger, when positive, seals a partly filled slot this long after it
 	// opened, so that a slow or paused input never holds images back. Zero or
 	// negative: a slot is sealed only when full, on Flush or on CloseInput.
@@ -116,7 +125,18 @@ func (c Config) check(dev Device) error {
 	if c.SlotBytes < Align || c.SlotBytes > MaxSlotBytes {
 		errs = append(errs, fmt.Errorf("slot bytes %d out of range [%d, %d]", c.SlotBytes, Align, MaxSlotBytes))
 	}
+	if c.HostInBytes != 0 && (c.HostInBytes < Align || c.HostInBytes > c.SlotBytes) {
+		errs = append(errs, fmt.Errorf("host input bytes %d out of range [%d, slot bytes %d]", c.HostInBytes, Align, c.SlotBytes))
+	}
 	return errors.Join(errs...)
+}
+
+// hostIn is the capacity of a slot's page-locked input (see HostInBytes).
+func (c Config) hostIn() int {
+	if c.HostInBytes > 0 {
+		return c.HostInBytes
+	}
+	return c.SlotBytes
 }
 
 // Executor runs one device segment over a stream of images with Streams
