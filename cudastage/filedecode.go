@@ -40,12 +40,19 @@ type jpegCodec struct {
 	capacity       int // files per batched call
 	cuda           *nvjpeg.Handle
 
+	// parsers is DecodeRoute's free list: a channel, so that taking and
+	// returning a parser never contends on mu with the streams' decoders.
+	parsers chan *routeParser
+
 	mu       sync.Mutex
 	route    *nvjpeg.ImageDecoder // answers Supported for DecodeRoute, under mu
-	parsers  []*routeParser       // free list for DecodeRoute
 	streams  map[sched.Stream]*streamCodec
-	allParse []*routeParser // every parser made, for close
+	allParse []*routeParser // every parser kept, for close
 }
+
+// maxRouteParsers bounds the parsers DecodeRoute makes: one per concurrent
+// decode worker; callers beyond it wait for a free one.
+const maxRouteParsers = 256
 
 // routeParser parses files for DecodeRoute; one per concurrent caller.
 type routeParser struct{ hw, cuda *nvjpeg.Stream }
@@ -87,6 +94,7 @@ func (c *jpegCodec) open() (err error) {
 	c.mu.Lock()
 	c.streams = map[sched.Stream]*streamCodec{}
 	c.mu.Unlock()
+	c.parsers = make(chan *routeParser, maxRouteParsers)
 	hw, err := nvjpeg.NewHandle(nvjpeg.BackendHardware)
 	if err != nil {
 		c.hwErr = err
@@ -146,31 +154,55 @@ func (d *Device) WarmDecoder(s sched.Stream, batch int) error {
 // file and nvjpegDecodeBatchedSupported accepts it for the hardware engines,
 // else RouteCUDA when the CUDA decoder takes it, else "" (not a JPEG,
 // corrupt headers, CMYK, no nvJPEG: the CPU decodes it).
+//
+// Decode workers call it for every file, concurrently: the common case (the
+// hardware engines take the file) parses the header once, on the calling
+// thread, with a parser from a channel free list, and takes no lock. Parsing
+// and nvjpegDecodeBatchedSupported work on host memory only (nvJPEG's
+// parser API takes no CUDA stream and touches no device memory), so they
+// need no context bound (g.Do); creating a parser and asking the CUDA
+// decoder, which may hold device state, still bind it.
 func (d *Device) DecodeRoute(data []byte) string {
 	c, err := d.jpeg()
 	if err != nil || len(data) < 2 || data[0] != 0xFF || data[1] != 0xD8 {
 		return "" // the SOI check only spares nvJPEG the other formats
 	}
-	route := ""
+	p, err := d.parser(c)
+	if err != nil {
+		return ""
+	}
+	defer c.putParser(p)
+	route, decided := c.hwRoute(p, data)
+	if decided {
+		return route
+	}
 	_ = d.g.Do(func() error {
-		p, err := c.parser()
-		if err != nil {
-			return err
-		}
-		defer c.putParser(p)
-		route = c.routeOf(p, data)
+		route = c.cudaRoute(p, data)
 		return nil
 	})
 	return route
 }
 
-// routeOf decides with parser p's streams (see DecodeRoute).
-func (c *jpegCodec) routeOf(p *routeParser, data []byte) string {
-	if p.hw != nil && p.hw.ParseHeader(data) == nil && rgbCapable(p.hw) {
-		if ok, err := p.hw.BatchedSupported(); err == nil && ok {
-			return RouteHW
-		}
+// hwRoute is DecodeRoute's answer from one header parse: RouteHW when the
+// hardware engines take the file, "" when no nvJPEG decoder can (the
+// header does not parse, or its components are not 1 or 3: the CUDA
+// decoder's parser would say the same), and decided false when only the
+// CUDA decoder can tell.
+func (c *jpegCodec) hwRoute(p *routeParser, data []byte) (route string, decided bool) {
+	if p.hw == nil {
+		return "", false
 	}
+	if p.hw.ParseHeader(data) != nil || !rgbCapable(p.hw) {
+		return "", true
+	}
+	if ok, err := p.hw.BatchedSupported(); err == nil && ok {
+		return RouteHW, true
+	}
+	return "", false
+}
+
+// cudaRoute asks the CUDA decoder (see DecodeRoute), on a bound thread.
+func (c *jpegCodec) cudaRoute(p *routeParser, data []byte) string {
 	if p.cuda.ParseHeader(data) != nil || !rgbCapable(p.cuda) {
 		return ""
 	}
@@ -190,25 +222,36 @@ func rgbCapable(js *nvjpeg.Stream) bool {
 	return err == nil && (n == 1 || n == 3)
 }
 
-// parser takes a free routeParser or makes one (on a bound thread).
-func (c *jpegCodec) parser() (*routeParser, error) {
-	c.mu.Lock()
-	if n := len(c.parsers); n > 0 {
-		p := c.parsers[n-1]
-		c.parsers = c.parsers[:n-1]
-		c.mu.Unlock()
+// parser takes a free routeParser, or makes one on a bound thread (once per
+// concurrent caller over a run, up to maxRouteParsers; beyond, it waits for
+// one to be returned).
+func (d *Device) parser(c *jpegCodec) (*routeParser, error) {
+	select {
+	case p := <-c.parsers:
 		return p, nil
+	default:
 	}
+	c.mu.Lock()
+	full := len(c.allParse) >= maxRouteParsers
 	c.mu.Unlock()
-	p := &routeParser{}
-	var err error
-	if p.cuda, err = c.cuda.NewStream(); err != nil {
-		return nil, err
+	if full {
+		return <-c.parsers, nil
 	}
-	if c.hw != nil {
-		if p.hw, err = c.hw.NewStream(); err != nil {
-			return nil, errors.Join(err, p.cuda.Destroy())
+	p := &routeParser{}
+	err := d.g.Do(func() error {
+		var err error
+		if p.cuda, err = c.cuda.NewStream(); err != nil {
+			return err
 		}
+		if c.hw != nil {
+			if p.hw, err = c.hw.NewStream(); err != nil {
+				return errors.Join(err, p.cuda.Destroy())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	c.allParse = append(c.allParse, p)
@@ -216,11 +259,9 @@ func (c *jpegCodec) parser() (*routeParser, error) {
 	return p, nil
 }
 
-func (c *jpegCodec) putParser(p *routeParser) {
-	c.mu.Lock()
-	c.parsers = append(c.parsers, p)
-	c.mu.Unlock()
-}
+// putParser returns p to the free list, which has room for every parser
+// made.
+func (c *jpegCodec) putParser(p *routeParser) { c.parsers <- p }
 
 // forStream returns stream s's decoders, making them on first use.
 func (c *jpegCodec) forStream(s sched.Stream) (*streamCodec, error) {

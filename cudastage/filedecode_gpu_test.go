@@ -80,7 +80,7 @@ func TestOrientKernel(t *testing.T) {
 
 // jpegDevice opens the test GPU as a Device with nvJPEG, or skips (fails
 // under IMGPIPE_REQUIRE_GPU=1) when nvJPEG is missing.
-func jpegDevice(t *testing.T) *Device {
+func jpegDevice(t testing.TB) *Device {
 	t.Helper()
 	d, closeDev, err := Open(cutest.Require(t))
 	if err != nil {
@@ -210,7 +210,7 @@ func goJPEG(t *testing.T, w, h int, gray bool) []byte {
 	return buf.Bytes()
 }
 
-func readFixture(t *testing.T, path string) []byte {
+func readFixture(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -70,6 +70,19 @@ func DefaultSlots(streams int) int { return streams + 2 }
 // page-locked budget sets it: room for batch 1080p RGB frames.
 func DefaultSlotBytes(batch int) int { return batch * int(alignTo(1920*1080*3, sched.Align)) }
 
+// fileHostShare is how much smaller a slot's page-locked input is than its device input
+// when files go to the device decoder (sched.Config.HostInBytes): the page-locked input
+// then holds the files' bytes (and the pixels of inputs the CPU decodes), the device input
+// their decoded pixels. A JPEG photo's file is well under a quarter of its pixels' bytes
+// (about an eighth at quality 90); a batch whose files fill it is sealed early, and a
+// CPU-decoded image larger than it runs its chain on the CPU.
+const fileHostShare = 4
+
+// hostInFor is the page-locked input of a slot of slotBytes whose inputs are files.
+func hostInFor(slotBytes int) int {
+	return max(sched.Align, slotBytes/fileHostShare&^(sched.Align-1))
+}
+
 // executionSettings defines every Execution field once: its name, type, default, range and
 // help. It is the only place that holds them: the YAML job's execution mapping, the CLI's
 // flags and their --help, imgpipe bench's flags and GPUOptions' checks all derive from it.

@@ -122,16 +122,7 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 		return nil, fmt.Errorf("run: GPU settings out of range: streams %d (max %d), batch %d (max %d), slots %d (max %d)",
 			cfg.Streams, settingMax("streams"), cfg.Batch, settingMax("batch"), cfg.Slots, sched.MaxSlots)
 	}
-	if o.PinnedBytes > 0 {
-		cfg.MaxHostBytes = o.PinnedBytes
-		if cfg.SlotBytes == 0 {
-			if cfg.SlotBytes, err = slotBytesFor(o.Device, cfg, o.PinnedBytes); err != nil {
-				return nil, err
-			}
-		}
-	}
-	cfg.SlotBytes = cmp.Or(cfg.SlotBytes, DefaultSlotBytes(cfg.Batch))
-	g := &gpuRun{dev: o.Device, cfg: cfg, jpeg: jpegEncoderFor(plan, o.Device)}
+	g := &gpuRun{dev: o.Device, jpeg: jpegEncoderFor(plan, o.Device)}
 	if g.files, err = fileDecoderFor(plan, o.Device); err != nil {
 		return nil, err
 	}
@@ -142,8 +133,23 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 		}
 		g.files = nil
 	}
+	files := g.files != nil
+	if o.PinnedBytes > 0 {
+		cfg.MaxHostBytes = o.PinnedBytes
+		if cfg.SlotBytes == 0 {
+			if cfg.SlotBytes, err = slotBytesFor(o.Device, cfg, o.PinnedBytes, files); err != nil {
+				return nil, err
+			}
+		}
+	}
+	cfg.SlotBytes = cmp.Or(cfg.SlotBytes, DefaultSlotBytes(cfg.Batch))
+	if files {
+		// Files cross the link, not pixels: the page-locked input holds their bytes.
+		cfg.HostInBytes = hostInFor(cfg.SlotBytes)
+	}
 	// Files go to the device: warm its decoder up while the first files are read.
-	g.cfg.WarmDecoder = g.files != nil
+	cfg.WarmDecoder = files
+	g.cfg = cfg
 	return g, nil
 }
 
@@ -162,9 +168,10 @@ func deviceOps(plan *Plan, dev sched.Device, encode bool) ([]sched.Op, error) {
 }
 
 // slotBytesFor is the largest slot capacity whose slots fit in budget bytes of page-locked
-// memory: each slot holds an input region, an output region when an op makes an image,
-// histograms and launch tables (as sched.Executor allocates them).
-func slotBytesFor(dev sched.Device, cfg sched.Config, budget int64) (int, error) {
+// memory: each slot holds an input region (hostInFor of it when files go to the device),
+// an output region when an op makes an image, histograms and launch tables (as
+// sched.Executor allocates them).
+func slotBytesFor(dev sched.Device, cfg sched.Config, budget int64, files bool) (int, error) {
 	regions, fixed := int64(1), int64(0)
 	for _, op := range cfg.Ops {
 		if op.Hist {
@@ -180,6 +187,11 @@ func slotBytesFor(dev sched.Device, cfg sched.Config, budget int64) (int, error)
 		}
 	}
 	per := (budget/int64(cfg.Slots) - fixed) / regions
+	if files && regions == 2 {
+		// The input region is a share of the output's (hostInFor, which rounds it
+		// down): per + per/share fits in the room.
+		per = (budget/int64(cfg.Slots) - fixed) * fileHostShare / (fileHostShare + 1)
+	}
 	per = min(per, sched.MaxSlotBytes) &^ (sched.Align - 1)
 	if per < sched.Align {
 		return 0, fmt.Errorf("run: a page-locked budget of %d MiB is too small for %d slots of batch %d", budget>>20, cfg.Slots, cfg.Batch)

@@ -49,8 +49,9 @@ type Config struct {
 	// [1, MaxSlots]; the caller sets it. pipeline.DefaultSlots gives
 	// Streams+2: one per stream on the device, one being filled by decode
 	// workers, and one held by save workers. Memory is bounded by Slots × the
-	// slot size: New takes every buffer from the pools, and nothing is
-	// allocated per batch.
+	// slot size: every buffer is taken from the pools once (the first slot's
+	// by New, the others' in the background), and nothing is allocated per
+	// batch.
 	Slots int
 	// Batch is the most images a slot takes, in [1, MaxBatch]; the caller
 	// sets it.
@@ -60,6 +61,14 @@ type Config struct {
 	// for Batch 1080p RGB frames). Every buffer of the segment has this
 	// capacity, since no op makes more bytes than it reads.
 	SlotBytes int
+	// HostInBytes, when positive, is the capacity of a slot's page-locked
+	// input, in [Align, SlotBytes]: it holds the raw images' pixels and the
+	// files' bytes (ReserveFile), while the decoded pixels live only on the
+	// device (SlotBytes). A caller whose inputs are mostly files sets it
+	// from their bytes, so that no page-locked memory is held for pixels
+	// that never cross the link; a raw image larger than it is ErrTooLarge.
+	// 0 means SlotBytes.
+	HostInBytes int
 	// Linger, when positive, seals a partly filled slot this long after it
 	// opened, so that a slow or paused input never holds images back. Zero or
 	// negative: a slot is sealed only when full, on Flush or on CloseInput.
@@ -116,7 +125,18 @@ func (c Config) check(dev Device) error {
 	if c.SlotBytes < Align || c.SlotBytes > MaxSlotBytes {
 		errs = append(errs, fmt.Errorf("slot bytes %d out of range [%d, %d]", c.SlotBytes, Align, MaxSlotBytes))
 	}
+	if c.HostInBytes != 0 && (c.HostInBytes < Align || c.HostInBytes > c.SlotBytes) {
+		errs = append(errs, fmt.Errorf("host input bytes %d out of range [%d, slot bytes %d]", c.HostInBytes, Align, c.SlotBytes))
+	}
 	return errors.Join(errs...)
+}
+
+// hostIn is the capacity of a slot's page-locked input (see HostInBytes).
+func (c Config) hostIn() int {
+	if c.HostInBytes > 0 {
+		return c.HostInBytes
+	}
+	return c.SlotBytes
 }
 
 // Executor runs one device segment over a stream of images with Streams
@@ -171,6 +191,10 @@ type Executor struct {
 	quit     chan struct{}
 	finished chan struct{}
 	unwatch  func() bool
+	// allocDone is closed when allocRest ended; allocStop cancels its
+	// context (stop calls it).
+	allocDone chan struct{}
+	allocStop context.CancelFunc
 
 	trace        Tracer
 	streamTracks []string
@@ -198,24 +222,29 @@ type Executor struct {
 	onOpen func(*slot)
 }
 
-// New allocates the slots and streams on dev and starts the executor. The
-// executor stops when ctx is cancelled. The caller must call Close.
+// New allocates the streams and the first slot on dev and starts the
+// executor; the other slots get their memory in the background, each joining
+// the free list when it has it (allocRest), so that the first batch does not
+// wait for all of it. The memory is checked against the limits before any
+// is taken. The executor stops when ctx is cancelled, or with the error
+// when a slot's memory cannot be had. The caller must call Close.
 func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 	if err := cfg.check(dev); err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
 	e := &Executor{
-		dev:      dev,
-		cfg:      cfg,
-		chain:    newChain(cfg.Ops, cfg.SlotBytes),
-		free:     make(chan *slot, cfg.Slots),
-		opened:   make(chan struct{}),
-		ready:    make(chan *slot, cfg.Slots),
-		inflight: make(chan *slot, cfg.Slots),
-		results:  make(chan *Result, cfg.Slots*cfg.Batch),
-		quit:     make(chan struct{}),
-		finished: make(chan struct{}),
-		trace:    cfg.Trace,
+		dev:       dev,
+		cfg:       cfg,
+		chain:     newChain(cfg.Ops, cfg.SlotBytes),
+		free:      make(chan *slot, cfg.Slots),
+		opened:    make(chan struct{}),
+		ready:     make(chan *slot, cfg.Slots),
+		inflight:  make(chan *slot, cfg.Slots),
+		results:   make(chan *Result, cfg.Slots*cfg.Batch),
+		quit:      make(chan struct{}),
+		finished:  make(chan struct{}),
+		allocDone: make(chan struct{}),
+		trace:     cfg.Trace,
 	}
 	e.phases = phases(len(cfg.Ops), e.chain.encode != nil)
 	e.stats = Stats{Device: dev.Name(), Streams: cfg.Streams, Slots: cfg.Slots, Batch: cfg.Batch, SlotBytes: cfg.SlotBytes}
@@ -250,12 +279,13 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 	for i := range e.streams {
 		e.submitTracks = append(e.submitTracks, fmt.Sprintf("%s submit %d", dev.Name(), i))
 	}
-	for _, s := range e.slots {
-		e.free <- s
-	}
+	e.free <- e.slots[0]
+	var allocCtx context.Context
+	allocCtx, e.allocStop = context.WithCancel(ctx)
 	e.unwatch = context.AfterFunc(ctx, func() { e.stop(context.Cause(ctx)) })
 	go e.submitter()
 	go e.waiter()
+	go e.allocRest(allocCtx)
 	return e, nil
 }
 
@@ -273,6 +303,7 @@ func (e *Executor) stop(err error) {
 	e.halted = true
 	e.err = err
 	close(e.quit)
+	e.allocStop()
 	e.closeInputLocked()
 }
 
@@ -287,6 +318,7 @@ func (e *Executor) isHalted() bool {
 // or the context's error.
 func (e *Executor) Wait() error {
 	<-e.finished
+	<-e.allocDone
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.err
@@ -309,6 +341,8 @@ func (e *Executor) Close() error {
 	for r := range e.results {
 		r.Release()
 	}
+	e.allocStop()
+	<-e.allocDone // no slot gets memory while freeAll runs
 	return e.onDeviceThread(e.freeAll)
 }
 

@@ -19,8 +19,23 @@ func (e *Executor) SetOnOpen(f func(OpenedSlot)) {
 // SlotID is the index of the slot holding the result.
 func (r *Result) SlotID() int { return r.s.id }
 
-// FreeSlots is the number of slots on the free list.
-func (e *Executor) FreeSlots() int { return len(e.free) }
+// FreeSlots is the number of slots not in use, once the background
+// allocation ended: those on the free list and those never allocated (a
+// stop ends the allocation early).
+func (e *Executor) FreeSlots() int {
+	<-e.allocDone
+	n := len(e.free)
+	for _, s := range e.slots {
+		if s.hostBufs == nil && s.id != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// WaitAllocated waits until every slot has its memory (or the background
+// allocation stopped), for tests that look at the pools.
+func (e *Executor) WaitAllocated() { <-e.allocDone }
 
 // Slots is the number of slots.
 func (e *Executor) Slots() int { return e.cfg.Slots }

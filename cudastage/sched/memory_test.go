@@ -22,6 +22,7 @@ func runOnce(t *testing.T, dev Device, cfg Config) Stats {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.WaitAllocated() // the pools' figures count every slot
 	imgs := mixedImages(5, 24)
 	go pushAll(context.Background(), e, imgs, 2)
 	checkResults(t, e, cfg.Ops, imgs)

@@ -63,8 +63,8 @@ func (e *Executor) Reserve(ctx context.Context, w, h, c int, tag any) (*Reservat
 	if err := CheckShape(in); err != nil {
 		return nil, fmt.Errorf("reserve: %w", err)
 	}
-	if in.Bytes() > e.cfg.SlotBytes {
-		return nil, fmt.Errorf("%w: %dx%dx%d needs %d bytes, a slot holds %d", ErrTooLarge, w, h, c, in.Bytes(), e.cfg.SlotBytes)
+	if n := min(e.cfg.SlotBytes, e.cfg.hostIn()); in.Bytes() > n {
+		return nil, fmt.Errorf("%w: %dx%dx%d needs %d bytes, a slot holds %d", ErrTooLarge, w, h, c, in.Bytes(), n)
 	}
 	req, err := e.request(in, tag)
 	if err != nil {
@@ -105,8 +105,9 @@ func (e *Executor) ReserveFile(ctx context.Context, size int, out Shape, orient 
 		return nil, errors.New("reserve file: no decoder named")
 	case size < 1:
 		return nil, fmt.Errorf("reserve file: a file of %d bytes", size)
-	case size > e.cfg.SlotBytes || out.Bytes() > e.cfg.SlotBytes:
-		return nil, fmt.Errorf("%w: a %d-byte file decoding to %v, a slot holds %d bytes", ErrTooLarge, size, out, e.cfg.SlotBytes)
+	case size > e.cfg.hostIn() || out.Bytes() > e.cfg.SlotBytes:
+		return nil, fmt.Errorf("%w: a %d-byte file decoding to %v, a slot holds %d file bytes and %d decoded bytes",
+			ErrTooLarge, size, out, e.cfg.hostIn(), e.cfg.SlotBytes)
 	}
 	req, err := e.request(out, tag)
 	if err != nil {
@@ -131,7 +132,7 @@ func (e *Executor) request(in Shape, tag any) (request, error) {
 // fitsLocked reports whether req fits in the open slot s.
 func (e *Executor) fitsLocked(s *slot, req request) bool {
 	return len(s.res) < e.cfg.Batch && e.chain.fits(s.used, req.need) &&
-		s.rawUsed+s.fileUsed+req.hostNeed <= e.cfg.SlotBytes
+		s.rawUsed+s.fileUsed+req.hostNeed <= e.cfg.hostIn()
 }
 
 // reserve places req in the open slot, or in a free one (blocking while none
@@ -221,7 +222,7 @@ func (e *Executor) addLocked(s *slot, req request) *Reservation {
 		// then), once the raw images' extent is known.
 		size := f.size
 		s.fileUsed += req.hostNeed
-		at := e.cfg.SlotBytes - s.fileUsed
+		at := e.cfg.hostIn() - s.fileUsed
 		f.data = s.in[at : at+size : at+size]
 		f.decOff = s.used[0] - req.need[0] - s.rawUsed
 		r.file = f

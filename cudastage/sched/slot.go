@@ -3,6 +3,7 @@ package sched
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/devmem"
@@ -117,9 +118,9 @@ type slot struct {
 // host buffers of exactly their size, device blocks rounded as the device
 // allocator rounds them (devmem.RoundSize).
 func (e *Executor) memory() (host, dev int64) {
-	for _, n := range e.slotBufs() {
-		host += int64(n) * int64(e.cfg.Slots)
-		dev += int64(devmem.RoundSize(uint64(n))) * int64(e.cfg.Slots)
+	for _, b := range e.slotBufs() {
+		host += int64(b.host) * int64(e.cfg.Slots)
+		dev += int64(devmem.RoundSize(uint64(b.dev))) * int64(e.cfg.Slots)
 	}
 	if n := e.scratchBytes(); n > 0 {
 		dev += int64(devmem.RoundSize(uint64(n))) * int64(e.cfg.Streams)
@@ -127,26 +128,32 @@ func (e *Executor) memory() (host, dev int64) {
 	return host, dev
 }
 
+// bufSize is one slot buffer's size in page-locked memory and on the
+// device.
+type bufSize struct{ host, dev int }
+
 // slotBufs are the sizes of a slot's buffers, each held once in page-locked
 // memory and once on the device: the input, the output when an op makes an
 // image, the histograms when an op makes one, the launch tables, and the
 // file lengths when the last op encodes. The page-locked input holds raw
-// images and files' bytes, the device input raw and decoded images: each is
-// accounted on its own (see slot.rawUsed), within the same capacity.
-func (e *Executor) slotBufs() []int {
+// images and files' bytes (Config.HostInBytes), the device input raw and
+// decoded images (SlotBytes): each is accounted on its own (see
+// slot.rawUsed). Every other buffer has the same size on both sides.
+func (e *Executor) slotBufs() []bufSize {
 	c := e.cfg
-	bufs := []int{c.SlotBytes}
+	bufs := []bufSize{{c.hostIn(), c.SlotBytes}}
+	same := func(n int) { bufs = append(bufs, bufSize{n, n}) }
 	if e.chain.nImg > 0 {
-		bufs = append(bufs, c.SlotBytes)
+		same(c.SlotBytes)
 	}
 	if e.chain.hasHist {
-		bufs = append(bufs, c.Batch*HistBytes)
+		same(c.Batch * HistBytes)
 	}
 	if e.tabBytes > 0 {
-		bufs = append(bufs, e.tabBytes)
+		same(e.tabBytes)
 	}
 	if e.chain.encode != nil {
-		bufs = append(bufs, alignUp(4*c.Batch))
+		same(alignUp(4 * c.Batch))
 	}
 	return bufs
 }
@@ -201,9 +208,11 @@ func (e *Executor) allocate(ctx context.Context) error {
 		for j := range s.calls {
 			s.calls[j].Images = make([]OpImage, 0, c.Batch)
 		}
-		if err := e.allocSlot(ctx, s); err != nil {
-			return err
-		}
+	}
+	// Only the first slot's memory is taken here; allocRest takes the
+	// others while the first batch fills (see New).
+	if err := e.allocSlot(ctx, e.slots[0]); err != nil {
+		return err
 	}
 	// The base event anchors device times on the host clock: once it has
 	// completed, the host's now is (within the wait's latency) its time.
@@ -215,6 +224,31 @@ func (e *Executor) allocate(ctx context.Context) error {
 	}
 	e.hostBase = time.Now()
 	return nil
+}
+
+// allocRest takes the memory of every slot but the first, one slot at a
+// time, on the device thread, and puts each on the free list as soon as it
+// has its memory: page-locking GiBs takes long (about a second for 2 GiB),
+// and the first batch needs only one slot. A failure stops the executor
+// with the error; a stop ends it early (ctx is cancelled by stop). Close
+// waits for it (allocDone) before freeing.
+func (e *Executor) allocRest(ctx context.Context) {
+	defer close(e.allocDone)
+	err := e.onDeviceThread(func() error {
+		for _, s := range e.slots[1:] {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err := e.allocSlot(ctx, s); err != nil {
+				return fmt.Errorf("slot %d: %w", s.id, err)
+			}
+			e.free <- s // free has room for every slot
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		e.stop(fmt.Errorf("executor on %s: %w", e.dev.Name(), err))
+	}
 }
 
 // allocSlot takes a slot's buffers from the pools (see slotBufs) and makes
@@ -235,13 +269,13 @@ func (e *Executor) allocSlot(ctx context.Context, s *slot) error {
 		host, dev = append(host, &s.lens), append(dev, &s.dLens)
 	}
 	for i, n := range e.slotBufs() {
-		hb, err := e.hostPool.GetExact(ctx, n)
+		hb, err := e.hostPool.GetExact(ctx, n.host)
 		if err != nil {
 			return err
 		}
 		s.hostBufs = append(s.hostBufs, hb)
 		*host[i] = hb.Bytes()
-		db, err := e.devPool.Alloc(uint64(n), slotStream)
+		db, err := e.devPool.Alloc(uint64(n.dev), slotStream)
 		if err != nil {
 			return err
 		}

@@ -293,6 +293,7 @@ func (e *Executor) waiter() {
 	e.mu.Lock()
 	e.done = true
 	e.mu.Unlock()
+	e.allocStop() // no batch comes: the slots not yet allocated are not needed
 	e.unwatch()
 }
 
