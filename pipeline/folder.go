@@ -205,7 +205,7 @@ func (s *folderSource) imageInfo(full string, de fs.DirEntry) (os.FileInfo, erro
 	t := de.Type()
 	if t&fs.ModeSymlink == 0 {
 		if !t.IsRegular() {
-			return nil, fmt.Errorf("not a regular file (%s)", kindOf(t))
+			return nil, fmt.Errorf("not a regular file (%s)", FileKind(t))
 		}
 		return de.Info()
 	}
@@ -220,24 +220,27 @@ func (s *folderSource) imageInfo(full string, de fs.DirEntry) (os.FileInfo, erro
 	case fi.IsDir():
 		return nil, errors.New("symbolic link to a folder (links to folders are not followed)")
 	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("symbolic link to something that is not a regular file (%s)", kindOf(fi.Mode().Type()))
+		return nil, fmt.Errorf("symbolic link to something that is not a regular file (%s)", FileKind(fi.Mode().Type()))
 	}
 	return fi, nil
 }
 
-// kindOf names a file type that is not a regular file.
-func kindOf(t fs.FileMode) string {
+// FileKind names a file type that is not a regular file ("a symbolic link", "a named
+// pipe", ...), for messages: the walk's and the CLI's path checks.
+func FileKind(m fs.FileMode) string {
 	switch {
-	case t&fs.ModeNamedPipe != 0:
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
 		return "a named pipe"
-	case t&fs.ModeSocket != 0:
+	case m&fs.ModeSocket != 0:
 		return "a socket"
-	case t&fs.ModeCharDevice != 0:
-		return "a character device"
-	case t&fs.ModeDevice != 0:
+	case m&fs.ModeDevice != 0:
 		return "a device"
 	}
-	return "mode " + t.String()
+	return "a special file (" + m.Type().String() + ")"
 }
 
 // foldKey is name in lower case for comparisons without regard to case. Unlike

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/job"
 )
 
@@ -57,7 +58,7 @@ func checkWriteTarget(p string, j *job.Job, inInfo os.FileInfo) error {
 	case err != nil:
 		return err
 	case !fi.Mode().IsRegular():
-		return fmt.Errorf("exists and is %s, not a regular file; name a new file", describe(fi.Mode()))
+		return fmt.Errorf("exists and is %s, not a regular file; name a new file", pipeline.FileKind(fi.Mode()))
 	case inInfo == nil && j.InputDir != stdinInput:
 		if in, err := os.Stat(j.InputDir); err == nil && os.SameFile(fi, in) {
 			return errors.New("is the input file; write it elsewhere")
@@ -74,23 +75,6 @@ func checkWriteTarget(p string, j *job.Job, inInfo os.FileInfo) error {
 		}
 	}
 	return nil
-}
-
-// describe names a file type for messages.
-func describe(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file (" + m.Type().String() + ")"
 }
 
 // samePath reports whether a and b name the same file: the same file when both exist, or
