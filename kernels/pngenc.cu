@@ -124,6 +124,28 @@ __device__ __forceinline__ Pic pic_of(const Img& d, const u8* src)
     return p;
 }
 
+// Blk is what a per-block CTA (plan, pack) knows of its block: the image,
+// the block's index k in it, its first byte p0 of F and its length m.
+struct Blk {
+    Img d;
+    Pic p;
+    int k, m;
+    u32 p0;
+    bool last;
+};
+
+__device__ __forceinline__ Blk blk_of(const Img* tab, int n, const u8* src)
+{
+    Blk b;
+    b.d = tab[find_image(tab, n)];
+    b.p = pic_of(b.d, src);
+    b.k = (int)blockIdx.x - b.d.block0;
+    b.p0 = (u32)b.k * IMGPIPE_PNG_BLOCK;
+    b.m = (int)min((u32)IMGPIPE_PNG_BLOCK, b.p.n - b.p0);
+    b.last = b.k == b.p.nb - 1;
+    return b;
+}
+
 // fill writes F[p0 .. p0+cnt) into fb (§1), 16 consecutive bytes per thread
 // per round so that a warp reads contiguous source bytes.
 __device__ void fill(const Pic& p, u32 p0, int cnt, u8* fb)
@@ -354,12 +376,11 @@ imgpipe_png_plan(const Img* __restrict__ tab, int n, const u8* __restrict__ src,
     __shared__ __align__(16) PlanShared sh;
     if (n <= 0)
         return;
-    const Img d = tab[find_image(tab, n)];
-    const Pic p = pic_of(d, src);
-    const int k = (int)blockIdx.x - d.block0;
-    const u32 p0 = (u32)k * IMGPIPE_PNG_BLOCK;
-    const int m = (int)min((u32)IMGPIPE_PNG_BLOCK, p.n - p0);
-    const bool last = k == p.nb - 1;
+    const Blk b = blk_of(tab, n, src);
+    const Pic& p = b.p;
+    const int k = b.k, m = b.m;
+    const u32 p0 = b.p0;
+    const bool last = b.last;
     const int t = threadIdx.x;
 
     for (int i = t; i < kWarps * 256; i += IMGPIPE_THREADS)
@@ -591,12 +612,11 @@ imgpipe_png_pack(const Img* __restrict__ tab, int n, const u8* __restrict__ src,
     __shared__ __align__(16) PackShared sh;
     if (n <= 0)
         return;
-    const Img d = tab[find_image(tab, n)];
-    const Pic p = pic_of(d, src);
-    const int k = (int)blockIdx.x - d.block0;
-    const u32 p0 = (u32)k * IMGPIPE_PNG_BLOCK;
-    const int m = (int)min((u32)IMGPIPE_PNG_BLOCK, p.n - p0);
-    const bool last = k == p.nb - 1;
+    const Blk b = blk_of(tab, n, src);
+    const Pic& p = b.p;
+    const int k = b.k, m = b.m;
+    const u32 p0 = b.p0;
+    const bool last = b.last;
     const int t = threadIdx.x;
     const Img& e = tab[n - 1];
     const size_t nbAll = (size_t)e.reserved + (size_t)e.tiles_x;
@@ -659,7 +679,7 @@ imgpipe_png_pack(const Img* __restrict__ tab, int n, const u8* __restrict__ src,
     const u32 nbytes = rec->nbytes, tbytes = (bits + 7) / 8;
     const u32 datalen = pre + nbytes + (last ? 4 : 0);
     const u32 adler = last ? rec->adler : 0;
-    u8* chunk = dst + d.dst_off + rec->chunk_off;
+    u8* chunk = dst + b.d.dst_off + rec->chunk_off;
     const u8* sb = (const u8*)st;
     // Segments of seg bytes aligned to the data's end: the first ones are
     // short or empty, which for a CRC register starting at 0 is the same as
