@@ -86,12 +86,6 @@ func (l *lib) symbols() map[string]*uintptr {
 	}
 }
 
-var (
-	loadOnce sync.Once
-	loaded   *lib
-	loadErr  error
-)
-
 // Load finds and opens nvJPEG (once; later calls return the first result).
 // The error is dynlib's, listing every place tried, or names a missing
 // entry point (a library older than CUDA 12).
@@ -109,10 +103,8 @@ func Path() string {
 	return l.path
 }
 
-func get() (*lib, error) {
-	loadOnce.Do(func() { loaded, loadErr = open(Spec) })
-	return loaded, loadErr
-}
+// get opens the library once per process; later calls return the same result.
+var get = sync.OnceValues(func() (*lib, error) { return open(Spec) })
 
 // open loads the library s finds and resolves every entry point.
 func open(s dynlib.Spec) (*lib, error) {

@@ -45,17 +45,8 @@ type library struct {
 	getProgramLogSize, getProgramLog, getCUBINSize, getCUBIN         uintptr
 }
 
-var (
-	loadOnce sync.Once
-	loaded   *library
-	loadErr  error
-)
-
 // load opens libnvrtc once per process; later calls return the same result.
-func load() (*library, error) {
-	loadOnce.Do(func() { loaded, loadErr = open(Spec) })
-	return loaded, loadErr
-}
+var load = sync.OnceValues(func() (*library, error) { return open(Spec) })
 
 // open opens the library spec finds and resolves every entry point the
 // package uses; it is separate from load so tests can try other specs.

@@ -154,16 +154,8 @@ func (l *library) symbols() []struct {
 	}
 }
 
-var (
-	loadOnce sync.Once
-	loaded   *library
-	loadErr  error
-)
-
-func load() (*library, error) {
-	loadOnce.Do(func() { loaded, loadErr = open(LibraryName) })
-	return loaded, loadErr
-}
+// load opens the library once per process; later calls return the same result.
+var load = sync.OnceValues(func() (*library, error) { return open(LibraryName) })
 
 // Available loads the library (once) and returns nil when JPEG files can be
 // decoded with it, or an error wrapping ErrUnavailable that says why not

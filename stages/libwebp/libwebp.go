@@ -43,16 +43,8 @@ type library struct {
 	free           func(p unsafe.Pointer)
 }
 
-var (
-	loadOnce sync.Once
-	loaded   *library
-	loadErr  error
-)
-
-func load() (*library, error) {
-	loadOnce.Do(func() { loaded, loadErr = open(Spec) })
-	return loaded, loadErr
-}
+// load opens the library once per process; later calls return the same result.
+var load = sync.OnceValues(func() (*library, error) { return open(Spec) })
 
 // Available loads libwebp (once) and returns nil when it can encode, or an
 // error wrapping ErrUnavailable that says why not.
