@@ -219,7 +219,8 @@ var saveDef = &StageDef{
 	Help: "write the image into the output folder (PNG, JPEG, WebP, TIFF or NumPy .npy)",
 	Doc: `Writes the image under the output folder at the input's relative path with the
 extension replaced (.png, .jpg, .webp, .tif or .npy). Writes are atomic: a temporary
-file, fsync, rename, so an output is never partial. When several inputs in one folder
+file, fsync, rename (committed in groups, with one sync of the file system per group), so
+an output is never partial. When several inputs in one folder
 share a stem (a.jpg, a.png), each is saved as stem.origext.fmt (a.jpg.png, a.png.png).
 png and tiff are lossless (gray stays gray; TIFF RGB carries an opaque alpha sample);
 jpeg is baseline 4:2:0 (on a GPU run with nvJPEG, nvJPEG encodes it at the same

@@ -7,11 +7,14 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 // writeFiles creates files (slash paths) under dir with the given contents.
@@ -304,5 +307,46 @@ func TestResume(t *testing.T) {
 	sum, _ = run([]byte("garbage\n{\"summary\":{}}\n"+l1[3]+"\n"+l1[0]+"\n"), plan)
 	if sum.Skipped != 1 {
 		t.Errorf("odd report: %+v", sum)
+	}
+}
+
+// ToFolder's outputs are committed in groups by the runner: every output is in place by the
+// time its input is reported, a commit that fails (a folder holds the output's name) fails
+// only that input, in the save stage, and no temporary file is left.
+func TestRunFolderCommits(t *testing.T) {
+	in, files := makeFolder(t, 12)
+	out := t.TempDir()
+	blocked := filepath.Join(out, "a", "imga.png")
+	if err := os.MkdirAll(filepath.Join(blocked, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plan := compileWith(t, Builtin, "decode | grayscale | save")
+	var missing []string
+	progress := func(r *Result) {
+		if r.Status != StatusOK {
+			return
+		}
+		if _, err := os.Stat(filepath.Join(out, filepath.FromSlash(r.Output))); err != nil {
+			missing = append(missing, r.Output)
+		}
+	}
+	sum, err := Run(context.Background(), plan, Folder(in, out), ToFolder(out), Options{Workers: 4, Progress: progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.OK != len(files)-2 || sum.Failed != 2 { // bad.jpg, and the blocked output
+		t.Errorf("summary %+v, want %d ok and 2 failed", sum, len(files)-2)
+	}
+	if len(missing) > 0 {
+		t.Errorf("reported before their output was in place: %v", missing)
+	}
+	if n, err := stages.RemoveTemps(out); n != 0 || err != nil {
+		t.Errorf("%d temporary files left (%v)", n, err)
+	}
+	var report bytes.Buffer
+	Run(context.Background(), plan, Folder(in, out), ToFolder(out), Options{Workers: 2, Report: &report})
+	if !strings.Contains(report.String(), `"input":"a/imga.png","status":"failed"`) ||
+		!regexp.MustCompile(`"input":"a/imga.png"[^\n]*"error":"save: `).MatchString(report.String()) {
+		t.Errorf("the blocked output's line does not fail it in save:\n%s", report.String())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 // Options controls a run.
@@ -196,6 +197,9 @@ type item struct {
 	in      Input
 	res     Result
 	dropped bool // taken from the source but never started (cancelled or stopped)
+	// staged is the output a stagingSink wrote, not yet in place: collect commits it
+	// before reporting the input.
+	staged *stages.Staged
 }
 
 type runner struct {
@@ -297,21 +301,38 @@ func (r *runner) after(idx int) bool {
 	return idx > r.failure.Index
 }
 
-// collect reorders finished items into input order and hands them on. It drains done to
-// the end even after a fatal error, so that no worker is left blocked.
+// collect reorders finished items into input order and hands them on. Whatever is
+// finished when it wakes up goes in one group: the staged outputs of the group's items
+// that are next in input order are committed together (one sync for all of them), then
+// the items are reported. It drains done to the end even after a fatal error, so that no
+// worker is left blocked.
 func (r *runner) collect(ctx context.Context) error {
 	pending := map[int]*item{}
 	next := 0
 	var fatal error
+	var ready []*item
 	for it := range r.done {
 		pending[it.idx] = it
+	more:
 		for {
-			p, ok := pending[next]
-			if !ok {
-				break
+			select {
+			case it, ok := <-r.done:
+				if !ok {
+					break more
+				}
+				pending[it.idx] = it
+			default:
+				break more
 			}
+		}
+		ready = ready[:0]
+		for p, ok := pending[next]; ok; p, ok = pending[next] {
 			delete(pending, next)
 			next++
+			ready = append(ready, p)
+		}
+		r.commit(ready, fatal != nil)
+		for _, p := range ready {
 			if !p.dropped && fatal == nil {
 				if fatal = r.emit(ctx, &p.res); fatal != nil {
 					r.cancel(fatal) // stop feeding and working; keep draining
@@ -321,6 +342,45 @@ func (r *runner) collect(ctx context.Context) error {
 		}
 	}
 	return fatal
+}
+
+// commit puts the staged outputs of items in place (stagingSink), failing the inputs
+// whose output could not be, or removes them when the run failed (drop) or the item was
+// dropped: an output never lands without its report line.
+func (r *runner) commit(items []*item, drop bool) {
+	st, _ := r.sink.(stagingSink)
+	var files []stages.Staged
+	var owners []*item
+	var gone []stages.Staged
+	for _, it := range items {
+		switch {
+		case it.staged == nil:
+		case drop || it.dropped:
+			gone = append(gone, *it.staged)
+		default:
+			files = append(files, *it.staged)
+			owners = append(owners, it)
+		}
+		it.staged = nil
+	}
+	if len(gone) > 0 {
+		st.discard(gone)
+	}
+	if len(files) == 0 {
+		return
+	}
+	t0 := time.Now()
+	for i, err := range st.commit(files) {
+		if err != nil {
+			it := owners[i]
+			failWith(&it.res, r.plan.Save.Def.Name, pathless(err))
+			it.res.Output = ""
+			if r.opt.StopOnError {
+				r.fail(it)
+			}
+		}
+	}
+	r.phases.write.Add(int64(time.Since(t0)))
 }
 
 func (r *runner) emit(ctx context.Context, res *Result) error {
@@ -399,7 +459,15 @@ func (r *runner) store(it *item, track string, enc *Encoder) {
 	if enc != nil {
 		timed = r.phases.timedEncoder(enc, &encTime)
 	}
-	err := r.sink.Write(r.ctx, res, timed)
+	var err error
+	if st, ok := r.sink.(stagingSink); ok && enc != nil {
+		var staged stages.Staged
+		if staged, err = st.stage(r.ctx, res, timed); err == nil {
+			it.staged = &staged // collect commits it
+		}
+	} else {
+		err = r.sink.Write(r.ctx, res, timed)
+	}
 	r.phases.write.Add(int64(time.Since(t0) - encTime))
 	if enc != nil {
 		r.span(track, stage, it.in.Name, t0)

@@ -78,7 +78,9 @@ type Sink interface {
 
 // ToFolder returns a sink that writes each output into dir at its Result.Output path,
 // creating subfolders. Writes are atomic (temporary file, fsync, rename): an output is
-// complete or absent, whatever happens to the run. Outputs land only inside dir: a
+// complete or absent, whatever happens to the run. In Run, outputs are committed in groups
+// just before their inputs are reported (one sync of the file system per group, see
+// stages.CommitIn), so a reported output is in place and durable. Outputs land only inside dir: a
 // subfolder that is a symbolic link fails the input ("save: a is a symbolic link; ..."),
 // so a link such as OUT/a -> ../IN/a cannot lead outputs onto inputs.
 //
@@ -102,31 +104,85 @@ func (folderSink) checkPlan(plan *Plan) error {
 }
 
 func (s folderSink) Write(ctx context.Context, r *Result, enc *Encoder) error {
+	st, err := s.stage(ctx, r, enc)
+	if err != nil {
+		return err
+	}
+	return s.commit([]stages.Staged{st})[0]
+}
+
+// stage writes r's output to a temporary file beside its name (stages.StageIn); commit
+// puts it in place.
+func (s folderSink) stage(_ context.Context, r *Result, enc *Encoder) (stages.Staged, error) {
 	if enc == nil {
 		r.Image = nil
-		return errFolderNoSave
+		return stages.Staged{}, errFolderNoSave
 	}
 	// IsLocal refuses "", absolute paths and ".." components, but not names that merely
 	// start with two dots ("..a.png"), which are ordinary files inside the folder.
 	if !filepath.IsLocal(filepath.FromSlash(r.Output)) {
 		r.Image = nil
-		return fmt.Errorf("output name %q is not a relative path inside the output folder", r.Output)
+		return stages.Staged{}, fmt.Errorf("output name %q is not a relative path inside the output folder", r.Output)
 	}
 	m := r.Image
 	r.Image, r.Array = nil, nil // an array's encoder holds it
-	// The folder is opened per output, so that the sink holds no descriptor between runs;
-	// through it no link inside the folder is followed (see stages.WriteFileAtomicIn).
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(s.dir)
+	root, err := s.open()
 	if err != nil {
-		return err
+		return stages.Staged{}, err
 	}
 	defer root.Close()
-	return stages.WriteFileAtomicIn(root, r.Output, func(w io.Writer) error {
+	return stages.StageIn(root, r.Output, func(w io.Writer) error {
 		return enc.Encode(w, m)
 	})
+}
+
+// commit puts staged outputs in place durably, with one sync of the folder's file system
+// for the group (stages.CommitIn); it returns one error per output.
+func (s folderSink) commit(files []stages.Staged) []error {
+	root, err := s.open()
+	if err != nil {
+		errs := make([]error, len(files))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	defer root.Close()
+	return stages.CommitIn(root, files)
+}
+
+// discard removes staged outputs that will not be committed (the run failed before
+// reporting them).
+func (s folderSink) discard(files []stages.Staged) {
+	root, err := s.open()
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	for _, f := range files {
+		f.Discard(root)
+	}
+}
+
+// open opens the output folder, making it if needed. It is opened per use, so that the
+// sink holds no descriptor between runs; through it no link inside the folder is followed
+// (see stages.WriteFileAtomicIn).
+func (s folderSink) open() (*os.Root, error) {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenRoot(s.dir)
+}
+
+// stagingSink is a sink that writes in two steps, so that a run makes a group of outputs
+// durable at once (ToFolder): stage writes an output as Write would, short of putting it
+// in place; commit puts a group of staged outputs in place, returning one error per
+// output. The runner stages in its workers and commits in input order, just before
+// reporting, so an output is in place and durable before its report line is written.
+type stagingSink interface {
+	stage(ctx context.Context, r *Result, enc *Encoder) (stages.Staged, error)
+	commit(files []stages.Staged) []error
+	discard(files []stages.Staged)
 }
 
 func (folderSink) Done(context.Context, *Result) error { return nil }

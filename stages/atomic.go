@@ -128,8 +128,22 @@ func WriteFileAtomic(path string, write func(io.Writer) error) error {
 	if err != nil {
 		return err
 	}
-	return commitTemp(f, write, func() error { return os.Rename(f.Name(), path) },
-		func() { os.Remove(f.Name()) }, func() error { return SyncDir(dir) })
+	tmp := f.Name()
+	renamed := false
+	defer func() {
+		if !renamed { // also when write panics: no temporary file is left behind
+			os.Remove(tmp)
+		}
+	}()
+	if err := writeClose(f, write, true); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	renamed = true
+	// The rename is durable only once the folder is synced.
+	return SyncDir(dir)
 }
 
 // tempPrefix is the start of the temporary names of writes of base.
@@ -140,17 +154,12 @@ func tempPrefix(base string) string {
 	return "." + base + TempMarker
 }
 
-// commitTemp writes, fsyncs and closes the temporary file f, then renames it
-// into place and syncs its folder. On any error before the rename it closes
-// f and removes it; after the rename the file is in place, so a failure to
-// sync the folder is reported but nothing is removed.
-func commitTemp(f *os.File, write func(io.Writer) error, rename func() error, remove func(), sync func() error) error {
-	renamed := false
+// writeClose writes f through a buffer, gives it mode 0644, fsyncs it when
+// sync is set, and closes it. It closes f on error too.
+func writeClose(f *os.File, write func(io.Writer) error, sync bool) (err error) {
 	defer func() {
-		// Also runs when write panics: no temporary file is left behind.
-		if !renamed {
-			f.Close()
-			remove()
+		if cerr := f.Close(); err == nil {
+			err = cerr
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 256<<10)
@@ -163,18 +172,10 @@ func commitTemp(f *os.File, write func(io.Writer) error, rename func() error, re
 	if err := f.Chmod(0o644); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
+	if sync {
+		return f.Sync()
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := rename(); err != nil {
-		return err
-	}
-	renamed = true
-	// The rename is durable only once the folder is synced.
-	return sync()
+	return nil
 }
 
 // ErrLinkInOutput is returned (wrapped, naming the folder) by WriteFileAtomicIn
@@ -188,19 +189,39 @@ var ErrLinkInOutput = errors.New("is a symbolic link; outputs never go through l
 // could then land on another input's) and missing ones are created; os.Root
 // refuses anything that would still resolve outside root (a link swapped in
 // between the check and the write). An existing file or link at name itself
-// is replaced, never followed.
+// is replaced, never followed. It is StageIn then CommitIn of that one file.
 func WriteFileAtomicIn(root *os.Root, name string, write func(io.Writer) error) error {
+	s, err := StageIn(root, name, write)
+	if err != nil {
+		return err
+	}
+	return CommitIn(root, []Staged{s})[0]
+}
+
+// Staged is a file written by StageIn into a temporary file beside its
+// final name, neither durable nor in place yet: CommitIn does both, for many
+// files at once, or Discard drops it.
+type Staged struct {
+	rel, tmp string // the final name and the temporary one, relative to the root
+}
+
+// Name is the file's final path relative to the root (OS separators).
+func (s Staged) Name() string { return s.rel }
+
+// StageIn writes name (as WriteFileAtomicIn takes it) into a new temporary
+// file in its folder under root, with the same checks, and closes it without
+// syncing. On error nothing is left behind.
+func StageIn(root *os.Root, name string, write func(io.Writer) error) (Staged, error) {
 	rel := filepath.Clean(filepath.FromSlash(name))
 	if !filepath.IsLocal(rel) {
-		return fmt.Errorf("write: %q is not a relative path inside the folder", name)
+		return Staged{}, fmt.Errorf("write: %q is not a relative path inside the folder", name)
 	}
 	dir, base := filepath.Split(rel)
 	if base == "" {
-		return errors.New("write: path names a folder")
+		return Staged{}, errors.New("write: path names a folder")
 	}
-	dir = filepath.Clean(dir) // "." for the root itself
-	if err := mkdirNoLinks(root, dir); err != nil {
-		return err
+	if err := mkdirNoLinks(root, filepath.Clean(dir)); err != nil {
+		return Staged{}, err
 	}
 	prefix := filepath.Join(dir, tempPrefix(base))
 	var f *os.File
@@ -214,11 +235,109 @@ func WriteFileAtomicIn(root *os.Root, name string, write func(io.Writer) error) 
 			break
 		}
 		if !errors.Is(err, fs.ErrExist) || try == 100 {
-			return err
+			return Staged{}, err
 		}
 	}
-	return commitTemp(f, write, func() error { return root.Rename(tmp, rel) },
-		func() { root.Remove(tmp) }, func() error { return syncRootDir(root, dir) })
+	written := false
+	defer func() {
+		if !written { // also when write panics: no temporary file is left behind
+			root.Remove(tmp)
+		}
+	}()
+	if err := writeClose(f, write, false); err != nil {
+		return Staged{}, err
+	}
+	written = true
+	return Staged{rel: rel, tmp: tmp}, nil
+}
+
+// Discard removes the temporary file of a file that will not be committed.
+func (s Staged) Discard(root *os.Root) error {
+	err := root.Remove(s.tmp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// CommitIn puts staged files of root in place durably, as WriteFileAtomic
+// does one: their content is synced, each is renamed to its name, then the
+// renames are synced. A group pays for one sync of the file system where the
+// system has syncfs (Linux) instead of two per file, which is what makes a
+// folder of small outputs fast on a real disk. It returns one error per file:
+// a file whose rename failed is removed; after a failed sync of the content
+// none is renamed and every one is removed; a failed sync of the renames
+// leaves the files in place and reports the error for each.
+func CommitIn(root *os.Root, files []Staged) []error {
+	errs := make([]error, len(files))
+	fail := func(err error) []error {
+		for i, s := range files {
+			s.Discard(root)
+			errs[i] = err
+		}
+		return errs
+	}
+	fsWide := len(files) > 1
+	if fsWide {
+		ok, err := syncFSOf(root)
+		if err != nil {
+			return fail(err)
+		}
+		fsWide = ok
+	}
+	if !fsWide {
+		for _, s := range files {
+			if err := syncFileIn(root, s.tmp); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	dirs := map[string]bool{}
+	for i, s := range files {
+		if err := root.Rename(s.tmp, s.rel); err != nil {
+			s.Discard(root)
+			errs[i] = err
+			continue
+		}
+		dirs[filepath.Dir(s.rel)] = true
+	}
+	// The renames are durable only once their folders are synced.
+	var err error
+	if fsWide {
+		_, err = syncFSOf(root)
+	} else {
+		for d := range dirs {
+			err = errors.Join(err, syncRootDir(root, d))
+		}
+	}
+	if err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	return errs
+}
+
+// syncFileIn fsyncs the file name of root.
+func syncFileIn(root *os.Root, name string) error {
+	f, err := root.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
+}
+
+// syncFSOf syncs the whole file system of root's folder, where the system
+// can (syncfs); ok false means it cannot, and the caller syncs file by file.
+func syncFSOf(root *os.Root) (ok bool, err error) {
+	d, err := root.Open(".")
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	return syncFS(d)
 }
 
 // mkdirNoLinks makes sure every folder of dir (relative to root) exists and is

@@ -1,6 +1,8 @@
 package stages
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -270,5 +272,96 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// CommitIn puts a group in place: every file with its content, no temporary file left, and
+// a file whose rename fails (a folder holds its name) is the only one that fails.
+func TestStageAndCommitGroup(t *testing.T) {
+	for _, n := range []int{1, 2, 5} { // one file takes the per-file sync path
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			dir := t.TempDir()
+			root, err := os.OpenRoot(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer root.Close()
+			if err := os.MkdirAll(filepath.Join(dir, "sub", "blocked.png", "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var files []Staged
+			var names []string
+			for i := range n {
+				name := fmt.Sprintf("sub/f%d.png", i)
+				if i == n-1 {
+					name = "sub/blocked.png" // a non-empty folder: the rename fails
+				}
+				s, err := StageIn(root, name, func(w io.Writer) error { _, err := fmt.Fprint(w, name); return err })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Name() != filepath.FromSlash(name) {
+					t.Errorf("Name() = %q, want %q", s.Name(), name)
+				}
+				if _, err := os.Stat(filepath.Join(dir, name)); i < n-1 && err == nil {
+					t.Errorf("%s is in place before CommitIn", name)
+				}
+				files, names = append(files, s), append(names, name)
+			}
+			errs := CommitIn(root, files)
+			for i, name := range names {
+				if i == n-1 {
+					if errs[i] == nil {
+						t.Errorf("%s: no error renaming over a folder", name)
+					}
+					continue
+				}
+				if errs[i] != nil {
+					t.Errorf("%s: %v", name, errs[i])
+				}
+				if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != name {
+					t.Errorf("%s holds %q, %v", name, b, err)
+				}
+			}
+			if n, err := RemoveTemps(dir); n != 0 || err != nil {
+				t.Errorf("%d temporary files left (%v)", n, err)
+			}
+		})
+	}
+}
+
+// Discard removes a staged file's temporary file and leaves the name untouched.
+func TestStagedDiscard(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := os.WriteFile(filepath.Join(dir, "a.png"), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := StageIn(root, "a.png", func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Discard(root); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.png")); string(b) != "old" {
+		t.Errorf("a.png holds %q after Discard, want the old content", b)
+	}
+	if n, _ := RemoveTemps(dir); n != 0 {
+		t.Errorf("%d temporary files left", n)
+	}
+	if _, err := StageIn(root, "../x.png", func(io.Writer) error { return nil }); err == nil {
+		t.Error("StageIn outside the root: no error")
+	}
+	boom := errors.New("boom")
+	if _, err := StageIn(root, "b.png", func(io.Writer) error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("StageIn with a failing write: %v, want boom", err)
+	}
+	if n, _ := RemoveTemps(dir); n != 0 {
+		t.Errorf("%d temporary files left after a failed write", n)
 	}
 }

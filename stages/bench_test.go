@@ -2,6 +2,7 @@ package stages
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -10,6 +11,8 @@ import (
 	"math/rand"
 	"os"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Benchmarks run on 1920x1080 random images (never zeros) and report
@@ -238,4 +241,61 @@ func toRGBA(m *Image) *image.RGBA {
 		}
 	}
 	return out
+}
+
+// BenchmarkOutputWrites writes groups of 64 outputs of 700 kB (a blurred 2.6 MP gray PNG)
+// atomically: one by one (WriteFileAtomicIn: two syncs per file), or staged then committed
+// as a group (one sync of the file system for the group), which is how a run writes them.
+// Set IMGPIPE_BENCH_DIR to measure a given disk (the default temporary folder may be
+// tmpfs, where syncs cost nothing).
+func BenchmarkOutputWrites(b *testing.B) {
+	data := make([]byte, 700<<10)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	write := func(w io.Writer) error { _, err := w.Write(data); return err }
+	const group = 64
+	for _, mode := range []string{"one-by-one", "group"} {
+		b.Run(mode, func(b *testing.B) {
+			dir, err := os.MkdirTemp(os.Getenv("IMGPIPE_BENCH_DIR"), "imgpipe-bench-writes-")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			root, err := os.OpenRoot(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer root.Close()
+			b.SetBytes(group * int64(len(data)))
+			for i := 0; b.Loop(); i++ {
+				names := make([]string, group)
+				for j := range names {
+					names[j] = fmt.Sprintf("%d-%d.png", i, j)
+				}
+				var g errgroup.Group
+				g.SetLimit(16)
+				staged := make([]Staged, group)
+				for j, name := range names {
+					g.Go(func() error {
+						if mode == "one-by-one" {
+							return WriteFileAtomicIn(root, name, write)
+						}
+						s, err := StageIn(root, name, write)
+						staged[j] = s
+						return err
+					})
+				}
+				if err := g.Wait(); err != nil {
+					b.Fatal(err)
+				}
+				if mode == "group" {
+					if err := errors.Join(CommitIn(root, staged)...); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N*group)/b.Elapsed().Seconds(), "files/s")
+		})
+	}
 }
