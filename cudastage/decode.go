@@ -49,7 +49,11 @@ func (d *Device) Decode(s sched.Stream, call *sched.DecodeCall) error {
 		case im.Decoder == RouteCUDA || im.Decoder == RouteHW:
 			// RouteHW without engines cannot come from DecodeRoute; the CUDA
 			// decoder takes whatever the engines take.
-			if err := sc.single.Decode(im.Data, dst[i], stream); err != nil {
+			single, err := sc.singleDecoder()
+			if err != nil {
+				return d.g.Check(err)
+			}
+			if err := single.Decode(im.Data, dst[i], stream); err != nil {
 				if !nvjpeg.IsBadInput(err) {
 					return d.g.Check(err) // not the file's fault: the device's
 				}

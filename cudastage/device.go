@@ -69,10 +69,11 @@ func (d *Device) NewStream() (sched.Stream, error) {
 	return sched.Stream(s), d.g.Check(err)
 }
 
-// DestroyStream implements sched.Device, releasing the stream's nvJPEG
-// decoders too.
+// DestroyStream implements sched.Device; the stream's nvJPEG decoders are
+// kept for the next stream made.
 func (d *Device) DestroyStream(s sched.Stream) error {
-	return d.g.Check(errors.Join(d.codec.dropStream(s), cu.Stream(s).Destroy()))
+	d.codec.dropStream(s)
+	return d.g.Check(cu.Stream(s).Destroy())
 }
 
 // SyncStream implements sched.Device.

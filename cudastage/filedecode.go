@@ -47,6 +47,7 @@ type jpegCodec struct {
 	mu       sync.Mutex
 	route    *nvjpeg.ImageDecoder // answers Supported for DecodeRoute, under mu
 	streams  map[sched.Stream]*streamCodec
+	idle     []*streamCodec // decoders of destroyed streams, kept for the next ones
 	allParse []*routeParser // every parser kept, for close
 }
 
@@ -58,11 +59,16 @@ const maxRouteParsers = 256
 type routeParser struct{ hw, cuda *nvjpeg.Stream }
 
 // streamCodec is what Decode uses on one CUDA stream (nvJPEG states are not
-// shareable between streams in flight).
+// shareable between streams in flight). When its stream is destroyed it is
+// kept idle for the next stream made, with its states and buffers: setting
+// them up costs hundreds of milliseconds per stream, which runs one after
+// another on a device (a benchmark's repeats, a queue worker's tasks) would
+// otherwise pay every time.
 type streamCodec struct {
+	c          *jpegCodec
 	batch      *nvjpeg.BatchDecoder // nil without hardware engines
-	single     *nvjpeg.ImageDecoder
-	js         *nvjpeg.Stream // the size check before decoding
+	single     *nvjpeg.ImageDecoder // made on first use: most runs send every file to the engines
+	js         *nvjpeg.Stream       // the size check before decoding
 	scratch    cu.DevicePtr
 	scratchCap int
 }
@@ -263,21 +269,23 @@ func (d *Device) parser(c *jpegCodec) (*routeParser, error) {
 // made.
 func (c *jpegCodec) putParser(p *routeParser) { c.parsers <- p }
 
-// forStream returns stream s's decoders, making them on first use.
+// forStream returns stream s's decoders: an idle set, or new ones.
 func (c *jpegCodec) forStream(s sched.Stream) (*streamCodec, error) {
 	c.mu.Lock()
 	sc := c.streams[s]
+	if sc == nil && len(c.idle) > 0 {
+		sc = c.idle[len(c.idle)-1]
+		c.idle = c.idle[:len(c.idle)-1]
+		c.streams[s] = sc
+	}
 	c.mu.Unlock()
 	if sc != nil {
 		return sc, nil
 	}
-	sc = &streamCodec{}
+	sc = &streamCodec{c: c}
 	var err error
-	if sc.single, err = c.cuda.NewImageDecoder(nvjpeg.BackendGPUHybrid); err != nil {
-		return nil, err
-	}
 	if sc.js, err = c.cuda.NewStream(); err != nil {
-		return nil, errors.Join(err, sc.close())
+		return nil, err
 	}
 	if c.hw != nil {
 		if sc.batch, err = c.hw.NewBatchDecoder(); err != nil {
@@ -288,6 +296,18 @@ func (c *jpegCodec) forStream(s sched.Stream) (*streamCodec, error) {
 	c.streams[s] = sc
 	c.mu.Unlock()
 	return sc, nil
+}
+
+// singleDecoder returns the stream's CUDA decoder, made on first use.
+func (sc *streamCodec) singleDecoder() (*nvjpeg.ImageDecoder, error) {
+	if sc.single == nil {
+		d, err := sc.c.cuda.NewImageDecoder(nvjpeg.BackendGPUHybrid)
+		if err != nil {
+			return nil, err
+		}
+		sc.single = d
+	}
+	return sc.single, nil
 }
 
 // close releases the stream's decoders and scratch; its work must be done.
@@ -308,16 +328,15 @@ func (sc *streamCodec) close() error {
 	return errors.Join(errs...)
 }
 
-// dropStream releases stream s's decoders (DestroyStream calls it).
-func (c *jpegCodec) dropStream(s sched.Stream) error {
+// dropStream takes stream s's decoders off it (DestroyStream calls it, once
+// the stream's work is done) and keeps them idle for the next stream.
+func (c *jpegCodec) dropStream(s sched.Stream) {
 	c.mu.Lock()
-	sc := c.streams[s]
-	delete(c.streams, s)
-	c.mu.Unlock()
-	if sc == nil {
-		return nil
+	defer c.mu.Unlock()
+	if sc := c.streams[s]; sc != nil {
+		delete(c.streams, s)
+		c.idle = append(c.idle, sc)
 	}
-	return sc.close()
 }
 
 // close releases everything, on a bound thread, after every stream's work.
@@ -327,8 +346,12 @@ func (c *jpegCodec) close() error {
 	}
 	var errs []error
 	for s := range c.streams {
-		errs = append(errs, c.dropStream(s))
+		c.dropStream(s)
 	}
+	for _, sc := range c.idle {
+		errs = append(errs, sc.close())
+	}
+	c.idle = nil
 	for _, p := range c.allParse {
 		errs = append(errs, p.cuda.Destroy())
 		if p.hw != nil {

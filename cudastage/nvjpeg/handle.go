@@ -41,9 +41,12 @@ const (
 // Handle is an nvJPEG library handle (nvjpegHandle_t) for one backend.
 //
 // Memory: the handle uses nvJPEG's default allocators (cudaMalloc and
-// cudaHostAlloc in the current context). nvJPEG sizes its buffers per state
-// once and reuses them ("smart allocations"), so a custom pool would save
-// nothing, and allocator hooks would be Go callbacks entered on nvJPEG's own
+// cudaHostAlloc in the current context). nvJPEG keeps its buffers per state
+// and grows them when a larger batch comes ("smart allocations"); each
+// allocation is padded (devicePadding, pinnedPadding) so that batches a little
+// larger than the last reuse them instead of reallocating, which would free
+// the old buffers and so wait for the device. A custom pool would save little
+// more, and allocator hooks would be Go callbacks entered on nvJPEG's own
 // threads, outside any bound, locked goroutine.
 //
 // Threads: create, use and destroy a Handle with the device's primary
@@ -65,8 +68,21 @@ func NewHandle(b Backend) (*Handle, error) {
 	if err := call("nvjpegCreateEx", l.createEx, uintptr(b), 0, 0, flagBitstreamStrict, uintptr(unsafe.Pointer(&h))); err != nil {
 		return nil, err
 	}
+	err = errors.Join(call("nvjpegSetDeviceMemoryPadding", l.devicePadding, devicePadding, h),
+		call("nvjpegSetPinnedMemoryPadding", l.pinnedPadding, pinnedPadding, h))
+	if err != nil {
+		call("nvjpegDestroy", l.destroy, h)
+		return nil, err
+	}
 	return &Handle{h: h, backend: b}, nil
 }
+
+// The padding of nvJPEG's allocations (see Handle): what DALI uses by default
+// for its nvJPEG decoders.
+const (
+	devicePadding = 16 << 20
+	pinnedPadding = 8 << 20
+)
 
 // Backend returns the handle's backend.
 func (h *Handle) Backend() Backend { return h.backend }

@@ -27,6 +27,7 @@ type lib struct {
 	path string
 
 	getProperty, createEx, destroy, hwInfo                          uintptr
+	devicePadding, pinnedPadding                                    uintptr
 	stateCreate, stateDestroy, batchedInit, batched, batchedSupport uintptr
 	streamCreate, streamDestroy, streamParse, streamParseHeader     uintptr
 	frameDims, componentsNum                                        uintptr
@@ -47,6 +48,8 @@ func (l *lib) symbols() map[string]*uintptr {
 		"nvjpegCreateEx":                        &l.createEx,
 		"nvjpegDestroy":                         &l.destroy,
 		"nvjpegGetHardwareDecoderInfo":          &l.hwInfo,
+		"nvjpegSetDeviceMemoryPadding":          &l.devicePadding,
+		"nvjpegSetPinnedMemoryPadding":          &l.pinnedPadding,
 		"nvjpegJpegStateCreate":                 &l.stateCreate,
 		"nvjpegJpegStateDestroy":                &l.stateDestroy,
 		"nvjpegDecodeBatchedInitialize":         &l.batchedInit,

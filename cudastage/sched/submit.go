@@ -68,7 +68,16 @@ func (e *Executor) warm(st Stream) error {
 	if !ok {
 		return nil
 	}
-	return w.WarmDecoder(st, e.cfg.Batch)
+	t0 := time.Now()
+	err := w.WarmDecoder(st, e.cfg.Batch)
+	if e.trace != nil {
+		for i, s := range e.streams {
+			if s == st {
+				e.trace.Span(e.submitTracks[i], "warm decoder", t0, time.Since(t0), nil)
+			}
+		}
+	}
+	return err
 }
 
 // errHalted ends a batch's submission when the executor stopped meanwhile
