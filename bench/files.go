@@ -14,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/imgpipe/imgpipe/cudastage/devmem"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/memory/pinned"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -125,6 +127,13 @@ func (f *Files) Run(ctx context.Context, o Options) error {
 			}}
 		if c[0] > 0 {
 			run.dev, run.pinnedBytes = o.Device, int64(f.c.PinnedMB)<<20
+			// The runs of a configuration share their slots' memory: each run then
+			// measures the folder's processing, not page-locking GiBs again.
+			var err error
+			if run.hostPool, run.devPool, err = sharedPools(o.Device); err != nil {
+				return err
+			}
+			defer run.closePools() // on an early return; closed below otherwise
 		}
 		for range o.Warmup {
 			if _, _, err := run.once(ctx); err != nil {
@@ -143,6 +152,9 @@ func (f *Files) Run(ctx context.Context, o Options) error {
 			}
 			sum = got
 			runs = append(runs, d)
+		}
+		if err := run.closePools(); err != nil {
+			return err
 		}
 		if sum.OK == 0 {
 			return fmt.Errorf("no image under %s went through the chain (%d failed)", f.c.Dir, sum.Failed)
@@ -223,8 +235,35 @@ type folderRun struct {
 	dev             sched.Device
 	streams, batch  int
 	pinnedBytes     int64
+	hostPool        *pinned.Pool      // shared by the runs (GPU)
+	devPool         *devmem.Allocator // shared by the runs (GPU)
 	trace           sched.Tracer
 	notice          func(string)
+}
+
+// sharedPools makes the page-locked pool and device allocator that runs one after
+// another on dev share. Their budgets are no limit of their own: each run's executor
+// checks its slots against --pinned-mb.
+func sharedPools(dev sched.Device) (*pinned.Pool, *devmem.Allocator, error) {
+	host, err := pinned.New(sched.MaxSlotBytes*sched.MaxSlots, sched.HostAllocator(dev))
+	if err != nil {
+		return nil, nil, err
+	}
+	devPool, err := devmem.New(sched.DeviceDriver(dev), sched.MaxSlotBytes*sched.MaxSlots)
+	if err != nil {
+		return nil, nil, errors.Join(err, host.Close())
+	}
+	return host, devPool, nil
+}
+
+// closePools frees the shared pools' memory (GPU); later calls do nothing.
+func (r *folderRun) closePools() error {
+	if r.hostPool == nil {
+		return nil
+	}
+	err := errors.Join(r.hostPool.Close(), r.devPool.Close())
+	r.hostPool, r.devPool = nil, nil
+	return err
 }
 
 // once runs the chain over the folder and writes the report; it returns the summary and
@@ -235,7 +274,8 @@ func (r *folderRun) once(ctx context.Context) (pipeline.Summary, time.Duration, 
 	src := &limitSource{src: pipeline.Folder(r.in, r.out), n: r.limit}
 	opt := pipeline.Options{Workers: r.workers, Notice: r.notice}
 	if r.dev != nil {
-		opt.GPU = &pipeline.GPUOptions{Device: r.dev, Streams: r.streams, Batch: r.batch, PinnedBytes: r.pinnedBytes}
+		opt.GPU = &pipeline.GPUOptions{Device: r.dev, Streams: r.streams, Batch: r.batch, PinnedBytes: r.pinnedBytes,
+			HostPool: r.hostPool, DevicePool: r.devPool}
 	}
 	if r.trace != nil {
 		opt.Trace = r.trace

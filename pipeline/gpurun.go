@@ -12,7 +12,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/imgpipe/imgpipe/cudastage/devmem"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/memory/pinned"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -49,6 +51,13 @@ type GPUOptions struct {
 	// Linger is how long a partly filled batch waits for more images; 0 means
 	// DefaultLinger.
 	Linger time.Duration
+	// HostPool and DevicePool, when set, are where the slots' page-locked and device
+	// memory come from and go back to (sched.Config's fields of those names): runs one
+	// after another on Device that share them (a benchmark's repeats) take the memory
+	// once, instead of page-locking it again for every run, which also holds up the
+	// device while it runs. nil: each run allocates and frees its own.
+	HostPool   *pinned.Pool
+	DevicePool *devmem.Allocator
 }
 
 // gpuRun is a checked GPU configuration for one plan.
@@ -116,7 +125,7 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	// streams and batch are checked by the execution settings table, as the CLI and a
 	// job's are; slots only against the executor's limit.
 	cfg := sched.Config{Ops: ops, Streams: cmp.Or(o.Streams, DefaultStreams), Batch: cmp.Or(o.Batch, DefaultBatch),
-		SlotBytes: o.SlotBytes, Linger: cmp.Or(o.Linger, DefaultLinger)}
+		SlotBytes: o.SlotBytes, Linger: cmp.Or(o.Linger, DefaultLinger), HostPool: o.HostPool, DevicePool: o.DevicePool}
 	cfg.Slots = cmp.Or(o.Slots, DefaultSlots(cfg.Streams))
 	if CheckSetting("streams", cfg.Streams) != nil || CheckSetting("batch", cfg.Batch) != nil || cfg.Slots > sched.MaxSlots {
 		return nil, fmt.Errorf("run: GPU settings out of range: streams %d (max %d), batch %d (max %d), slots %d (max %d)",
