@@ -167,7 +167,13 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		}
 		return err
 	})
-	g.Go(func() error { return r.collect(ctx) })
+	groups := make(chan []*item, commitQueue)
+	g.Go(func() error {
+		defer close(groups)
+		r.collect(groups)
+		return nil
+	})
+	g.Go(func() error { return r.reportGroups(ctx, groups) })
 	err := g.Wait()
 
 	if berr := be.finish(&r.sum); berr != nil && err == nil && ctx.Err() == nil {
@@ -200,6 +206,9 @@ type item struct {
 	// staged is the output a stagingSink wrote, not yet in place: collect commits it
 	// before reporting the input.
 	staged *stages.Staged
+	// outOfWindow says that collect took the item out of the window when it handed it on
+	// (its output was staged); otherwise reportGroups does once it is reported.
+	outOfWindow bool
 }
 
 type runner struct {
@@ -301,16 +310,23 @@ func (r *runner) after(idx int) bool {
 	return idx > r.failure.Index
 }
 
-// collect reorders finished items into input order and hands them on. Whatever is
-// finished when it wakes up goes in one group: the staged outputs of the group's items
-// that are next in input order are committed together (one sync for all of them), then
-// the items are reported. It drains done to the end even after a fatal error, so that no
-// worker is left blocked.
-func (r *runner) collect(ctx context.Context) error {
+// commitQueue is how many groups of finished inputs may wait for the reporter (see
+// collect): while it commits one group (a sync of the output's disk, which can take a
+// few hundred milliseconds when a fast run wrote GiBs), the next ones gather, and the
+// workers go on.
+const commitQueue = 2
+
+// collect reorders finished items into input order and hands them to the reporter in
+// groups: whatever is finished when it wakes up and next in input order goes in one
+// group, so that the staged outputs of a group are committed together (one sync for all
+// of them). An item whose output is staged leaves the window when it is handed on: it
+// holds nothing then but its result and a temporary file, and a slow commit must not hold
+// the workers up; the others leave it once reported, so that the window bounds what a
+// sink that keeps images holds. It drains done to the end, so that no worker is left
+// blocked.
+func (r *runner) collect(groups chan<- []*item) {
 	pending := map[int]*item{}
 	next := 0
-	var fatal error
-	var ready []*item
 	for it := range r.done {
 		pending[it.idx] = it
 	more:
@@ -325,20 +341,44 @@ func (r *runner) collect(ctx context.Context) error {
 				break more
 			}
 		}
-		ready = ready[:0]
+		var group []*item
 		for p, ok := pending[next]; ok; p, ok = pending[next] {
 			delete(pending, next)
 			next++
-			ready = append(ready, p)
+			group = append(group, p)
 		}
-		r.commit(ready, fatal != nil)
-		for _, p := range ready {
+		if len(group) > 0 {
+			out := 0
+			for _, p := range group {
+				if p.staged != nil {
+					p.outOfWindow = true
+					out++
+				}
+			}
+			groups <- group
+			for range out {
+				<-r.window
+			}
+		}
+	}
+}
+
+// reportGroups commits each group's staged outputs and reports its items, in order. After
+// a fatal error (the report or the sink failed) it drops what comes, staged outputs
+// included, and drains groups to the end.
+func (r *runner) reportGroups(ctx context.Context, groups <-chan []*item) error {
+	var fatal error
+	for group := range groups {
+		r.commit(group, fatal != nil)
+		for _, p := range group {
 			if !p.dropped && fatal == nil {
 				if fatal = r.emit(ctx, &p.res); fatal != nil {
 					r.cancel(fatal) // stop feeding and working; keep draining
 				}
 			}
-			<-r.window
+			if !p.outOfWindow {
+				<-r.window
+			}
 		}
 	}
 	return fatal

@@ -33,10 +33,18 @@ func (d Dst) image() image {
 // BatchDecoder decodes batches of files with one nvjpegDecodeBatched call
 // each, on a BackendHardware handle: the files are spread over the hardware
 // engines. It is not safe for concurrent use; make one per CUDA stream.
+//
+// A call returns before the device finished it, and the state's buffers
+// (the files' staging, the engines' work) serve every call: so each call,
+// and each re-initialisation for another batch size, first waits for the
+// previous call's work (the event done, recorded after it). Re-initialising
+// a state whose decode was still running hung the H200's engines.
 type BatchDecoder struct {
 	h     *Handle
 	state uintptr
-	size  int // the batch size nvjpegDecodeBatchedInitialize was last given; 0: none
+	size  int      // the batch size nvjpegDecodeBatchedInitialize was last given; 0: none
+	done  cu.Event // recorded after each call
+	busy  bool     // done was recorded and not yet waited for
 }
 
 // NewBatchDecoder creates a decoder state for batched decoding.
@@ -45,19 +53,32 @@ func (h *Handle) NewBatchDecoder() (*BatchDecoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	var st uintptr
-	if err := call("nvjpegJpegStateCreate", l.stateCreate, h.h, uintptr(unsafe.Pointer(&st))); err != nil {
+	done, err := cu.EventCreate(false)
+	if err != nil {
 		return nil, err
 	}
-	return &BatchDecoder{h: h, state: st}, nil
+	var st uintptr
+	if err := call("nvjpegJpegStateCreate", l.stateCreate, h.h, uintptr(unsafe.Pointer(&st))); err != nil {
+		return nil, errors.Join(err, done.Destroy())
+	}
+	return &BatchDecoder{h: h, state: st, done: done}, nil
 }
 
 // Destroy releases the state; work queued with it must be finished.
 func (d *BatchDecoder) Destroy() error {
 	l, _ := get()
-	err := call("nvjpegJpegStateDestroy", l.stateDestroy, d.state)
+	err := errors.Join(call("nvjpegJpegStateDestroy", l.stateDestroy, d.state), d.done.Destroy())
 	d.state = 0
 	return err
+}
+
+// idle waits until the device finished the previous call's work.
+func (d *BatchDecoder) idle() error {
+	if !d.busy {
+		return nil
+	}
+	d.busy = false
+	return d.done.Synchronize()
 }
 
 // Initialized is the batch size the state is set up for (see Initialize),
@@ -77,6 +98,9 @@ func (d *BatchDecoder) Initialize(n int) error {
 	}
 	l, err := get()
 	if err != nil {
+		return err
+	}
+	if err := d.idle(); err != nil {
 		return err
 	}
 	if err := call("nvjpegDecodeBatchedInitialize", l.batchedInit, d.h.h, d.state, uintptr(n), 1, outputRGBI); err != nil {
@@ -112,6 +136,9 @@ func (d *BatchDecoder) Decode(files [][]byte, dst []Dst, s cu.Stream) error {
 		}
 		ptrs[i], lens[i], imgs[i] = uintptr(unsafe.Pointer(&f[0])), uint64(len(f)), dst[i].image()
 	}
+	if err := d.idle(); err != nil {
+		return err
+	}
 	if err := d.Initialize(n); err != nil {
 		return err
 	}
@@ -121,6 +148,10 @@ func (d *BatchDecoder) Decode(files [][]byte, dst []Dst, s cu.Stream) error {
 	if err != nil {
 		d.size = 0
 	}
+	if rerr := d.done.Record(s); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	d.busy = true
 	return err
 }
 
