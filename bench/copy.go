@@ -316,13 +316,14 @@ func Copy(ctx context.Context, o Options) (*CopyRecord, error) {
 		copyBytes = DefaultCopyBytes
 	}
 	frameBytes := o.Width * o.Height * 3
-	batch := o.Batch[0]
+	batches := o.frameBatches()
+	batch := batches[0]
 	rec := &CopyRecord{System: "imgpipe", Mode: "copy", Device: dev.Name(), Chain: o.Chain.Label,
 		Width: o.Width, Height: o.Height, Batch: batch, Repeats: o.Repeats, Imgpipe: o.Version}
 
 	o.textf("imgpipe bench copy on %s: GB/s, median of %d copies\n", dev.Name(), o.Repeats)
 	o.textf("%12s %11s %11s %13s %13s %9s\n", "bytes", "pinned H2D", "pinned D2H", "pageable H2D", "pageable D2H", "pinned/pg")
-	for _, n := range copySizes(frameBytes, o.Batch, copyBytes) {
+	for _, n := range copySizes(frameBytes, batches, copyBytes) {
 		pin, err := MeasureCopy(dev, n, o.Repeats)
 		if err != nil {
 			return nil, fmt.Errorf("page-locked copies of %d bytes: %w", n, err)

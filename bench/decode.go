@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
@@ -73,7 +75,11 @@ func Decode(ctx context.Context, o Options, dir string) ([]DecodeResult, error) 
 	}
 	if o.Device != nil {
 		if fd, err := sched.FileDecoderOf(o.Device); err == nil {
-			dd, err := newDeviceDecode(o.Device, fd, files, o.Batch[0])
+			batch := o.Batch[0]
+			if info, ok := fd.(sched.DecoderInfo); ok && batch == 0 {
+				batch = info.DecoderBatch()
+			}
+			dd, err := newDeviceDecode(o.Device, fd, files, cmp.Or(batch, pipeline.DefaultBatch))
 			if err != nil {
 				return nil, err
 			}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -167,4 +168,15 @@ func ParseSize(s string) (w, h int, err error) {
 		return 0, 0, fmt.Errorf("%q: %d pixels, over the limit of %d", s, int64(w)*int64(h), MaxFramePixels)
 	}
 	return w, h, nil
+}
+
+// frameBatches is o.Batch with the batch setting's 0 (auto) as pipeline.DefaultBatch: the
+// modes that run frames have no device decoder to size batches by (a folder run resolves
+// 0 itself, see pipeline.GPUOptions.Batch).
+func (o *Options) frameBatches() []int {
+	b := slices.Clone(o.Batch)
+	for i := range b {
+		b[i] = cmp.Or(b[i], pipeline.DefaultBatch)
+	}
+	return b
 }

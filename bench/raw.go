@@ -147,7 +147,7 @@ func Raw(ctx context.Context, o Options, c RawConfig, pool *Pool) error {
 	o.textf("%-7s %5s %9s %8s %6s %7s %8s %8s %8s %8s %7s %s\n",
 		"streams", "batch", "img/s", "MP/s", "limit", "overlap", "ΣH2D ms", "Σkern ms", "ΣD2H ms", "wall ms", "GPU/CPU", "bound by")
 	for _, streams := range o.Streams {
-		for _, batch := range o.Batch {
+		for _, batch := range o.frameBatches() {
 			cfg := RunConfig{Streams: streams, Batch: batch, Pageable: c.Pageable, Frames: o.Frames,
 				Warmup: o.Warmup, Repeats: o.Repeats, Check: check}
 			if tr != nil {

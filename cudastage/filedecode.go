@@ -137,6 +137,16 @@ func (d *Device) DecoderEngines() int {
 	return c.engines
 }
 
+// DecoderBatch implements sched.DecoderInfo: the files per batched call
+// (nvjpeg.BatchCapacity), 0 without engines or without nvJPEG.
+func (d *Device) DecoderBatch() int {
+	c, err := d.jpeg()
+	if err != nil {
+		return 0
+	}
+	return c.capacity
+}
+
 // WarmDecoder implements sched.DecoderWarmer: it loads nvJPEG, makes stream
 // s's decoder states and initialises its batched decoder for full batched
 // calls (batch files, at most the engines' call size), the setup that the

@@ -50,7 +50,10 @@ const MaxGPUOrdinal = 1023
 // stream, 17.7 with 2, 16.6 with 4 and 17.0 with 8, at batch 16; batches of 8 to 32 were
 // within 1% of each other. Two streams already overlap one batch's copies with another's
 // kernels (the executor orders each engine's work across streams), so more only cost
-// memory. They are the streams and batch settings' defaults (executionSettings).
+// memory. DefaultStreams is the streams setting's default; DefaultBatch is what the batch
+// setting's 0 means, unless the GPU decodes the files: then batches are as large as the
+// decoder's calls (sched.DecoderInfo.DecoderBatch), since nvJPEG's hardware engines
+// decode larger calls faster (see gpuBatch).
 const (
 	DefaultStreams = 2
 	DefaultBatch   = 16
@@ -94,8 +97,8 @@ var executionSettings = []ParamSpec{
 		Help: "which GPU auto and cuda use, counting from 0 (see 'imgpipe devices')"},
 	{Name: "streams", Kind: Int, Default: int64(DefaultStreams), Range: &Range{Min: 1, Max: sched.MaxStreams},
 		Help: "CUDA streams (GPU only)"},
-	{Name: "batch", Kind: Int, Default: int64(DefaultBatch), Range: &Range{Min: 1, Max: sched.MaxBatch},
-		Help: "images per GPU batch (GPU only)"},
+	{Name: "batch", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: sched.MaxBatch},
+		Help: fmt.Sprintf("images per GPU batch (GPU only); 0: %d, or the JPEG decoder's call size (engines x 8: 56 on an H100 or H200) when the GPU decodes the files", DefaultBatch)},
 	{Name: "pinned_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: sched.MaxSlotBytes >> 20},
 		Help: "page-locked memory for the GPU's batch slots, in MiB (GPU only); 0 sizes each slot for batch 1080p frames"},
 	{Name: "max_memory_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 1 << 24},

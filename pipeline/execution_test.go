@@ -48,7 +48,7 @@ func TestExecutionGPU(t *testing.T) {
 
 func TestExecutionSet(t *testing.T) {
 	e := DefaultExecution()
-	if e.Device != "auto" || e.OnError != "skip" || e.Workers != 0 || e.Streams < 1 || e.Batch < 1 {
+	if e.Device != "auto" || e.OnError != "skip" || e.Workers != 0 || e.Streams < 1 || e.Batch != 0 {
 		t.Errorf("defaults: %+v", e)
 	}
 	if err := e.Set("workers", 4); err != nil || e.Workers != 4 {
@@ -116,7 +116,7 @@ func TestExecutionSetText(t *testing.T) {
 // executor's limits are the ones it holds.
 func TestExecutionSettingsTable(t *testing.T) {
 	e := DefaultExecution()
-	if e.Streams != DefaultStreams || e.Batch != DefaultBatch || DefaultStreams != 2 || DefaultBatch != 16 {
+	if e.Streams != DefaultStreams || e.Batch != 0 || DefaultStreams != 2 || DefaultBatch != 16 {
 		t.Errorf("defaults: streams %d batch %d (DefaultStreams %d, DefaultBatch %d)", e.Streams, e.Batch, DefaultStreams, DefaultBatch)
 	}
 	for _, ps := range ExecutionSettings() {

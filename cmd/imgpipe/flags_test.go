@@ -71,11 +71,12 @@ func TestExecutionFlagsFromTable(t *testing.T) {
 }
 
 // No default or limit is written twice: the flags' defaults are the settings' defaults,
-// which are DefaultExecution and the measured DefaultStreams and DefaultBatch.
+// which are DefaultExecution: the measured DefaultStreams, and batch 0 (auto: DefaultBatch,
+// or the device decoder's call size).
 func TestExecutionFlagDefaults(t *testing.T) {
 	e := pipeline.DefaultExecution()
-	if e.Streams != pipeline.DefaultStreams || e.Batch != pipeline.DefaultBatch {
-		t.Errorf("DefaultExecution streams %d batch %d, want %d and %d", e.Streams, e.Batch, pipeline.DefaultStreams, pipeline.DefaultBatch)
+	if e.Streams != pipeline.DefaultStreams || e.Batch != 0 {
+		t.Errorf("DefaultExecution streams %d batch %d, want %d and 0", e.Streams, e.Batch, pipeline.DefaultStreams)
 	}
 	fl := newRunCmd(io.Discard, io.Discard).Flags()
 	for name, want := range map[string]any{"streams": e.Streams, "batch": e.Batch, "gpu": e.GPU, "device": e.Device,
@@ -85,9 +86,9 @@ func TestExecutionFlagDefaults(t *testing.T) {
 		}
 	}
 	bf := newBenchCmd(io.Discard, io.Discard).PersistentFlags()
-	if bf.Lookup("streams").DefValue != strconv.Itoa(pipeline.DefaultStreams) || bf.Lookup("batch").DefValue != strconv.Itoa(pipeline.DefaultBatch) {
-		t.Errorf("bench --streams %s --batch %s, want %d and %d", bf.Lookup("streams").DefValue, bf.Lookup("batch").DefValue,
-			pipeline.DefaultStreams, pipeline.DefaultBatch)
+	if bf.Lookup("streams").DefValue != strconv.Itoa(pipeline.DefaultStreams) || bf.Lookup("batch").DefValue != "0" {
+		t.Errorf("bench --streams %s --batch %s, want %d and 0", bf.Lookup("streams").DefValue, bf.Lookup("batch").DefValue,
+			pipeline.DefaultStreams)
 	}
 }
 

@@ -379,7 +379,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"on-error", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--on-error", "ignore"}, exitUsage, []string{"--on-error: on_error=ignore: want one of skip, fail"}},
 		{"device", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--device", "gpus"}, exitUsage, []string{"--device: device=gpus: want one of auto, cpu, cuda"}},
 		{"workers", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--workers", "-1"}, exitUsage, []string{"--workers: workers=-1 is out of range"}},
-		{"all flag errors at once", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--streams", "0", "--batch", "0"}, exitUsage, []string{"--streams", "--batch"}},
+		{"all flag errors at once", []string{"run", "-i", in, "-o", "OUT", "-p", "decode", "--streams", "0", "--batch", "-1"}, exitUsage, []string{"--streams", "--batch"}},
 		{"unknown flag", []string{"run", "--frobnicate"}, exitUsage, []string{"unknown flag: --frobnicate", "see 'imgpipe run --help'"}},
 		{"flag value", []string{"run", "--workers", "many"}, exitUsage, []string{"invalid argument \"many\""}},
 		{"unknown command", []string{"runn"}, exitUsage, []string{"unknown command \"runn\"", "Run 'imgpipe --help' for usage."}},

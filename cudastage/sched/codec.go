@@ -97,6 +97,10 @@ type DecoderInfo interface {
 	// DecoderEngines is the number of hardware decode engines (7 on an H200), or 0
 	// when the device reports none.
 	DecoderEngines() int
+	// DecoderBatch is the number of files per decode call that keeps the
+	// hardware engines busy (a GPU run's default batch when the device decodes
+	// its files), or 0 without engines.
+	DecoderBatch() int
 }
 
 // FileDecoderOf returns dev's file decoder, or why it has none usable: dev does not

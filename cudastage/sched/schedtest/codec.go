@@ -76,6 +76,10 @@ func (f *FakeDevice) DecoderAvailable() error { return f.cfg.DecoderUnavailable 
 // DecoderEngines implements sched.DecoderInfo: FakeConfig.DecoderEngines.
 func (f *FakeDevice) DecoderEngines() int { return f.cfg.DecoderEngines }
 
+// DecoderBatch implements sched.DecoderInfo: 8 files per engine, as nvJPEG's
+// batched calls on a GPU with one core per engine.
+func (f *FakeDevice) DecoderBatch() int { return 8 * f.cfg.DecoderEngines }
+
 // PeakDecodes is the most Decode calls that were in progress at once (see
 // FakeConfig.DecodeBlock).
 func (f *FakeDevice) PeakDecodes() int {
