@@ -22,9 +22,10 @@ type Options struct {
 	// the number of cores used. On a GPU it is the number of decode workers, and of save
 	// workers.
 	Workers int
-	// Window bounds the inputs in flight: taken from the source and not yet reported. It
-	// bounds memory (and the reorder buffer that keeps results in input order) whatever the
-	// number of inputs. 0 means 2×Workers; it is raised to Workers if lower, and on a GPU
+	// Window bounds the inputs in flight: taken from the source and not yet reported (an
+	// input whose output waits for its group's commit, see ToFolder, has left it: it holds
+	// only its result then). It bounds memory (and the reorder buffer that keeps results in
+	// input order) whatever the number of inputs. 0 means 2×Workers; it is raised to Workers if lower, and on a GPU
 	// to what keeps every slot full (see GPUOptions).
 	Window int
 	// StopOnError stops taking inputs at the first failed one (on_error: fail). Inputs
