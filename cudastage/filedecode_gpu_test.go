@@ -102,17 +102,34 @@ func jpegDevice(t testing.TB) *Device {
 	return d
 }
 
-// decodeOnDevice decodes files as the executor would: routes from
-// DecodeRoute (or route, when set), data in page-locked memory, shapes from
-// stages' header, one Decode call on a fresh stream, then the pixels back.
+// decodeOnDevice decodes files as the executor would (see decodeFiles), with
+// one Decode call on a fresh stream.
 func decodeOnDevice(t *testing.T, d *Device, files [][]byte, route []string) ([]sched.DecodeImage, [][]byte) {
 	t.Helper()
+	var s sched.Stream
+	if err := d.g.Do(func() (err error) { s, err = d.NewStream(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer d.g.Do(func() error { return d.DestroyStream(s) })
+	imgs, out, err := decodeFiles(d, s, files, route, func(n int) cu.DevicePtr { return devMem(t, d.g, uint64(n)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return imgs, out
+}
+
+// decodeFiles decodes files with one Decode call on stream s, as the executor
+// would: routes from DecodeRoute (or route[i], when set), data in page-locked
+// memory, shapes from stages' header, the images into dst(total bytes),
+// called on the GPU's bound thread. It
+// returns the images, each with its Err, and every image's pixels.
+func decodeFiles(d *Device, s sched.Stream, files [][]byte, route []string, dst func(n int) cu.DevicePtr) ([]sched.DecodeImage, [][]byte, error) {
 	imgs := make([]sched.DecodeImage, len(files))
 	var total int
 	for i, f := range files {
 		hd, err := stages.DecodeHeader(f, stages.DecodeOptions{Orient: true})
 		if err != nil {
-			t.Fatalf("file %d: header: %v", i, err)
+			return nil, nil, fmt.Errorf("file %d: header: %w", i, err)
 		}
 		imgs[i] = sched.DecodeImage{Shape: sched.Shape{W: hd.W, H: hd.H, C: 3}, Orient: hd.Orientation, DstOff: total, Decoder: d.DecodeRoute(f)}
 		if route != nil && route[i] != "" {
@@ -122,6 +139,7 @@ func decodeOnDevice(t *testing.T, d *Device, files [][]byte, route []string) ([]
 	}
 	out := make([][]byte, len(files))
 	err := d.g.Do(func() error {
+		base := dst(total) // on the bound thread: devMem allocates there
 		for i, f := range files {
 			p, err := cu.MemHostAlloc(len(f))
 			if err != nil {
@@ -131,14 +149,7 @@ func decodeOnDevice(t *testing.T, d *Device, files [][]byte, route []string) ([]
 			copy(p, f)
 			imgs[i].Data = p
 		}
-		s, err := d.NewStream()
-		if err != nil {
-			return err
-		}
-		defer d.DestroyStream(s)
-		dst := devMem(t, d.g, uint64(total))
-		call := &sched.DecodeCall{Images: imgs, Dst: sched.DevPtr(dst)}
-		if err := d.Decode(s, call); err != nil {
+		if err := d.Decode(s, &sched.DecodeCall{Images: imgs, Dst: sched.DevPtr(base)}); err != nil {
 			return err
 		}
 		if err := d.SyncStream(s); err != nil {
@@ -146,16 +157,13 @@ func decodeOnDevice(t *testing.T, d *Device, files [][]byte, route []string) ([]
 		}
 		for i, im := range imgs {
 			out[i] = make([]byte, 3*im.Shape.W*im.Shape.H)
-			if err := cu.MemcpyDtoH(out[i], dst+cu.DevicePtr(im.DstOff)); err != nil {
+			if err := cu.MemcpyDtoH(out[i], base+cu.DevicePtr(im.DstOff)); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return imgs, out
+	return imgs, out, err
 }
 
 // cpuDecode decodes file on the CPU with Go's decoder, whose chroma upsampling

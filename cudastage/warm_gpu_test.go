@@ -90,46 +90,14 @@ func TestGPUWarmThenConcurrentDecode(t *testing.T) {
 	}
 }
 
-// decodeOnStream decodes files into dst with one Decode call on stream s,
-// from the calling goroutine bound to the GPU, and returns the pixels.
+// decodeOnStream decodes files into dst with one Decode call on stream s
+// (decodeFiles), failing on any file's error, and returns the pixels.
 func decodeOnStream(d *Device, s sched.Stream, dst cu.DevicePtr, files [][]byte) ([][]byte, error) {
-	imgs := make([]sched.DecodeImage, len(files))
-	total := 0
-	for i, f := range files {
-		hd, err := stages.DecodeHeader(f, stages.DecodeOptions{Orient: true})
-		if err != nil {
-			return nil, err
+	imgs, out, err := decodeFiles(d, s, files, nil, func(int) cu.DevicePtr { return dst })
+	for i := range imgs {
+		if err == nil && imgs[i].Err != nil {
+			err = fmt.Errorf("file %d: %w", i, imgs[i].Err)
 		}
-		imgs[i] = sched.DecodeImage{Shape: sched.Shape{W: hd.W, H: hd.H, C: 3}, Orient: hd.Orientation, DstOff: total, Decoder: d.DecodeRoute(f)}
-		total += 3 * hd.W * hd.H
 	}
-	out := make([][]byte, len(files))
-	err := d.g.Do(func() error {
-		for i, f := range files {
-			p, err := cu.MemHostAlloc(len(f))
-			if err != nil {
-				return err
-			}
-			defer cu.MemFreeHost(p)
-			copy(p, f)
-			imgs[i].Data = p
-		}
-		if err := d.Decode(s, &sched.DecodeCall{Images: imgs, Dst: sched.DevPtr(dst)}); err != nil {
-			return err
-		}
-		if err := d.SyncStream(s); err != nil {
-			return err
-		}
-		for i, im := range imgs {
-			if im.Err != nil {
-				return fmt.Errorf("file %d: %w", i, im.Err)
-			}
-			out[i] = make([]byte, 3*im.Shape.W*im.Shape.H)
-			if err := cu.MemcpyDtoH(out[i], dst+cu.DevicePtr(im.DstOff)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 	return out, err
 }

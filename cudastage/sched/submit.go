@@ -50,7 +50,7 @@ func (e *Executor) streamSubmitter(i int, queue <-chan *slot) {
 	defer runtime.UnlockOSThread()
 	if err := e.dev.BindThread(); err != nil {
 		e.stop(fmt.Errorf("%s: %w", e.dev.Name(), err))
-	} else if err := e.warm(e.streams[i]); err != nil {
+	} else if err := e.warm(i); err != nil {
 		e.stop(fmt.Errorf("%s: warming the file decoder up: %w", e.dev.Name(), err))
 	}
 	for s := range queue {
@@ -58,9 +58,9 @@ func (e *Executor) streamSubmitter(i int, queue <-chan *slot) {
 	}
 }
 
-// warm warms the device's file decoder up on stream st when the executor
+// warm warms the device's file decoder up on stream i when the executor
 // decodes files and the decoder implements DecoderWarmer.
-func (e *Executor) warm(st Stream) error {
+func (e *Executor) warm(i int) error {
 	if !e.cfg.WarmDecoder {
 		return nil
 	}
@@ -69,13 +69,9 @@ func (e *Executor) warm(st Stream) error {
 		return nil
 	}
 	t0 := time.Now()
-	err := w.WarmDecoder(st, e.cfg.Batch)
+	err := w.WarmDecoder(e.streams[i], e.cfg.Batch)
 	if e.trace != nil {
-		for i, s := range e.streams {
-			if s == st {
-				e.trace.Span(e.submitTracks[i], "warm decoder", t0, time.Since(t0), nil)
-			}
-		}
+		e.trace.Span(e.submitTracks[i], "warm decoder", t0, time.Since(t0), nil)
 	}
 	return err
 }
