@@ -26,8 +26,9 @@
 // source to skip work an earlier report records) through a Plan into a Sink (ToFolder,
 // Collect, ToChan). Workers each process one input at a time through the whole chain; the
 // number of inputs in flight is bounded by a window, so memory does not depend on the
-// number of inputs, and a reorder buffer within that window hands results to the sink, the
-// JSON Lines report and the progress callback in input order. A failed input is a Result
+// number of inputs, and a reorder buffer (at most ReorderSpan windows of small results)
+// hands results to the sink, the JSON Lines report and the progress callback in input
+// order. A failed input is a Result
 // with Status failed and an error "stage: reason"; the run goes on, or stops at the first
 // failure with Options.StopOnError. Cancelling the context stops taking inputs, finishes the
 // ones in progress (saves are atomic), and still writes the report's summary line.

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math/rand"
 	"os"
@@ -348,5 +349,68 @@ func TestRunFolderCommits(t *testing.T) {
 	if !strings.Contains(report.String(), `"input":"a/imga.png","status":"failed"`) ||
 		!regexp.MustCompile(`"input":"a/imga.png"[^\n]*"error":"save: `).MatchString(report.String()) {
 		t.Errorf("the blocked output's line does not fail it in save:\n%s", report.String())
+	}
+}
+
+// TestRunSlowInputHoldsNoWorker: while one input is stuck, the others are processed and
+// staged far past the window, and everything is reported in input order once it is
+// released.
+func TestRunSlowInputHoldsNoWorker(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	const n = 20 // ten times the window, within ReorderSpan windows
+	release, last := make(chan struct{}), make(chan struct{})
+	data := encode(t, randImage(rng, 9, 5, 3), "png")
+	opener := func(gate, signal chan struct{}) func(context.Context) (io.ReadCloser, int64, error) {
+		return func(context.Context) (io.ReadCloser, int64, error) {
+			if gate != nil {
+				<-gate
+			}
+			if signal != nil {
+				close(signal)
+			}
+			return io.NopCloser(bytes.NewReader(data)), int64(len(data)), nil
+		}
+	}
+	var ins []Input
+	for i := range n {
+		in := Input{Name: fmt.Sprintf("img%02d.png", i)}
+		switch i {
+		case 0:
+			in.Open = opener(release, nil)
+		case n - 1:
+			in.Open = opener(nil, last)
+		default:
+			in.Data = data
+		}
+		ins = append(ins, in)
+	}
+	out := t.TempDir()
+	var report bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), compileWith(t, Builtin, "decode | grayscale | save"), Inputs(ins...), ToFolder(out),
+			Options{Workers: 2, Window: 2, Report: &report})
+		done <- err
+	}()
+	select {
+	case <-last:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the last input was never started while the first one was stuck")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	lines := reportLines(t, report.String())
+	if len(lines) != n+1 {
+		t.Fatalf("%d report lines, want %d", len(lines), n+1)
+	}
+	for i, l := range lines[:n] {
+		if !strings.Contains(l, fmt.Sprintf(`"input":"img%02d.png"`, i)) || !strings.Contains(l, `"status":"ok"`) {
+			t.Errorf("line %d: %s", i, l)
+		}
+	}
+	if n, err := stages.RemoveTemps(out); n != 0 || err != nil {
+		t.Errorf("%d temporary files left (%v)", n, err)
 	}
 }

@@ -22,11 +22,13 @@ type Options struct {
 	// the number of cores used. On a GPU it is the number of decode workers, and of save
 	// workers.
 	Workers int
-	// Window bounds the inputs in flight: taken from the source and not yet reported (an
-	// input whose output waits for its group's commit, see ToFolder, has left it: it holds
-	// only its result then). It bounds memory (and the reorder buffer that keeps results in
-	// input order) whatever the number of inputs. 0 means 2×Workers; it is raised to Workers if lower, and on a GPU
-	// to what keeps every slot full (see GPUOptions).
+	// Window bounds the inputs in flight: taken from the source and not yet reported, or,
+	// for an input whose output is staged (see ToFolder), not yet processed: it then holds
+	// only its result while it waits for the inputs before it and for its group's commit.
+	// It bounds memory whatever the number of inputs. 0 means 2×Workers; it is raised to
+	// Workers if lower, and on a GPU to what keeps every slot full (see GPUOptions). The
+	// reorder buffer that keeps results in input order holds at most ReorderSpan×Window
+	// inputs, so that one slow input (a large photo) does not stop the others.
 	Window int
 	// StopOnError stops taking inputs at the first failed one (on_error: fail). Inputs
 	// already being processed are finished and reported. Otherwise a failed input is
@@ -64,6 +66,11 @@ type Options struct {
 // implementation that writes Chrome trace-event JSON (Perfetto, chrome://tracing). It is
 // the executor's interface, so one trace holds host and device tracks on one time axis.
 type Tracer = sched.Tracer
+
+// ReorderSpan bounds the inputs taken and not yet reported to ReorderSpan×Options.Window.
+// Past the window, those inputs hold only their results: with a span of 16, one input
+// 16 times slower than the others holds up no worker.
+const ReorderSpan = 16
 
 // ErrStopped is returned (wrapped, with the failure) when StopOnError stopped a run.
 var ErrStopped = errors.New("stopped at the first failed input")
@@ -142,6 +149,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		opt:    opt,
 		report: newReportWriter(opt.Report, plan.String()),
 		window: make(chan struct{}, opt.Window),
+		order:  make(chan struct{}, ReorderSpan*opt.Window),
 		jobs:   make(chan *item),
 		done:   make(chan *item, opt.Window),
 		stop:   make(chan struct{}),
@@ -168,7 +176,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		}
 		return err
 	})
-	groups := make(chan []*item, commitQueue)
+	groups := make(chan []*item)
 	g.Go(func() error {
 		defer close(groups)
 		r.collect(groups)
@@ -207,7 +215,7 @@ type item struct {
 	// staged is the output a stagingSink wrote, not yet in place: collect commits it
 	// before reporting the input.
 	staged *stages.Staged
-	// outOfWindow says that collect took the item out of the window when it handed it on
+	// outOfWindow says that collect took the item out of the window when it was processed
 	// (its output was staged); otherwise reportGroups does once it is reported.
 	outOfWindow bool
 }
@@ -222,7 +230,8 @@ type runner struct {
 	ctx    context.Context // cancelled on interrupt or fatal error
 	cancel context.CancelCauseFunc
 
-	window chan struct{} // one token per input in flight
+	window chan struct{} // one token per input in flight (see Options.Window)
+	order  chan struct{} // one token per input taken and not yet reported (ReorderSpan)
 	jobs   chan *item
 	done   chan *item
 
@@ -256,16 +265,18 @@ func (r *runner) stopped() bool {
 	}
 }
 
-// feed takes inputs from the source while the window has room.
+// feed takes inputs from the source while the reorder span and the window have room.
 func (r *runner) feed() error {
 	defer close(r.jobs)
 	for idx := 0; ; idx++ {
-		select {
-		case r.window <- struct{}{}:
-		case <-r.ctx.Done():
-			return nil
-		case <-r.stop:
-			return nil
+		for _, sem := range []chan struct{}{r.order, r.window} {
+			select {
+			case sem <- struct{}{}:
+			case <-r.ctx.Done():
+				return nil
+			case <-r.stop:
+				return nil
+			}
 		}
 		if r.ctx.Err() != nil || r.stopped() {
 			return nil
@@ -311,55 +322,42 @@ func (r *runner) after(idx int) bool {
 	return idx > r.failure.Index
 }
 
-// commitQueue is how many groups of finished inputs may wait for the reporter (see
-// collect): while it commits one group (a sync of the output's disk, which can take a
-// few hundred milliseconds when a fast run wrote GiBs), the next ones gather, and the
-// workers go on.
-const commitQueue = 2
-
 // collect reorders finished items into input order and hands them to the reporter in
-// groups: whatever is finished when it wakes up and next in input order goes in one
-// group, so that the staged outputs of a group are committed together (one sync for all
-// of them). An item whose output is staged leaves the window when it is handed on: it
-// holds nothing then but its result and a temporary file, and a slow commit must not hold
-// the workers up; the others leave it once reported, so that the window bounds what a
-// sink that keeps images holds. It drains done to the end, so that no worker is left
-// blocked.
+// groups: whatever is next in input order and finished while the reporter was busy goes in
+// one group, so that the staged outputs of a group are committed together (one sync for
+// all of them), and a slow commit gathers a larger group instead of holding the workers
+// up. An item whose output is staged leaves the window as soon as it arrives: it holds
+// nothing then but its result and a temporary file; the others leave it once reported, so
+// that the window bounds what a sink that keeps images holds. It drains done to the end,
+// so that no worker is left blocked.
 func (r *runner) collect(groups chan<- []*item) {
 	pending := map[int]*item{}
 	next := 0
-	for it := range r.done {
-		pending[it.idx] = it
-	more:
-		for {
-			select {
-			case it, ok := <-r.done:
-				if !ok {
-					break more
-				}
-				pending[it.idx] = it
-			default:
-				break more
-			}
+	var ready []*item // in input order, for the reporter
+	done := r.done
+	for done != nil || len(ready) > 0 {
+		var send chan<- []*item
+		if len(ready) > 0 {
+			send = groups
 		}
-		var group []*item
-		for p, ok := pending[next]; ok; p, ok = pending[next] {
-			delete(pending, next)
-			next++
-			group = append(group, p)
-		}
-		if len(group) > 0 {
-			out := 0
-			for _, p := range group {
-				if p.staged != nil {
-					p.outOfWindow = true
-					out++
-				}
+		select {
+		case it, ok := <-done:
+			if !ok {
+				done = nil
+				continue
 			}
-			groups <- group
-			for range out {
+			if it.staged != nil {
+				it.outOfWindow = true
 				<-r.window
 			}
+			pending[it.idx] = it
+			for p, ok := pending[next]; ok; p, ok = pending[next] {
+				delete(pending, next)
+				next++
+				ready = append(ready, p)
+			}
+		case send <- ready:
+			ready = nil
 		}
 	}
 }
@@ -380,6 +378,7 @@ func (r *runner) reportGroups(ctx context.Context, groups <-chan []*item) error 
 			if !p.outOfWindow {
 				<-r.window
 			}
+			<-r.order
 		}
 	}
 	return fatal
