@@ -337,12 +337,12 @@ func TestTranspose(t *testing.T) {
 }
 
 // TestTransposeLarge crosses several tiles in both directions with ragged
-// edges.
+// edges, with 8×8 blocks and the bytes left over on both edges.
 func TestTransposeLarge(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
 	for _, c := range []int{1, 3} {
-		src := randImage(rng, 101, 67, c, 5)
-		dst := newPadded(67, 101, c, 9)
+		src := randImage(rng, 203, 141, c, 5)
+		dst := newPadded(141, 203, c, 9)
 		Transpose(dst, src)
 		checkPadding(t, dst)
 		for y := 0; y < src.H; y++ {
