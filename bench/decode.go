@@ -11,7 +11,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
@@ -24,7 +27,9 @@ const MaxDecodeBytes = 4 << 30
 
 // DecodeResult is one decoder's figure over a folder's JPEGs.
 type DecodeResult struct {
-	Decoder         string  // "go", "turbo", or the device decoders, "nvjpeg-hw+nvjpeg-cuda"
+	Decoder         string  // "go", "turbo", or "device"
+	Batch           int     // the device's files per call (0 for go and turbo)
+	Streams         int     // the device's streams, each with its own decoder state (0 for go and turbo)
 	Images          int     // files decoded per run
 	Failed          int     // files the decoder refused (for the device: or that none of its decoders takes)
 	Seconds         float64 // median run
@@ -35,9 +40,12 @@ type DecodeResult struct {
 
 // Decode measures JPEG decoding alone over the JPEG files of dir (the first o.Frames when
 // positive): Go's decoder and libjpeg-turbo (when it loads) on one core, and the device's
-// batched decode (sched.FileDecoder, driven on one stream in batches of o.Batch[0], timed
-// by events) when o.Device has one. Each figure is the median of o.Repeats runs after
-// o.Warmup. It prints one line per decoder and returns the figures.
+// batched decode (sched.FileDecoder) when o.Device has one, once for each of o.Batch (0:
+// the decoder's call size) and o.Streams (none: one stream): the batches are shared out over that many streams, each fed by its
+// own goroutine as the executor's submit goroutines do, so one stream's host-side work
+// overlaps another's decode on the engines; a run is timed from its first call to the
+// synchronization of every stream. Each figure is the median of o.Repeats runs after
+// o.Warmup. It prints one line per figure and returns the figures.
 func Decode(ctx context.Context, o Options, dir string) ([]DecodeResult, error) {
 	files, err := jpegFiles(dir, o.Frames)
 	if err != nil {
@@ -67,28 +75,42 @@ func Decode(ctx context.Context, o Options, dir string) ([]DecodeResult, error) 
 	type runner struct {
 		name    string
 		run     func() (time.Duration, int, error)
+		batch   int
+		streams int
 		engines int
 	}
-	runs := []runner{{"go", cpu(stages.JPEGGo), 0}}
+	runs := []runner{{name: "go", run: cpu(stages.JPEGGo)}}
 	if jpegturbo.Available() == nil {
-		runs = append(runs, runner{"turbo", cpu(stages.JPEGTurbo), 0})
+		runs = append(runs, runner{name: "turbo", run: cpu(stages.JPEGTurbo)})
 	}
 	if o.Device != nil {
 		if fd, err := sched.FileDecoderOf(o.Device); err == nil {
-			batch := o.Batch[0]
-			if info, ok := fd.(sched.DecoderInfo); ok && batch == 0 {
-				batch = info.DecoderBatch()
+			streams, batches := o.Streams, o.Batch
+			if len(streams) == 0 {
+				streams = []int{1}
 			}
-			dd, err := newDeviceDecode(o.Device, fd, files, cmp.Or(batch, pipeline.DefaultBatch))
-			if err != nil {
-				return nil, err
+			if len(batches) == 0 {
+				batches = []int{0}
 			}
-			defer dd.close()
 			engines := 0
 			if di, ok := o.Device.(sched.DecoderInfo); ok {
 				engines = di.DecoderEngines()
 			}
-			runs = append(runs, runner{"device", dd.run, engines})
+			for _, batch := range batches {
+				if info, ok := fd.(sched.DecoderInfo); ok && batch == 0 {
+					batch = info.DecoderBatch()
+				}
+				batch = cmp.Or(batch, pipeline.DefaultBatch)
+				dd, err := newDeviceDecode(o.Device, fd, files, batch, slices.Max(streams))
+				if err != nil {
+					return nil, err
+				}
+				defer dd.close()
+				for _, n := range streams {
+					runs = append(runs, runner{name: "device", run: func() (time.Duration, int, error) { return dd.run(ctx, n) },
+						batch: batch, streams: n, engines: engines})
+				}
+			}
 		} else if o.Notice != nil {
 			o.Notice(fmt.Sprintf("no device decode: %v", err))
 		}
@@ -108,19 +130,22 @@ func Decode(ctx context.Context, o Options, dir string) ([]DecodeResult, error) 
 		}
 		slices.Sort(times)
 		med := times[len(times)/2].Seconds()
-		res := DecodeResult{Decoder: r.name, Images: len(files), Failed: failed, Seconds: med, Engines: r.engines}
+		res := DecodeResult{Decoder: r.name, Batch: r.batch, Streams: r.streams, Images: len(files), Failed: failed, Seconds: med, Engines: r.engines}
 		if med > 0 {
 			res.ImagesPerSecond = float64(len(files)) / med
 			res.GPixelsPerSec = float64(pixels) / med / 1e9
 		}
 		out = append(out, res)
 		if o.Text != nil {
-			eng := ""
-			if r.engines > 0 {
-				eng = fmt.Sprintf(", %d hardware engines", r.engines)
+			how := "one core"
+			if r.streams > 0 {
+				how = fmt.Sprintf("batch %d, %d streams", r.batch, r.streams)
+				if r.engines > 0 {
+					how += fmt.Sprintf(", %d hardware engines", r.engines)
+				}
 			}
-			fmt.Fprintf(o.Text, "decode %-7s %d JPEGs (%d failed): %.1f img/s, %.3f GP/s (one core for go and turbo%s)\n",
-				r.name, len(files), failed, res.ImagesPerSecond, res.GPixelsPerSec, eng)
+			fmt.Fprintf(o.Text, "decode %-7s %d JPEGs (%d failed): %.1f img/s, %.3f GP/s (%s)\n",
+				r.name, len(files), failed, res.ImagesPerSecond, res.GPixelsPerSec, how)
 		}
 	}
 	return out, nil
@@ -168,20 +193,20 @@ func jpegFiles(dir string, limit int) ([][]byte, error) {
 	return files, nil
 }
 
-// deviceDecode decodes files on a device in batches, straight on one stream: the files
-// in page-locked memory, the images in device memory, as the executor's decode phase does.
+// deviceDecode decodes files on a device in batches, on up to len(streams) streams: the
+// files in page-locked memory, the images in device memory, as the executor's decode phase
+// does.
 type deviceDecode struct {
-	dev        sched.Device
-	fd         sched.FileDecoder
-	batches    []sched.DecodeCall
-	host       [][]byte
-	dst        []sched.DevPtr
-	stream     sched.Stream
-	start, end sched.Event
-	refused    int // files whose header failed or that no device decoder takes
+	dev     sched.Device
+	fd      sched.FileDecoder
+	batches []sched.DecodeCall
+	host    [][]byte
+	dst     []sched.DevPtr
+	streams []sched.Stream
+	refused int // files whose header failed or that no device decoder takes
 }
 
-func newDeviceDecode(dev sched.Device, fd sched.FileDecoder, files [][]byte, batch int) (d *deviceDecode, err error) {
+func newDeviceDecode(dev sched.Device, fd sched.FileDecoder, files [][]byte, batch, streams int) (d *deviceDecode, err error) {
 	d = &deviceDecode{dev: dev, fd: fd}
 	err = onDevice(dev, func() error {
 		for lo := 0; lo < len(files); lo += batch {
@@ -223,14 +248,14 @@ func newDeviceDecode(dev sched.Device, fd sched.FileDecoder, files [][]byte, bat
 			d.dst = append(d.dst, call.Dst)
 			d.batches = append(d.batches, call)
 		}
-		if d.stream, err = dev.NewStream(); err != nil {
-			return err
+		for range streams {
+			s, err := dev.NewStream()
+			if err != nil {
+				return err
+			}
+			d.streams = append(d.streams, s)
 		}
-		if d.start, err = dev.NewEvent(); err != nil {
-			return err
-		}
-		d.end, err = dev.NewEvent()
-		return err
+		return nil
 	})
 	if err != nil {
 		d.close()
@@ -239,36 +264,41 @@ func newDeviceDecode(dev sched.Device, fd sched.FileDecoder, files [][]byte, bat
 	return d, nil
 }
 
-// run decodes every batch once and returns the device time, from an event before the
-// first batch to one after the last, and the files that failed.
-func (d *deviceDecode) run() (t time.Duration, failed int, err error) {
-	err = onDevice(d.dev, func() error {
-		if err := d.dev.Record(d.start, d.stream); err != nil {
-			return err
-		}
-		for i := range d.batches {
-			if err := d.fd.Decode(d.stream, &d.batches[i]); err != nil {
-				return err
-			}
-		}
-		if err := d.dev.Record(d.end, d.stream); err != nil {
-			return err
-		}
-		if err := d.dev.WaitEvent(d.end); err != nil {
-			return err
-		}
-		failed = d.refused
-		for _, b := range d.batches {
-			for _, im := range b.Images {
-				if im.Err != nil {
-					failed++
+// run decodes every batch once, shared out over the first n streams, each fed by its own
+// goroutine taking the next batch not yet taken, and returns the wall time from the start
+// to the synchronization of every stream, and the files that failed.
+func (d *deviceDecode) run(ctx context.Context, n int) (time.Duration, int, error) {
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	t0 := time.Now()
+	for _, s := range d.streams[:n] {
+		g.Go(func() error {
+			return onDevice(d.dev, func() error {
+				for i := int(next.Add(1)) - 1; i < len(d.batches) && gctx.Err() == nil; i = int(next.Add(1)) - 1 {
+					if err := d.fd.Decode(s, &d.batches[i]); err != nil {
+						return err
+					}
 				}
+				return d.dev.SyncStream(s)
+			})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, 0, err
+	}
+	t := time.Since(t0)
+	if err := ctx.Err(); err != nil {
+		return 0, 0, err
+	}
+	failed := d.refused
+	for _, b := range d.batches {
+		for _, im := range b.Images {
+			if im.Err != nil {
+				failed++
 			}
 		}
-		t, err = d.dev.Elapsed(d.start, d.end)
-		return err
-	})
-	return t, failed, err
+	}
+	return t, failed, nil
 }
 
 func (d *deviceDecode) close() error {
@@ -280,13 +310,8 @@ func (d *deviceDecode) close() error {
 		for _, p := range d.dst {
 			errs = append(errs, d.dev.DevFree(p))
 		}
-		if d.stream != 0 {
-			errs = append(errs, d.dev.DestroyStream(d.stream))
-		}
-		for _, ev := range []sched.Event{d.start, d.end} {
-			if ev != 0 {
-				errs = append(errs, d.dev.DestroyEvent(ev))
-			}
+		for _, s := range d.streams {
+			errs = append(errs, d.dev.DestroyStream(s))
 		}
 		return errors.Join(errs...)
 	})

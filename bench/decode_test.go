@@ -8,6 +8,7 @@ import (
 	"image/jpeg"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,17 +47,23 @@ func TestDecodeBench(t *testing.T) {
 	dev := schedtest.NewFake(schedtest.FakeConfig{DecoderEngines: 7, BatchFailsWhole: true})
 	defer dev.Close()
 	var text bytes.Buffer
-	res, err := Decode(context.Background(), Options{Device: dev, Batch: []int{4}, Repeats: 2, Warmup: 1, Text: &text}, dir)
+	res, err := Decode(context.Background(), Options{Device: dev, Batch: []int{4}, Streams: []int{1, 3}, Repeats: 2, Warmup: 1, Text: &text}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	byName := map[string]DecodeResult{}
+	var streams []int
 	for _, r := range res {
 		byName[r.Decoder] = r
+		if r.Decoder == "device" {
+			streams = append(streams, r.Streams)
+			if r.Images != 7 || r.Failed != 1 || r.Engines != 7 || r.ImagesPerSecond <= 0 {
+				t.Errorf("device figure %+v", r)
+			}
+		}
 	}
-	d, ok := byName["device"]
-	if !ok || d.Images != 7 || d.Failed != 1 || d.Engines != 7 || d.ImagesPerSecond <= 0 {
-		t.Errorf("device figure %+v (all %+v)", d, res)
+	if !slices.Equal(streams, []int{1, 3}) {
+		t.Errorf("device figures for streams %v, want [1 3] (all %+v)", streams, res)
 	}
 	if g := byName["go"]; g.Images != 7 || g.Failed != 1 || g.GPixelsPerSec <= 0 {
 		t.Errorf("go figure %+v", g)
@@ -64,7 +71,7 @@ func TestDecodeBench(t *testing.T) {
 	if live := dev.Live(); live != (schedtest.FakeLive{}) {
 		t.Errorf("device objects left: %+v", live)
 	}
-	if !strings.Contains(text.String(), "7 hardware engines") {
+	if !strings.Contains(text.String(), "3 streams, 7 hardware engines") {
 		t.Errorf("text:\n%s", text.String())
 	}
 	if _, err := Decode(context.Background(), Options{Batch: []int{4}, Repeats: 1}, t.TempDir()); err == nil {

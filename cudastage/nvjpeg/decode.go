@@ -90,6 +90,17 @@ func (d *BatchDecoder) Initialized() int { return d.size }
 // ahead, on a stream's decoder before the first batch, moves nvJPEG's
 // one-time setup of the state out of the first decode.
 func (d *BatchDecoder) Initialize(n int) error {
+	if err := d.idle(); err != nil {
+		return err
+	}
+	d.h.batched.Lock()
+	defer d.h.batched.Unlock()
+	return d.initialize(n)
+}
+
+// initialize is Initialize for a caller that waited for the previous call
+// and holds the handle's batched lock.
+func (d *BatchDecoder) initialize(n int) error {
 	if n < 1 {
 		return fmt.Errorf("nvjpeg: a batch of %d files", n)
 	}
@@ -98,9 +109,6 @@ func (d *BatchDecoder) Initialize(n int) error {
 	}
 	l, err := get()
 	if err != nil {
-		return err
-	}
-	if err := d.idle(); err != nil {
 		return err
 	}
 	if err := call("nvjpegDecodeBatchedInitialize", l.batchedInit, d.h.h, d.state, uintptr(n), 1, outputRGBI); err != nil {
@@ -139,11 +147,13 @@ func (d *BatchDecoder) Decode(files [][]byte, dst []Dst, s cu.Stream) error {
 	if err := d.idle(); err != nil {
 		return err
 	}
-	if err := d.Initialize(n); err != nil {
-		return err
+	d.h.batched.Lock()
+	err := d.initialize(n)
+	if err == nil {
+		err = call("nvjpegDecodeBatched", l.batched, d.h.h, d.state,
+			uintptr(unsafe.Pointer(&ptrs[0])), uintptr(unsafe.Pointer(&lens[0])), uintptr(unsafe.Pointer(&imgs[0])), uintptr(s))
 	}
-	err := call("nvjpegDecodeBatched", l.batched, d.h.h, d.state,
-		uintptr(unsafe.Pointer(&ptrs[0])), uintptr(unsafe.Pointer(&lens[0])), uintptr(unsafe.Pointer(&imgs[0])), uintptr(s))
+	d.h.batched.Unlock()
 	runtime.KeepAlive(files)
 	if err != nil {
 		d.size = 0
