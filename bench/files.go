@@ -189,8 +189,12 @@ func (f *Files) Run(ctx context.Context, o Options) error {
 		if sum.CPUFallback > 0 {
 			r.Note += fmt.Sprintf("; %d images too large for a slot ran on the CPU path", sum.CPUFallback)
 		}
-		o.textf("%s on %s: %d images (%.1f MP), %s img/s, %s MP/s, %d failed, exact %v\n",
-			r.System, r.Device, sum.OK, sum.Megapixels, fmtRate(r.ImgPerS), fmtRate(r.MpixPerS), sum.Failed, r.Exact)
+		exact := fmt.Sprint(r.Exact)
+		if errors.Is(cerr, errDeviceDecoded) {
+			exact = "not checked (every input decoded on the device)"
+		}
+		o.textf("%s on %s: %d images (%.1f MP), %s img/s, %s MP/s, %d failed, exact %s\n",
+			r.System, r.Device, sum.OK, sum.Megapixels, fmtRate(r.ImgPerS), fmtRate(r.MpixPerS), sum.Failed, exact)
 		p := r.PerImageMS
 		o.textf("  per image (worker time, %d workers): read %.2f ms, decode %.2f ms, chain %.2f ms, encode %.2f ms, write %.2f ms\n",
 			sum.Workers, p.Read, p.Decode, p.Chain, p.Encode, p.Write)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +25,7 @@ var benchCopyBytes = 0
 // pipeline's settings table, as run's do; options checks them into exec.
 type benchFlags struct {
 	chain, size, streams, batch string // streams and batch: "2" or a list, "1,2,4,8"
+	cpuProfile                  string
 	sigma                       float64
 	json                        bool
 	o                           bench.Options
@@ -53,6 +56,7 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	pf.IntVar(&f.o.Repeats, "repeats", 5, "timed runs; the median is reported")
 	pf.StringVar(&f.o.Trace, "trace", "", "write a Chrome trace-event timeline of the last timed run (one configuration only)")
 	pf.BoolVar(&f.json, "json", false, "one JSON line per configuration on stdout (peers' schema)")
+	pf.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the measurement to FILE, for 'go tool pprof'")
 
 	var rc bench.RawConfig
 	raw := withHelp("bench-raw", &cobra.Command{
@@ -207,14 +211,41 @@ func (f *benchFlags) options(cmd *cobra.Command, stdout, stderr io.Writer) (*ben
 }
 
 // withDevice opens --device (as 'imgpipe run' does), runs measure on it and closes it.
-func (f *benchFlags) withDevice(ctx context.Context, o *bench.Options, need string, stderr io.Writer, measure func() error) error {
+func (f *benchFlags) withDevice(ctx context.Context, o *bench.Options, need string, stderr io.Writer, measure func() error) (err error) {
 	tgt, err := resolveDevice(f.exec.Device, f.exec.GPU, need, stderr)
 	if err != nil {
 		return err
 	}
 	defer tgt.close()
 	o.Device, o.NoGPU = tgt.dev, tgt.why
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stop()) }()
+	}
 	return benchError(ctx, measure())
+}
+
+// startCPUProfile starts a Go CPU profile written to path; stop ends it and closes the
+// file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usageError("--cpuprofile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, usageError("--cpuprofile: %v", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fatalError("--cpuprofile: %v", err)
+		}
+		return nil
+	}, nil
 }
 
 // benchError maps a bench error to its exit code: 2 for a bad option, 130 when

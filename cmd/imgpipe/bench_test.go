@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -127,6 +129,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "files", dir, "--out", dir, "--device", "cpu"}, "input folder"},
 		{[]string{"bench", "copy", "--device", "cpu"}, "--device cpu"},
 		{[]string{"bench", "files", dir, "--pinned-mb", "-1", "--device", "cpu"}, "--pinned-mb"},
+		{[]string{"bench", "raw", "--device", "cpu", "--frames", "1", "--cpuprofile", filepath.Join(dir, "no", "such", "cpu.pprof")}, "--cpuprofile"},
 	}
 	for _, tt := range tests {
 		code, _, stderr := benchCLI(t, context.Background(), tt.args...)
@@ -486,11 +489,26 @@ func TestBenchFilesCPU(t *testing.T) {
 		t.Errorf("--out does not hold the outputs: %v", err)
 	}
 
-	// --frames 1 takes the first file only; a temporary folder is removed afterwards.
+	// --frames 1 takes the first file only; a temporary folder is removed afterwards;
+	// --cpuprofile writes a profile that pprof reads.
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
 	code, stdout, stderr = benchCLI(t, context.Background(), "bench", "files", in, "--device", "cpu", "--repeats", "1",
-		"--frames", "1", "--json")
+		"--frames", "1", "--json", "--cpuprofile", prof)
 	if recs := records(t, stdout); code != 0 || len(recs) != 1 || recs[0]["frames"] != 1.0 {
 		t.Errorf("--frames 1: exit %d, %v, %s", code, stdout, stderr)
+	}
+	if f, err := os.Open(prof); err != nil {
+		t.Errorf("--cpuprofile: %v", err)
+	} else {
+		// A profile is gzipped protocol buffers.
+		zr, err := gzip.NewReader(f)
+		if err == nil {
+			_, err = io.Copy(io.Discard, zr)
+		}
+		if err != nil {
+			t.Errorf("--cpuprofile wrote no profile: %v", err)
+		}
+		f.Close()
 	}
 
 	// A folder with nothing usable is an error that says so.
