@@ -114,6 +114,7 @@ func TestSlotsAllocatedInBackground(t *testing.T) {
 				}
 				r.Release()
 			}
+			<-reached // the background allocation of slot 1 has begun (it may start after the batch)
 			if got := allocs.Load(); got != int64(perSlot)+1 {
 				t.Errorf("%d page-locked allocations before the gate opened, want the first slot's %d and one blocked", got, perSlot)
 			}
