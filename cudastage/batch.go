@@ -90,8 +90,12 @@ type Batch struct {
 	// shapes Op.OutShape gives. For a histogram op (Op.Hist) only Off
 	// counts: the image's sched.HistBytes of counts, 8-byte aligned; Run
 	// zeroes them first. For an encoding op (Op.Encode) too: the file, at
-	// most Op.Encode.Bound of the source's shape bytes.
+	// most Op.Encode.Bound of the source's shape bytes. For a reduction
+	// (Op.Reduce) too: the array's float32 value.
 	Dst []BatchImage
+	// Dims are the axes of each array of Src, for an array op (Op.Array),
+	// whose Src[i] is sched.ArrayShape of their product; nil for images.
+	Dims [][]int
 }
 
 // ScratchLayout returns where the op's passes find each image in the scratch
@@ -116,6 +120,10 @@ func (b *Batch) ScratchBytes() uint64 {
 // Check validates the batch: the op and its arguments, every placement, the
 // output shapes, that no two outputs overlap, and the launch limits.
 func (b *Batch) Check() error {
+	if b.Op.Array {
+		_, err := b.checkArrays()
+		return err
+	}
 	_, err := b.plan()
 	return err
 }
@@ -199,6 +207,8 @@ func (b *Batch) dstRanges() []byteRange {
 			r[i] = byteRange{d.Off, d.Off + uint64(b.Op.Encode.Bound(b.Src[i].shape()))}
 		} else if b.Op.Hist {
 			r[i] = byteRange{d.Off, d.Off + sched.HistBytes}
+		} else if b.Op.Reduce != nil {
+			r[i] = byteRange{d.Off, d.Off + sched.ElemBytes}
 		} else {
 			r[i] = byteRange{d.Off, d.Off + d.span()}
 		}
@@ -246,6 +256,9 @@ func checkDisjoint(rs []byteRange) error {
 // expects at Buffers.Table in device memory. dst may be page-locked memory
 // that is then copied to the device together with the batch's input.
 func (b *Batch) EncodeTable(dst []byte) error {
+	if b.Op.Array {
+		return b.encodeArrayTable(dst)
+	}
 	launches, err := b.plan()
 	if err != nil {
 		return err

@@ -182,13 +182,21 @@ func (d *Device) DtoH(s sched.Stream, dst []byte, src sched.DevPtr, off int) err
 
 // batchOf turns the executor's placements into a kernel Batch: images are
 // tightly packed (stride W·C); a histogram's destination is its counts, an
-// encoder's its file.
+// encoder's its file, a reduction's its value.
 func batchOf(call *sched.OpCall) *Batch {
 	b := &Batch{Op: call.Op, Src: make([]BatchImage, len(call.Images)), Dst: make([]BatchImage, len(call.Images))}
 	hist := call.Op.Hist
+	if call.Op.Array {
+		b.Dims = make([][]int, len(call.Images))
+	}
 	for i, im := range call.Images {
+		if b.Dims != nil {
+			b.Dims[i] = im.Dims
+		}
 		b.Src[i] = BatchImage{W: im.In.W, H: im.In.H, C: im.In.C, Off: uint64(im.SrcOff), Stride: im.In.W * im.In.C}
 		switch {
+		case call.Op.Reduce != nil:
+			b.Dst[i] = BatchImage{Off: uint64(im.ValueOff)}
 		case call.Op.Encode != nil:
 			b.Dst[i] = BatchImage{Off: uint64(im.DstOff)}
 		case hist:
@@ -204,6 +212,13 @@ func batchOf(call *sched.OpCall) *Batch {
 // the launcher accepts the op's arguments. A user kernel is compiled and
 // loaded here, so that its errors come before any input is touched.
 func (d *Device) CheckOp(op sched.Op) error {
+	if op.Array {
+		l, err := arrayLauncherFor(op)
+		if err != nil || l.prepare == nil {
+			return err
+		}
+		return d.g.Do(func() error { return l.prepare(d.k, d.g.Device(), op.Args) })
+	}
 	l, err := launcherFor(op)
 	if err != nil || l.prepare == nil {
 		return err
@@ -235,8 +250,11 @@ func (d *Device) Run(s sched.Stream, call *sched.OpCall) error {
 		Table:   cu.DevicePtr(call.Table) + cu.DevicePtr(call.TableOff),
 		Lens:    cu.DevicePtr(call.Lens),
 	}
-	if call.Op.Hist {
+	switch {
+	case call.Op.Hist:
 		buf.Dst = cu.DevicePtr(call.Hist)
+	case call.Op.Reduce != nil:
+		buf.Dst = cu.DevicePtr(call.Values)
 	}
 	return d.g.Check(d.k.Run(cu.Stream(s), batchOf(call), buf))
 }

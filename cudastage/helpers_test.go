@@ -27,6 +27,25 @@ func opsOf(spec string) []sched.Op {
 	return ops
 }
 
+// arrayOpsOf binds a chain of array stages ("scale factor=2 | sum") into
+// device ops exactly as production does: compiled after a load stage, each
+// step's bound GPU op. It panics on a bad spec.
+func arrayOpsOf(spec string) []sched.Op {
+	steps, err := pipeline.ParseSpec("load | " + spec)
+	if err != nil {
+		panic(fmt.Sprintf("arrayOpsOf(%q): %v", spec, err))
+	}
+	plan, err := pipeline.Compile(steps)
+	if err != nil {
+		panic(fmt.Sprintf("arrayOpsOf(%q): %v", spec, err))
+	}
+	ops, err := plan.DeviceOps()
+	if err != nil {
+		panic(fmt.Sprintf("arrayOpsOf(%q): %v", spec, err))
+	}
+	return ops
+}
+
 // stageSpec is a valid spec of the stage called name with default parameters
 // where they are valid (resize has no default size).
 func stageSpec(name string) string {

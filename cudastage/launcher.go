@@ -203,6 +203,12 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // then the per-image extra records (0 for a stage without a launcher, which
 // the executor refuses anyway).
 func TableBytes(op sched.Op, n int) int {
+	if op.Array {
+		if l := arrayLaunchers[op.Name]; l != nil {
+			return n * l.record
+		}
+		return 0
+	}
 	if l := launchers[op.Name]; l != nil {
 		return len(l.passes)*n*kImgBytes + n*l.extra
 	}
@@ -212,6 +218,12 @@ func TableBytes(op sched.Op, n int) int {
 // MaxScratchBytes bounds Batch.ScratchBytes for op over n images whose pixels
 // take srcBytes in all, for callers that size one scratch buffer per stream.
 func MaxScratchBytes(op sched.Op, srcBytes uint64, n int) uint64 {
+	if op.Array {
+		if l := arrayLaunchers[op.Name]; l != nil && l.scratch != nil {
+			return l.scratch(int64(srcBytes / sched.ElemBytes))
+		}
+		return 0
+	}
 	if l := launchers[op.Name]; l != nil && l.scratch != nil {
 		return l.scratch.max(srcBytes, n)
 	}
@@ -258,6 +270,9 @@ func NewKernels(image []byte) (*Kernels, error) {
 			names = append(names, p.kernel)
 		}
 	}
+	for _, l := range arrayLaunchers {
+		names = append(names, l.kernels...)
+	}
 	k := &Kernels{mod: mod, fn: map[string]cu.Function{}, user: map[any]userFunc{}}
 	for _, name := range names {
 		if k.fn[name], err = mod.Function(name); err != nil {
@@ -287,6 +302,9 @@ func (k *Kernels) Unload() error {
 // here, errors during execution at the next synchronisation (a *cu.Error,
 // sticky for a fault). An empty batch queues nothing.
 func (k *Kernels) Run(s cu.Stream, b *Batch, buf Buffers) error {
+	if b.Op.Array {
+		return k.runArrays(s, b, buf)
+	}
 	launches, err := b.plan()
 	if l := launchers[b.Op.Name]; err == nil && l.run != nil && len(b.Src) > 0 {
 		return l.run(k, s, b, buf)

@@ -2,6 +2,7 @@ package cudastage
 
 import (
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/array"
 )
 
 // TestKernelConstants checks that the Go tiling constants are the numbers the
@@ -52,6 +54,7 @@ func TestKernelConstants(t *testing.T) {
 		"PNG_REC_BYTES":   kPngRecBytes,
 		"PNG_STAGE_BYTES": kPngStageBytes,
 		"RESIZE_LANCZOS":  kResizeLanczos,
+		"NAN_BITS":        kNaNBits,
 	}
 	defineRe := regexp.MustCompile(`(?m)^[ \t]*#[ \t]*define[ \t]+IMGPIPE_(\w+)[ \t]+(\S+)`)
 	globalRe := regexp.MustCompile(`extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(`)
@@ -110,6 +113,18 @@ func TestKernelConstants(t *testing.T) {
 				t.Errorf("stage %s: kernel %s is in %s, want kernels/%s", stage, p.kernel, f, file)
 			}
 		}
+	}
+	for _, stage := range slices.Sorted(maps.Keys(arrayLaunchers)) {
+		for _, k := range arrayLaunchers[stage].kernels {
+			launched[k] = true
+			if f := kernelIn[k]; f != "array.cu" {
+				t.Errorf("array stage %s: kernel %s is in %q, want kernels/array.cu", stage, k, f)
+			}
+		}
+	}
+	if kNaNBits != math.Float32bits(array.NaN) || kThreads != array.Block {
+		t.Errorf("the array kernels' NaN %#x and block %d differ from package stages/array's %#x and %d",
+			kNaNBits, kThreads, math.Float32bits(array.NaN), array.Block)
 	}
 	for k, f := range kernelIn {
 		if !launched[k] {
@@ -209,16 +224,35 @@ func TestLauncherFor(t *testing.T) {
 }
 
 // TestStagesMatchRegistry checks that the stages of pipeline.Builtin that
-// declare a GPU implementation are exactly those with a registered launcher,
-// and that each one's op, bound with its default parameters, is accepted.
+// declare a GPU implementation are exactly those with a registered launcher
+// (an array launcher for those that take arrays), and that each one's op,
+// bound with its default parameters, is accepted.
 func TestStagesMatchRegistry(t *testing.T) {
-	var gpu []string
+	var gpu, arrays []string
 	for _, d := range pipeline.Builtin.Stages() {
-		if d.GPU != nil {
+		switch {
+		case d.GPU != nil && d.Kind == pipeline.ArrayKind:
+			arrays = append(arrays, d.Name)
+		case d.GPU != nil:
 			gpu = append(gpu, d.Name)
+		}
+		if d.ArrayGPU != nil {
+			arrays = append(arrays, d.Name)
 		}
 	}
 	sort.Strings(gpu)
+	if have := slices.Sorted(maps.Keys(arrayLaunchers)); !slices.Equal(slices.Sorted(slices.Values(arrays)), have) {
+		t.Errorf("stages taking arrays on a GPU %v, array launchers %v", arrays, have)
+	}
+	for _, n := range arrays {
+		if n == "kernel" {
+			continue // its op needs a source
+		}
+		op := arrayOpsOf(n)[0]
+		if _, err := arrayLauncherFor(op); err != nil || op.Name != n || !op.Array {
+			t.Errorf("array stage %s with its default parameters: op %q (array %v): %v", n, op.Name, op.Array, err)
+		}
+	}
 	// Encoders are ops the planner makes for a segment's save stage
 	// (sched.Op.Encode), not stages with GPU launch arguments.
 	var have []string

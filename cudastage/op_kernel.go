@@ -6,6 +6,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/userkernel"
 )
 
@@ -13,7 +14,9 @@ import (
 // compiled by NVRTC for the device's architecture when an executor checks
 // its ops, and launched once per image with userkernel's calling convention.
 func init() {
-	register("kernel", &launcher{check: checkUserKernel, prepare: prepareUserKernel, run: runUserKernel})
+	register("kernel", &launcher{check: userKernelOf(false), prepare: prepareUserKernel, run: runUserKernel})
+	registerArray("kernel", &arrayLauncher{check: userKernelOf(true), prepare: prepareUserKernel, run: runUserArrayKernel,
+		record: kDimsRecord, encode: encodeDims})
 }
 
 // userFunc is a loaded user kernel.
@@ -22,11 +25,19 @@ type userFunc struct {
 	fn  cu.Function
 }
 
-func checkUserKernel(args any) error {
-	if k, ok := args.(*userkernel.Kernel); !ok || k == nil {
-		return fmt.Errorf("want a *userkernel.Kernel, got %T", args)
+// userKernelOf checks that an op's Args is a user kernel with the image
+// calling convention, or (array set) the array one.
+func userKernelOf(array bool) func(args any) error {
+	return func(args any) error {
+		k, ok := args.(*userkernel.Kernel)
+		switch {
+		case !ok || k == nil:
+			return fmt.Errorf("want a *userkernel.Kernel, got %T", args)
+		case k.Array != array:
+			return fmt.Errorf("kernel %s: array calling convention %v, want %v", k.Fn, k.Array, array)
+		}
+		return nil
 	}
-	return nil
 }
 
 // prepareUserKernel compiles the kernel for dev (through NVRTC's cache) and
@@ -63,14 +74,39 @@ func prepareUserKernel(k *Kernels, dev cu.Device, args any) error {
 	return nil
 }
 
-// runUserKernel launches the kernel once per image of the batch, on s.
-func runUserKernel(k *Kernels, s cu.Stream, b *Batch, buf Buffers) error {
-	uk := b.Op.Args.(*userkernel.Kernel)
+// prepared returns the loaded function of the op's user kernel.
+func (k *Kernels) prepared(op sched.Op) (*userkernel.Kernel, cu.Function, error) {
+	uk := op.Args.(*userkernel.Kernel)
 	k.mu.Lock()
 	u, ok := k.user[uk]
 	k.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("%s: kernel not prepared (the device's CheckOp loads it)", b.Op)
+		return nil, 0, fmt.Errorf("%s: kernel not prepared (the device's CheckOp loads it)", op)
+	}
+	return uk, u.fn, nil
+}
+
+// runUserArrayKernel launches the kernel over array i of the batch, on s,
+// with the array calling convention: its axes are its record in the launch
+// table.
+func runUserArrayKernel(k *Kernels, s cu.Stream, b *Batch, i int, buf Buffers) error {
+	uk, fn, err := k.prepared(b.Op)
+	if err != nil {
+		return err
+	}
+	src := b.Src[i]
+	a := userkernel.Array{
+		In: uint64(buf.Src) + src.Off, Out: uint64(buf.Dst) + b.Dst[i].Off,
+		N: int64(src.W), NDim: len(b.Dims[i]), Shape: uint64(buf.Table) + uint64(i*kDimsRecord),
+	}
+	return cu.LaunchKernel(fn, userkernel.ArrayGrid(a.N), [3]uint32{userkernel.ArrayBlock, 1, 1}, 0, s, uk.ArrayArgs(a)...)
+}
+
+// runUserKernel launches the kernel once per image of the batch, on s.
+func runUserKernel(k *Kernels, s cu.Stream, b *Batch, buf Buffers) error {
+	uk, fn, err := k.prepared(b.Op)
+	if err != nil {
+		return err
 	}
 	if buf.Src == 0 || buf.Dst == 0 {
 		return fmt.Errorf("%s: source and destination pointers must be set", b.Op)
@@ -83,7 +119,7 @@ func runUserKernel(k *Kernels, s cu.Stream, b *Batch, buf Buffers) error {
 		in := userkernel.Image{Shape: src.shape(), Ptr: uint64(buf.Src) + src.Off, Pitch: src.Stride}
 		out := userkernel.Image{Shape: dst.shape(), Ptr: uint64(buf.Dst) + dst.Off, Pitch: dst.Stride}
 		grid := userkernel.Grid(out.Shape)
-		if err := cu.LaunchKernel(u.fn, grid, [3]uint32{userkernel.Block, userkernel.Block, 1}, 0, s, uk.Args(in, out)...); err != nil {
+		if err := cu.LaunchKernel(fn, grid, [3]uint32{userkernel.Block, userkernel.Block, 1}, 0, s, uk.Args(in, out)...); err != nil {
 			return fmt.Errorf("%s: image %d: %w", b.Op, i, err)
 		}
 	}

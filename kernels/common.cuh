@@ -12,8 +12,10 @@
 // finds its image by a binary search over block0 (the entries are sorted by
 // it), so a batch may mix sizes freely and no block is wasted on padding.
 //
-// All arithmetic is the exact integer arithmetic of DESIGN.md; no floating
-// point is used. Vector (16- or 4-byte) accesses are used only where the
+// All arithmetic of the image kernels is the exact integer arithmetic of
+// DESIGN.md; no floating point is used. (The float32 array kernels of
+// array.cu launch per array, without a table, and use exactly rounded
+// single-precision operations: see there.) Vector (16- or 4-byte) accesses are used only where the
 // address is aligned, which each thread checks on the real pointer, so any
 // offset and stride give the same bits, only slower.
 //

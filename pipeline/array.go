@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/array"
 	"github.com/imgpipe/imgpipe/stages/npy"
@@ -20,8 +21,9 @@ import (
 // Float32 arrays flow through the engine as items of their own kind: a chain that starts
 // with load (a source stage with NewLoader) reads .npy files into npy.Arrays and holds
 // array stages (ArrayKind) instead of pixel stages; Compile refuses a pixel stage in such a
-// chain and an array stage in an image chain. Array chains run on the CPU path, also on a
-// GPU run (Run says so once): the array stages have no GPU kernels yet.
+// chain (but the kernel stage, StageDef.ArrayGPU) and an array stage in an image chain. On
+// a GPU run the array stages run as one device segment of array ops (arraygpu.go), with
+// the CPU path's bits.
 
 // ArrayFunc runs a bound array stage on the CPU. An elementwise stage changes a.Data in
 // place; a reduction (StageDef.Reduces) only reads it and returns its value. An error
@@ -35,11 +37,14 @@ type Loader struct {
 	MaxElements int64
 }
 
-// ArrayStep is an array stage of a plan with its implementation bound.
+// ArrayStep is an array stage of a plan with its implementations bound.
 type ArrayStep struct {
 	Step
-	// Run is the bound CPU implementation.
+	// Run is the bound CPU implementation; nil for a GPU-only stage (kernel).
 	Run ArrayFunc
+	// GPU is the bound device op (sched.Op.Array), or nil when the stage has no GPU
+	// implementation.
+	GPU *sched.Op
 }
 
 // Reduction is one reduction's value for the report.
@@ -78,8 +83,10 @@ var loadDef = &StageDef{
 before the data is allocated: other element types, Fortran order, a bad header, short
 data or more than max_elements elements fail the input with a clear error, and the run
 goes on. A folder walk takes *.npy files. The chain holds array stages (scale, add, sum,
-min, max) and may end with save format=npy; pixel stages refuse arrays. Array chains run
-on the CPU, also on a GPU run. The report gives each input's shape.`,
+min, max, and kernel on a GPU) and may end with save format=npy; pixel stages refuse
+arrays. On a GPU run the array stages run on the device, with the CPU's bits; an array
+without elements, or too large for a device slot, runs on the CPU. The report gives each
+input's shape.`,
 	Params: []ParamSpec{
 		{Name: "max_elements", Kind: Int, Default: int64(DefaultMaxElements), Range: &Range{Min: 1, Max: 1 << 40},
 			Help: "refuse arrays with more elements than this"},
@@ -92,8 +99,9 @@ var scaleDef = &StageDef{
 	Kind: ArrayKind,
 	Help: "multiply every element by factor, in float32: x = float32(x*factor)",
 	Doc: `factor is rounded to float32 once; each product is one IEEE single-precision
-multiplication, rounded to nearest even (numpy's float32 array * factor). NaN and Inf
-propagate as IEEE says (Inf*0 is NaN).`,
+multiplication, rounded to nearest even (numpy's float32 array * factor), on the CPU and
+on a GPU alike. NaN and Inf propagate as IEEE says (Inf*0 is NaN); every NaN written is
+the quiet NaN 0x7FC00000 (see stages/array).`,
 	Params: []ParamSpec{
 		{Name: "factor", Kind: Float, Default: 1.0, Range: float32Range, Help: "the multiplier"},
 	},
@@ -101,6 +109,7 @@ propagate as IEEE says (Inf*0 is NaN).`,
 		f := float32(p.Float("factor"))
 		return func(a *npy.Array) (float32, error) { array.Scale(a.Data, f); return 0, nil }, nil
 	},
+	GPU: float32Arg("factor"),
 }
 
 var addDef = &StageDef{
@@ -108,7 +117,8 @@ var addDef = &StageDef{
 	Kind: ArrayKind,
 	Help: "add value to every element, in float32: x = float32(x+value)",
 	Doc: `value is rounded to float32 once; each sum is one IEEE single-precision addition,
-rounded to nearest even (numpy's float32 array + value). Inf + -Inf is NaN.`,
+rounded to nearest even (numpy's float32 array + value), on the CPU and on a GPU alike.
+Inf + -Inf is NaN; every NaN written is the quiet NaN 0x7FC00000.`,
 	Params: []ParamSpec{
 		{Name: "value", Kind: Float, Default: 0.0, Range: float32Range, Help: "the addend"},
 	},
@@ -116,6 +126,7 @@ rounded to nearest even (numpy's float32 array + value). Inf + -Inf is NaN.`,
 		v := float32(p.Float("value"))
 		return func(a *npy.Array) (float32, error) { array.Add(a.Data, v); return 0, nil }, nil
 	},
+	GPU: float32Arg("value"),
 }
 
 var sumDef = &StageDef{
@@ -126,11 +137,14 @@ var sumDef = &StageDef{
 	Doc: `Adds in float32 in a fixed order, so every machine gives the same bits: blocks of 256
 consecutive elements, each reduced as a tree with halving strides (s[i] += s[i+stride] for
 stride 128, 64, ..., 1 and i+stride inside the block), then the block sums reduced the same
-way, until one value remains (see stages/array.Sum). An empty array sums to 0; a NaN
-makes the sum NaN. The array passes through; the report's reductions.sum holds the value.`,
+way, until one value remains (see stages/array.Sum). A GPU reduces in this very tree,
+one thread block per block of 256, so it gives the same bits. An empty array sums to 0;
+a NaN makes the sum NaN. The array passes through; the report's reductions.sum holds the
+value.`,
 	Array: func(Params) (ArrayFunc, error) {
 		return func(a *npy.Array) (float32, error) { return array.Sum(a.Data), nil }, nil
 	},
+	GPU: NoLaunchArgs,
 }
 
 var minDef = &StageDef{
@@ -139,11 +153,12 @@ var minDef = &StageDef{
 	Reduces: true,
 	Help:    "least element (NaN if any, -0 below +0) into the report",
 	Doc: `The least element, in the order where -0 < +0; an array holding a NaN gives NaN (like
-numpy.min). An empty array fails the input. The array passes through; the report's
-reductions.min holds the value.`,
+numpy.min). The order is total, so a GPU's tree gives the same value. An empty array
+fails the input. The array passes through; the report's reductions.min holds the value.`,
 	Array: func(Params) (ArrayFunc, error) {
 		return func(a *npy.Array) (float32, error) { return array.Min(a.Data) }, nil
 	},
+	GPU: NoLaunchArgs,
 }
 
 var maxDef = &StageDef{
@@ -152,11 +167,13 @@ var maxDef = &StageDef{
 	Reduces: true,
 	Help:    "greatest element (NaN if any, +0 above -0) into the report",
 	Doc: `The greatest element, in the order where -0 < +0; an array holding a NaN gives NaN
-(like numpy.max). An empty array fails the input. The array passes through; the report's
-reductions.max holds the value.`,
+(like numpy.max). The order is total, so a GPU's tree gives the same value. An empty
+array fails the input. The array passes through; the report's reductions.max holds the
+value.`,
 	Array: func(Params) (ArrayFunc, error) {
 		return func(a *npy.Array) (float32, error) { return array.Max(a.Data) }, nil
 	},
+	GPU: NoLaunchArgs,
 }
 
 // arrayDefs are the array stages, registered with the builtin ones.
@@ -168,12 +185,21 @@ func isArrayChain(steps []Step) bool {
 }
 
 // compileArrayStep binds an array stage into plan, or refuses a stage of the wrong data:
-// a pixel stage in an array chain (arrays set), an array stage in an image chain. seen
-// holds the reductions met so far. It returns the problem, if any.
+// a pixel stage in an array chain (arrays set) unless it takes arrays too (ArrayGPU), an
+// array stage in an image chain. seen holds the reductions met so far. It returns the
+// problem, if any.
 func compileArrayStep(plan *Plan, s Step, arrays bool, seen map[string]bool) error {
 	switch s.Def.Kind {
 	case PixelKind:
-		return fmt.Errorf("stage %s takes images, but %s gives float32 arrays: use array stages (%s)", s.Def.Name, stageLoad, arrayStageNames())
+		if s.Def.ArrayGPU == nil {
+			return fmt.Errorf("stage %s takes images, but %s gives float32 arrays: use array stages (%s)", s.Def.Name, stageLoad, arrayStageNames())
+		}
+		args, err := s.Def.ArrayGPU(s.Params)
+		if err != nil {
+			return fmt.Errorf("%s: %v", s.Def.Name, err)
+		}
+		op := sched.Op{Name: s.Def.Name, Spec: opSpec(s), Array: true, Args: args}
+		plan.Arrays = append(plan.Arrays, ArrayStep{Step: s, GPU: &op})
 	case ArrayKind:
 		if !arrays {
 			return fmt.Errorf("stage %s takes float32 arrays: start the chain with %s, not an image source", s.Def.Name, stageLoad)
@@ -188,7 +214,15 @@ func compileArrayStep(plan *Plan, s Step, arrays bool, seen map[string]bool) err
 		if err != nil {
 			return fmt.Errorf("%s: %v", s.Def.Name, err)
 		}
-		plan.Arrays = append(plan.Arrays, ArrayStep{Step: s, Run: run})
+		as := ArrayStep{Step: s, Run: run}
+		if s.Def.GPU != nil {
+			op, err := bindArrayOp(s, run)
+			if err != nil {
+				return fmt.Errorf("%s: %v", s.Def.Name, err)
+			}
+			as.GPU = &op
+		}
+		plan.Arrays = append(plan.Arrays, as)
 	}
 	return nil
 }
@@ -210,6 +244,42 @@ func arrayStageNames() string {
 // processArray runs an array chain on one input on the CPU: read the .npy file, run the
 // array stages in place, and hand the array to the sink.
 func (r *runner) processArray(it *item, w *worker) {
+	a, release, ok := r.readArray(it, w)
+	if !ok {
+		return
+	}
+	defer release()
+	r.cpuArrayChain(it, w, a)
+}
+
+// readArray reads an input's array for the load stage, with its shape into the result.
+// ok is false when the input failed or, the run ending, was dropped; otherwise release
+// gives back the memory charged for it.
+func (r *runner) readArray(it *item, w *worker) (a *npy.Array, release func(), ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			failWith(&it.res, stageLoad, fmt.Errorf("panic: %v", p))
+			a, release, ok = nil, nil, false
+		}
+	}()
+	t0 := time.Now()
+	a, release, err := r.loadArray(it.in)
+	r.span(w.track, stageLoad, it.in.Name, t0)
+	switch {
+	case err != nil && r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()):
+		it.dropped = true
+		return nil, nil, false
+	case err != nil:
+		failWith(&it.res, stageLoad, err)
+		return nil, nil, false
+	}
+	it.res.Shape = append([]int{}, a.Shape...)
+	return a, release, true
+}
+
+// cpuArrayChain runs the array stages on a on the CPU, in place, and hands the array to
+// the sink.
+func (r *runner) cpuArrayChain(it *item, w *worker, a *npy.Array) {
 	res := &it.res
 	stage := stageLoad
 	defer func() {
@@ -217,22 +287,13 @@ func (r *runner) processArray(it *item, w *worker) {
 			failWith(res, stage, fmt.Errorf("panic: %v", p))
 		}
 	}()
-	t0 := time.Now()
-	a, release, err := r.loadArray(it.in)
-	r.span(w.track, stage, it.in.Name, t0)
-	if err != nil {
-		if r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()) {
-			it.dropped = true
-			return
-		}
-		failWith(res, stage, err)
-		return
-	}
-	defer release()
-	res.Shape = append([]int{}, a.Shape...)
 	chainStart := time.Now()
 	for _, as := range r.plan.Arrays {
 		stage = as.Def.Name
+		if as.Run == nil {
+			failWith(res, stage, fmt.Errorf("stage %s runs only on a GPU (%s), and this array cannot go to the device", stage, as.Def.GPUOnly))
+			return
+		}
 		t0 := time.Now()
 		v, err := as.Run(a)
 		r.span(w.track, stage, it.in.Name, t0)
@@ -245,14 +306,20 @@ func (r *runner) processArray(it *item, w *worker) {
 		}
 	}
 	since(&r.phases.chain, chainStart)
-	res.Array = a
+	r.storeArray(it, w.track, a)
+}
+
+// storeArray hands an array chain's result a to the sink, with the save stage's encoder
+// bound to it.
+func (r *runner) storeArray(it *item, track string, a *npy.Array) {
+	it.res.Array = a
 	var enc *Encoder
 	if save := r.plan.Save; save != nil {
 		enc = &Encoder{Ext: save.Ext, Name: save.ArrayName, Options: save.Options, Encode: func(w io.Writer, _ *stages.Image) error {
 			return save.EncodeArray(w, a)
 		}}
 	}
-	r.store(it, w.track, enc)
+	r.store(it, track, enc)
 }
 
 // loadArray reads an input's .npy array, with the memory budget charged for it before

@@ -103,6 +103,9 @@ func deviceDecoder(backend, route string) string {
 // stage: nil when the backend never uses one, or auto finds none; an error wrapping
 // ErrNoDeviceDecoder when backend=nvjpeg finds none (dev is nil on a CPU run).
 func fileDecoderFor(plan *Plan, dev sched.Device) (sched.FileDecoder, error) {
+	if plan.Decode == nil {
+		return nil, nil // an array chain: no files to decode
+	}
 	b := plan.Decode.Backend
 	if b != backendAuto && b != backendNvJPEG {
 		return nil, nil

@@ -61,7 +61,7 @@ func TestBuiltinGPUOps(t *testing.T) {
 		}
 	}
 	for _, d := range Builtin.Stages() {
-		if (d.GPU != nil) != (d.Kind == PixelKind) {
+		if (d.GPU != nil) != (d.Kind == PixelKind || d.Kind == ArrayKind) {
 			t.Errorf("stage %s (%s): GPU implementation set = %v", d.Name, d.Kind, d.GPU != nil)
 		}
 	}

@@ -192,17 +192,21 @@ func deviceOps(plan *Plan, dev sched.Device, encode bool) ([]sched.Op, error) {
 
 // slotBytesFor is the largest slot capacity whose slots fit in budget bytes of page-locked
 // memory: each slot holds an input region (hostInFor of it when files go to the device),
-// an output region when an op makes an image, histograms and launch tables (as
-// sched.Executor allocates them).
+// an output region when an op makes an image, histograms, reduction values and launch
+// tables (as sched.Executor allocates them).
 func slotBytesFor(dev sched.Device, cfg sched.Config, budget int64, files bool) (int, error) {
-	regions, fixed := int64(1), int64(0)
+	regions, fixed, values := int64(1), int64(0), int64(0)
 	for _, op := range cfg.Ops {
-		if op.Hist {
+		switch {
+		case op.Hist:
 			fixed = int64(cfg.Batch) * sched.HistBytes
-		} else {
+		case op.Reduce != nil:
+			values += int64(cfg.Batch) * sched.ElemBytes
+		default:
 			regions = 2
 		}
 	}
+	fixed += alignTo(values, sched.Align)
 	for _, op := range cfg.Ops {
 		fixed += alignTo(int64(dev.TableBytes(op, cfg.Batch)), sched.Align)
 		if op.Encode != nil {
@@ -339,6 +343,9 @@ func (b *gpuBackend) decodeWorker(w *worker) {
 // CPU path) or, when the executor refused it because the run is ending, dropped. After it
 // returns true the item belongs to the save worker that gets its result.
 func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
+	if b.r.plan.Load != nil {
+		return b.arrayToDevice(it, w)
+	}
 	r, e := b.r, b.e
 	if r.settle(it) {
 		return false
@@ -456,6 +463,10 @@ func (b *gpuBackend) saveWorker(track string) {
 // stage) gets a copy in Go memory. enc, when not nil, is the save worker's device JPEG
 // encoder (deviceJPEG).
 func (r *runner) saveResult(it *item, sr *sched.Result, track string, enc *Encoder) {
+	if r.plan.Load != nil {
+		r.saveArrayResult(it, sr, track)
+		return
+	}
 	res := &it.res
 	defer sr.Release()
 	defer func() {

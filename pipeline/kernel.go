@@ -13,7 +13,9 @@ import (
 )
 
 // The kernel stage: a user's CUDA kernel, compiled at run time by NVRTC (see package
-// userkernel for the calling convention, package cudastage for its launcher).
+// userkernel for the calling conventions, package cudastage for its launchers). In an
+// image chain it is a pixel stage; in an array chain (load | ...) it takes the arrays,
+// with the array calling convention (StageDef.ArrayGPU).
 
 const stageKernel = "kernel"
 
@@ -41,7 +43,11 @@ output, with the arguments
    int in_pitch, int out_pitch, int in_width, int in_height, int in_channels, args...)
 where width, height and channels are the output's (out=same|gray|rgb|transpose) and
 args are the comma-separated scalars of args= (1.5 or 2f is a float, 3 an int).
-Compile errors are spec errors with file:line:col. The stage runs only on a GPU.`,
+In an array chain (load | ...) it is launched once per array, over 1-D blocks of 256
+threads covering its n elements, one thread per element, with the arguments
+  (const float *in, float *out, long long n, int ndim, const long long *shape, args...)
+where out has in's shape (out=same). Compile errors are spec errors with
+file:line:col. The stage runs only on a GPU.`,
 	Params: []ParamSpec{
 		{Name: "src", Kind: String, Default: "", Help: "the kernel's .cu file (or give source)"},
 		{Name: "source", Kind: String, Default: "", Help: "the kernel's source text, inline (YAML)"},
@@ -53,13 +59,15 @@ Compile errors are spec errors with file:line:col. The stage runs only on a GPU.
 	Shape: func(in stages.Shape, p Params) (stages.Shape, bool) {
 		return userkernel.Out(p.Str("out")).Shape(in), false
 	},
-	GPU: bindKernel,
+	GPU:      func(p Params) (any, error) { return bindKernel(p, false) },
+	ArrayGPU: func(p Params) (any, error) { return bindKernel(p, true) },
 }
 
-// bindKernel reads and checks the stage's kernel (an NVRTC compile included), and that a
-// GPU can run it, so that every problem is a spec error before any input is read.
-func bindKernel(p Params) (any, error) {
-	k := &userkernel.Kernel{Fn: p.Str("fn"), Out: userkernel.Out(p.Str("out"))}
+// bindKernel reads and checks the stage's kernel (an NVRTC compile included) with the
+// image calling convention, or the array one, and that a GPU can run it, so that every
+// problem is a spec error before any input is read.
+func bindKernel(p Params, array bool) (any, error) {
+	k := &userkernel.Kernel{Fn: p.Str("fn"), Out: userkernel.Out(p.Str("out")), Array: array}
 	switch src, text := p.Str("src"), p.Str("source"); {
 	case (src == "") == (text == ""):
 		return nil, errors.New("give the kernel as src=FILE or as source (inline), one of them")

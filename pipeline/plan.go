@@ -121,7 +121,9 @@ func (r *Registry) Compile(steps []Step) (*Plan, error) {
 				fail(s, "the chain must start with %s, not %s", r.kindNames(SourceKind), s.Def.Name)
 			}
 			if arrays {
-				fail(s, "%v", compileArrayStep(plan, s, arrays, reductions))
+				if err := compileArrayStep(plan, s, arrays, reductions); err != nil {
+					fail(s, "%v", err)
+				}
 				continue
 			}
 			if s.Def.Histogram {
@@ -263,14 +265,9 @@ func bindOp(s Step, run CPUFunc) (sched.Op, error) {
 			run(dst, src, hist)
 		}
 	}
-	spec := def.Name
-	for i := range def.Params {
-		ps := &def.Params[i]
-		spec += " " + ps.Name + "=" + ps.format(params.get(ps.Name))
-	}
 	return sched.Op{
 		Name: def.Name,
-		Spec: spec,
+		Spec: opSpec(s),
 		Out: func(in stages.Shape) stages.Shape {
 			out, _ := def.Shape(in, params)
 			return out
@@ -281,6 +278,16 @@ func bindOp(s Step, run CPUFunc) (sched.Op, error) {
 	}, nil
 }
 
+// opSpec is a step as a spec writes it with every parameter, for an op's traces.
+func opSpec(s Step) string {
+	spec := s.Def.Name
+	for i := range s.Def.Params {
+		ps := &s.Def.Params[i]
+		spec += " " + ps.Name + "=" + ps.format(s.Params.get(ps.Name))
+	}
+	return spec
+}
+
 // bindCPU binds a pixel step's CPU implementation; a GPU-only stage has none (nil).
 func bindCPU(s Step) (CPUFunc, error) {
 	if s.Def.CPU == nil {
@@ -289,12 +296,20 @@ func bindCPU(s Step) (CPUFunc, error) {
 	return s.Def.CPU(s.Params)
 }
 
-// CheckCPU reports whether the plan can run on the CPU: every pixel stage has a CPU
-// implementation. The error names the first GPU-only stage, its position and why.
+// CheckCPU reports whether the plan can run on the CPU: every pixel or array stage has a
+// CPU implementation. The error names the first GPU-only stage, its position and why.
 func (p *Plan) CheckCPU() error {
+	gpuOnly := func(s Step) error {
+		return &PosError{Pos: s.Pos, Err: fmt.Errorf("stage %s runs only on a GPU (%s): run it with --device cuda", s.Def.Name, s.Def.GPUOnly)}
+	}
 	for _, ps := range p.Pixels {
 		if ps.Run == nil {
-			return &PosError{Pos: ps.Pos, Err: fmt.Errorf("stage %s runs only on a GPU (%s): run it with --device cuda", ps.Def.Name, ps.Def.GPUOnly)}
+			return gpuOnly(ps.Step)
+		}
+	}
+	for _, as := range p.Arrays {
+		if as.Run == nil {
+			return gpuOnly(as.Step)
 		}
 	}
 	return nil
@@ -308,11 +323,14 @@ func (p *Plan) OutShape(in stages.Shape) stages.Shape {
 	return in
 }
 
-// DeviceOps returns the plan's pixel stages as one device segment's ops, for an executor
-// that runs the whole pixel chain on the GPU. It fails when the plan has no pixel stage
-// (there is nothing for a device to do) or when a stage has no GPU implementation, naming
-// the first such stage.
+// DeviceOps returns the plan's pixel stages (for an array chain, its array stages) as one
+// device segment's ops, for an executor that runs the whole chain on the GPU. It fails
+// when the plan has no such stage (there is nothing for a device to do) or when a stage
+// has no GPU implementation, naming the first such stage.
 func (p *Plan) DeviceOps() ([]sched.Op, error) {
+	if p.Load != nil {
+		return p.arrayDeviceOps()
+	}
 	if len(p.Pixels) == 0 {
 		return nil, fmt.Errorf("chain %q has no pixel stage to run on a device", p.String())
 	}

@@ -179,9 +179,14 @@ type StageDef struct {
 	// GPU, when set, says the stage has a GPU kernel that gives the CPU implementation's
 	// exact bits, and binds the stage's parameters into the kernel's launch arguments (nil
 	// for a kernel that takes none: use NoLaunchArgs). The launcher registered under the
-	// stage's name in package cudastage reads them. A chain whose pixel stages all have it
-	// runs as one device segment on a GPU.
+	// stage's name in package cudastage reads them (for an ArrayKind stage, its array
+	// launcher). A chain whose pixel stages, or whose array stages, all have it runs as one
+	// device segment on a GPU.
 	GPU func(p Params) (args any, err error)
+	// ArrayGPU, when set on a GPU-only pixel stage (kernel), lets the stage stand in an
+	// array chain too, as a GPU-only array stage: it binds the parameters into the launch
+	// arguments of the stage's array launcher.
+	ArrayGPU func(p Params) (args any, err error)
 
 	// NewEncoder binds a SinkKind stage's parameters.
 	NewEncoder func(p Params) (*Encoder, error)
@@ -230,8 +235,11 @@ func (d *StageDef) check() error {
 	default:
 		return fmt.Errorf("stage %s: unknown kind %d", d.Name, int(d.Kind))
 	}
-	if d.GPU != nil && d.Kind != PixelKind {
-		return fmt.Errorf("stage %s: only pixel stages have a GPU implementation", d.Name)
+	if d.GPU != nil && d.Kind != PixelKind && d.Kind != ArrayKind {
+		return fmt.Errorf("stage %s: only pixel and array stages have a GPU implementation", d.Name)
+	}
+	if d.ArrayGPU != nil && (d.Kind != PixelKind || d.GPUOnly == "") {
+		return fmt.Errorf("stage %s: only a GPU-only pixel stage takes arrays too", d.Name)
 	}
 	if d.Histogram && d.Kind != PixelKind {
 		return fmt.Errorf("stage %s: only pixel stages attach a histogram", d.Name)

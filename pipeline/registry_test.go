@@ -37,7 +37,7 @@ func TestRegisterRefusesBadDefinitions(t *testing.T) {
 			d.Kind = SinkKind
 			d.GPU = NoLaunchArgs
 			d.NewEncoder = func(Params) (*Encoder, error) { return nil, nil }
-		}, "only pixel stages have a GPU"},
+		}, "only pixel and array stages have a GPU"},
 		{"duplicate param", func(d *StageDef) {
 			d.Params = []ParamSpec{{Name: "a", Kind: Bool, Default: true, Help: "h"}, {Name: "a", Kind: Bool, Default: true, Help: "h"}}
 		}, "defined twice"},

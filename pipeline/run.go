@@ -117,12 +117,6 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if plan.Decode != nil && plan.Decode.Note != "" && opt.Notice != nil {
 		opt.Notice(plan.Decode.Note)
 	}
-	if plan.Load != nil && opt.GPU != nil {
-		if opt.Notice != nil {
-			opt.Notice("array stages have no GPU kernels yet: the chain runs on the CPU")
-		}
-		opt.GPU = nil
-	}
 	var be backend = cpuBackend{}
 	if opt.GPU != nil {
 		g, err := newGPURun(plan, opt, writesOnly(sink))

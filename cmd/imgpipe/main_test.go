@@ -510,7 +510,7 @@ func TestStagesAndVersion(t *testing.T) {
 		if !strings.Contains(stdout, "\n"+d.Name+" ") || !strings.Contains(stdout, d.Help) {
 			t.Errorf("stages lacks %s", d.Name)
 		}
-		if gpu := regexp.MustCompile(`\n` + d.Name + ` +pixel stage \+GPU `).MatchString(stdout); gpu != (d.GPU != nil) {
+		if gpu := regexp.MustCompile(`\n` + d.Name + ` +(pixel|array) stage \+GPU `).MatchString(stdout); gpu != (d.GPU != nil) {
 			t.Errorf("stages marks %s +GPU: %v", d.Name, gpu)
 		}
 		for _, p := range d.Params {

@@ -100,6 +100,12 @@ type OpImage struct {
 	SrcOff  int   // byte offset of the input image in OpCall.Src
 	DstOff  int   // byte offset of the output image in OpCall.Dst (unused by the histogram)
 	HistOff int   // byte offset of the image's 256 little-endian uint64 counts in OpCall.Hist
+	// ValueOff is the byte offset of a reduction's little-endian float32 in
+	// OpCall.Values (Op.Reduce).
+	ValueOff int
+	// Dims are an array's axes (Op.Array; none for a 0-d array), nil for an
+	// image: In is ArrayShape of their product.
+	Dims []int
 }
 
 // OpCall is one batched launch: one op over every image of a batch. Images
@@ -111,6 +117,9 @@ type OpCall struct {
 	// Hist receives the counts of a histogram op. A device must write every
 	// count (zeroing first), since the buffer holds the previous batch's.
 	Hist DevPtr
+	// Values receives a reduction's values (Op.Reduce), one float32 per
+	// array at OpImage.ValueOff.
+	Values DevPtr
 	// Table and TableOff locate the launch table written by EncodeTable,
 	// already uploaded when the op runs.
 	Table    DevPtr

@@ -22,6 +22,10 @@ type chain struct {
 	ops     []Op
 	nImg    int // ops that make an image (or, the last one, a file)
 	hasHist bool
+	// array says the ops take arrays (Op.Array); nValues counts the
+	// reductions among them, each writing one float32 per array.
+	array   bool
+	nValues int
 	// encode is the last op's EncodeOp when the segment ends by encoding
 	// each image into a file, else nil.
 	encode *EncodeOp
@@ -35,11 +39,15 @@ type chain struct {
 func newChain(ops []Op, slotBytes int) *chain {
 	c := &chain{ops: ops}
 	for _, op := range ops {
-		if op.makesImage() {
+		switch {
+		case op.makesImage():
 			c.nImg++
-		} else {
+		case op.Reduce != nil:
+			c.nValues++
+		default:
 			c.hasHist = true
 		}
+		c.array = op.Array
 	}
 	if n := len(ops); n > 0 {
 		c.encode = ops[n-1].Encode
@@ -115,39 +123,54 @@ func (c *chain) fits(used, need []int) bool {
 type imgLayout struct {
 	shapes []Shape // from plan
 	offs   []int   // offs[0]: input offset; offs[1+q]: offset of image op q's output
+	dims   []int   // an array's axes, nil for an image
 }
 
+// valueOff is the offset in a slot's values buffer of reduction r's value
+// for image i: each image's values are together, in op order.
+func (c *chain) valueOff(i, r int) int { return (i*c.nValues + r) * ElemBytes }
+
 // fillCalls sets calls[j] (one per op) for the images, given the slot's two
-// pixel buffers and histogram buffer. hist indices follow the order of imgs.
-func (c *chain) fillCalls(calls []OpCall, imgs []imgLayout, bufs [2]DevPtr, hist DevPtr) {
+// pixel buffers, histogram buffer and values buffer. hist and value indices
+// follow the order of imgs.
+func (c *chain) fillCalls(calls []OpCall, imgs []imgLayout, bufs [2]DevPtr, hist, values DevPtr) {
 	for j := range c.ops {
 		calls[j].Op = c.ops[j]
 		calls[j].Images = calls[j].Images[:0]
 	}
-	q := 0 // image ops before op j
+	q, r := 0, 0 // image ops and reductions before op j
 	for j, op := range c.ops {
 		call := &calls[j]
 		call.Src = bufs[bufIn]
 		if q > 0 {
 			call.Src = bufs[outBuf(q-1)]
 		}
-		call.Dst, call.Hist = 0, 0
-		if op.makesImage() {
+		call.Dst, call.Hist, call.Values = 0, 0, 0
+		switch {
+		case op.makesImage():
 			call.Dst = bufs[outBuf(q)]
-		} else {
+		case op.Reduce != nil:
+			call.Values = values
+		default:
 			call.Hist = hist
 		}
 		for i, im := range imgs {
-			oi := OpImage{In: im.shapes[j], Out: im.shapes[j+1], SrcOff: im.offs[q]}
-			if op.makesImage() {
+			oi := OpImage{In: im.shapes[j], Out: im.shapes[j+1], SrcOff: im.offs[q], Dims: im.dims}
+			switch {
+			case op.makesImage():
 				oi.DstOff = im.offs[q+1]
-			} else {
+			case op.Reduce != nil:
+				oi.ValueOff = c.valueOff(i, r)
+			default:
 				oi.HistOff = i * HistBytes
 			}
 			call.Images = append(call.Images, oi)
 		}
-		if op.makesImage() {
+		switch {
+		case op.makesImage():
 			q++
+		case op.Reduce != nil:
+			r++
 		}
 	}
 }

@@ -65,7 +65,7 @@ func TestFillCalls(t *testing.T) {
 	}
 	calls := make([]OpCall, len(ops))
 	const in, mid, hist = DevPtr(10), DevPtr(20), DevPtr(30)
-	c.fillCalls(calls, imgs, [2]DevPtr{in, mid}, hist)
+	c.fillCalls(calls, imgs, [2]DevPtr{in, mid}, hist, 0)
 
 	if calls[0].Src != in || calls[0].Dst != mid || calls[0].Hist != 0 {
 		t.Errorf("grayscale reads %d writes %d hist %d", calls[0].Src, calls[0].Dst, calls[0].Hist)
@@ -93,7 +93,7 @@ func TestFillCalls(t *testing.T) {
 		}
 	}
 	// Refilling with fewer images reuses the calls without stale entries.
-	c.fillCalls(calls, imgs[:1], [2]DevPtr{in, mid}, hist)
+	c.fillCalls(calls, imgs[:1], [2]DevPtr{in, mid}, hist, 0)
 	for j := range calls {
 		if len(calls[j].Images) != 1 {
 			t.Errorf("op %d has %d images after refill, want 1", j, len(calls[j].Images))

@@ -35,6 +35,11 @@ func CheckShape(s Shape) error {
 // hist is non-nil only for a histogram op.
 type CPUFunc func(dst, src *stages.Image, hist *[256]uint64)
 
+// ReduceFunc is a reduction op's reference implementation with its parameters
+// bound: the value of the array src (ArrayShape, its elements as the bytes of
+// little-endian float32s).
+type ReduceFunc func(src *stages.Image) float32
+
 // Op is one pixel operation of a device segment: a stage of the registry
 // with its parameters bound. The scheduler knows no stage by name; everything
 // it needs is here. A Device finds the kernels that run the op by Name (the
@@ -61,6 +66,16 @@ type Op struct {
 	// Encode, when set, makes the op the segment's encoder (see EncodeOp):
 	// its output per image is a file, not an image.
 	Encode *EncodeOp
+	// Array marks an op over float32 arrays (ReserveArray) instead of
+	// images: every op of a segment takes arrays, or none does. An
+	// elementwise array op's CPU reads and writes ArrayShape images.
+	Array bool
+	// Reduce, set on an array op, makes it a reduction (an array's sum, min
+	// or max): it writes one float32 per array, which comes back in
+	// Result.Values, and passes the array through. It is the reduction's
+	// reference implementation, whose bits a device's kernel must give; CPU
+	// is then nil.
+	Reduce ReduceFunc
 }
 
 // OutShape is the shape of the image the op produces from an input of shape
@@ -73,9 +88,9 @@ func (o Op) OutShape(in Shape) Shape {
 	return o.Out(in)
 }
 
-// makesImage reports whether the op writes a new image (every op but a
-// histogram, which only reads).
-func (o Op) makesImage() bool { return !o.Hist }
+// makesImage reports whether the op writes a new image or array (every op
+// but a histogram or a reduction, which only read).
+func (o Op) makesImage() bool { return !o.Hist && o.Reduce == nil }
 
 // String is the op as a spec writes it.
 func (o Op) String() string {
@@ -96,6 +111,10 @@ func (o Op) Check() error {
 		return errors.New("op without a name")
 	case o.Encode != nil && o.Hist:
 		return fmt.Errorf("op %s both encodes and counts a histogram", o.Name)
+	case o.Reduce != nil && !o.Array:
+		return fmt.Errorf("op %s reduces, but takes images, not arrays", o.Name)
+	case o.Array && (o.Hist || o.Encode != nil):
+		return fmt.Errorf("op %s takes arrays, so it neither counts a histogram nor encodes", o.Name)
 	case o.Encode != nil:
 		return o.Encode.check()
 	}
@@ -113,6 +132,9 @@ func checkOps(dev Device, ops []Op) error {
 		err := op.Check()
 		if err == nil && op.Encode != nil && i != len(ops)-1 {
 			err = fmt.Errorf("%s encodes, so it must be the segment's last op", op)
+		}
+		if err == nil && op.Array != ops[0].Array {
+			err = fmt.Errorf("%s: a segment's ops take arrays or images, not both", op)
 		}
 		if err == nil {
 			err = dev.CheckOp(op)

@@ -41,6 +41,7 @@ const (
 // request is what Reserve and ReserveFile ask of a slot.
 type request struct {
 	shapes   []Shape
+	dims     []int // an array's axes (ReserveArray), nil for an image
 	need     []int // per area, see chain.plan
 	hostNeed int   // page-locked input bytes
 	file     *fileRoom
@@ -59,6 +60,9 @@ type request struct {
 // Reserve while holding Results it has not released and that only it would
 // release, or the executor's slots may all wait on it.
 func (e *Executor) Reserve(ctx context.Context, w, h, c int, tag any) (*Reservation, error) {
+	if e.chain.array {
+		return nil, fmt.Errorf("reserve: %q takes arrays (ReserveArray)", SegmentString(e.cfg.Ops))
+	}
 	in := Shape{W: w, H: h, C: c}
 	if err := CheckShape(in); err != nil {
 		return nil, fmt.Errorf("reserve: %w", err)
@@ -89,6 +93,9 @@ func (e *Executor) Reserve(ctx context.Context, w, h, c int, tag any) (*Reservat
 func (e *Executor) ReserveFile(ctx context.Context, size int, out Shape, orient int, decoder string, tag any) (*Reservation, error) {
 	if _, err := FileDecoderOf(e.dev); err != nil {
 		return nil, fmt.Errorf("reserve file: %w", err)
+	}
+	if e.chain.array {
+		return nil, fmt.Errorf("reserve file: %q takes arrays", SegmentString(e.cfg.Ops))
 	}
 	if e.chain.nImg == 0 {
 		// The decoded image would stay on the device: no op returns it.
@@ -215,7 +222,7 @@ func (e *Executor) addLocked(s *slot, req request) *Reservation {
 	for i, n := range req.need {
 		s.used[i] += n
 	}
-	r := &Reservation{e: e, s: s, gen: s.gen, tag: req.tag, lay: imgLayout{shapes: req.shapes, offs: offs}}
+	r := &Reservation{e: e, s: s, gen: s.gen, tag: req.tag, lay: imgLayout{shapes: req.shapes, offs: offs, dims: req.dims}}
 	if f := req.file; f != nil {
 		// The file's bytes go at the end of the page-locked input; its decoded
 		// image after the raw images on the device, placed at submit (offs[0]

@@ -17,6 +17,9 @@ type Result struct {
 	// exactly its length; it replaces Image.
 	Encoded []byte
 	Hist    *[256]uint64 // the last histogram op's counts, nil when the segment has none or with Err
+	// Values are an array's reduction values (Op.Reduce), one per reduction
+	// in op order; nil when the segment has none, or with Err.
+	Values []float32
 	// Decoder names the device decoder of a file (ReserveFile), "" for pixels.
 	Decoder string
 	// Err is set, and no output given, when the device could not decode the

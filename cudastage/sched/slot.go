@@ -74,8 +74,10 @@ func phases(nOps int, encode bool) []phase {
 type slot struct {
 	id                       int
 	in, out, hist, tab, lens []byte    // page-locked; out nil when no op makes an image, lens when none encodes
+	values                   []byte    // page-locked reduction values, nil when no op reduces
 	dev                      [2]DevPtr // bufIn, bufMid
 	dHist, dTab, dLens       DevPtr
+	dValues                  DevPtr
 	hostBufs                 []*pinned.Buffer // behind in, out, hist, tab
 	devBlocks                []*devmem.Block  // behind dev, dHist, dTab
 	ev                       []Event
@@ -134,8 +136,9 @@ type bufSize struct{ host, dev int }
 
 // slotBufs are the sizes of a slot's buffers, each held once in page-locked
 // memory and once on the device: the input, the output when an op makes an
-// image, the histograms when an op makes one, the launch tables, and the
-// file lengths when the last op encodes. The page-locked input holds raw
+// image, the histograms when an op makes one, the reduction values when an
+// op reduces, the launch tables, and the file lengths when the last op
+// encodes. The page-locked input holds raw
 // images and files' bytes (Config.HostInBytes), the device input raw and
 // decoded images (SlotBytes): each is accounted on its own (see
 // slot.rawUsed). Every other buffer has the same size on both sides.
@@ -148,6 +151,9 @@ func (e *Executor) slotBufs() []bufSize {
 	}
 	if e.chain.hasHist {
 		same(c.Batch * HistBytes)
+	}
+	if e.chain.nValues > 0 {
+		same(alignUp(c.Batch * e.chain.nValues * ElemBytes))
 	}
 	if e.tabBytes > 0 {
 		same(e.tabBytes)
@@ -262,6 +268,9 @@ func (e *Executor) allocSlot(ctx context.Context, s *slot) error {
 	if e.chain.hasHist {
 		host, dev = append(host, &s.hist), append(dev, &s.dHist)
 	}
+	if e.chain.nValues > 0 {
+		host, dev = append(host, &s.values), append(dev, &s.dValues)
+	}
 	if e.tabBytes > 0 {
 		host, dev = append(host, &s.tab), append(dev, &s.dTab)
 	}
@@ -306,8 +315,8 @@ func (e *Executor) freeSlot(s *slot) error {
 		errs = append(errs, e.dev.DestroyEvent(ev))
 	}
 	s.hostBufs, s.devBlocks = nil, nil
-	s.in, s.out, s.hist, s.tab, s.lens, s.ev = nil, nil, nil, nil, nil, nil
-	s.dev, s.dHist, s.dTab, s.dLens = [2]DevPtr{}, 0, 0, 0
+	s.in, s.out, s.hist, s.tab, s.lens, s.values, s.ev = nil, nil, nil, nil, nil, nil, nil
+	s.dev, s.dHist, s.dTab, s.dLens, s.dValues = [2]DevPtr{}, 0, 0, 0, 0
 	return errors.Join(errs...)
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"time"
@@ -145,7 +146,7 @@ func (e *Executor) submit(s *slot) error {
 	d, c := e.dev, e.chain
 	st := e.streams[s.stream]
 	e.gather(s)
-	c.fillCalls(s.calls, s.layouts, s.dev, s.dHist)
+	c.fillCalls(s.calls, s.layouts, s.dev, s.dHist, s.dValues)
 	s.outBytes = 0
 	if fb := c.finalBuf(); fb >= 0 && c.encode == nil {
 		s.outBytes = s.used[len(s.used)-1]
@@ -232,6 +233,11 @@ func (e *Executor) submit(s *slot) error {
 	}
 	if c.hasHist {
 		if err := d.DtoH(st, s.hist[:len(s.live)*HistBytes], s.dHist, 0); err != nil {
+			return err
+		}
+	}
+	if c.nValues > 0 {
+		if err := d.DtoH(st, s.values[:c.valueOff(len(s.live), 0)], s.dValues, 0); err != nil {
 			return err
 		}
 	}
@@ -356,6 +362,13 @@ func (e *Executor) complete(s *slot) error {
 			}
 			res.Hist = h
 		}
+		if n := e.chain.nValues; n > 0 && res.Err == nil {
+			res.Values = make([]float32, n)
+			for k := range res.Values {
+				off := e.chain.valueOff(i, k)
+				res.Values[k] = math.Float32frombits(binary.LittleEndian.Uint32(s.values[off:]))
+			}
+		}
 		e.results <- res // results has room for every slot's images
 	}
 	return nil
@@ -429,6 +442,7 @@ func (e *Executor) account(s *slot, errs []error, fileLens []int) error {
 	if e.chain.hasHist {
 		b.d2hBytes += int64(len(s.live) * HistBytes)
 	}
+	b.d2hBytes += int64(e.chain.valueOff(len(s.live), 0))
 	if e.chain.encode != nil {
 		b.d2hBytes += int64(4 * len(s.live))
 	}

@@ -20,6 +20,25 @@
 // the output image, one thread per output pixel: x = blockIdx.x·16 +
 // threadIdx.x, y likewise; threads with x ≥ width or y ≥ height must do
 // nothing. The kernel must write every byte of the output's pixels.
+//
+// # Array calling convention
+//
+// In a chain of float32 arrays (load | ...), the function takes, in order:
+//
+//	const float *in,          // the input array's elements, C order
+//	float *out,               // the output array: the input's shape
+//	long long n,              // the number of elements (1 for a 0-d array)
+//	int ndim,                 // the number of axes (0 for a 0-d array)
+//	const long long *shape,   // the ndim axis lengths, in device memory
+//	... the user's parameters, in order (int or float)
+//
+// It is launched once per array over a 1-D grid of ArrayBlock-thread blocks
+// that covers the elements, one thread per element: i = blockIdx.x·256 +
+// threadIdx.x; threads with i ≥ n must do nothing. The kernel must write
+// out[i] for every i < n; in and out never overlap. The output has the
+// input's shape (out=same, the only rule for arrays). Write it with the _rn
+// intrinsics (__fmul_rn, __fadd_rn) where a CPU reference must give the same
+// bits: NVRTC, like nvcc, contracts a*x+b into one fused multiply-add.
 package userkernel
 
 import (
@@ -39,6 +58,9 @@ import (
 
 // Block is the side of a launch's square thread block.
 const Block = 16
+
+// ArrayBlock is the thread block of an array kernel's 1-D launch.
+const ArrayBlock = 256
 
 // MaxParams bounds the user's scalar parameters.
 const MaxParams = 32
@@ -128,6 +150,9 @@ type Kernel struct {
 	Fn     string   // the extern "C" function to launch
 	Out    Out      // the output shape rule
 	Params []Scalar // the user's parameters, after the convention's
+	// Array selects the array calling convention (a chain of float32
+	// arrays); Out is then OutSame.
+	Array bool
 }
 
 // fnName is a C identifier.
@@ -155,6 +180,8 @@ func (k *Kernel) Check(cacheDir string) error {
 		return fmt.Errorf("out=%q: want one of %v", k.Out, OutRules)
 	case len(k.Params) > MaxParams:
 		return fmt.Errorf("%d kernel arguments, at most %d", len(k.Params), MaxParams)
+	case k.Array && k.Out != OutSame:
+		return fmt.Errorf("out=%s: an array kernel writes an array of its input's shape (out=%s)", k.Out, OutSame)
 	}
 	code, err := nvrtc.Compile(k.Request(CheckArch), cacheDir)
 	if err != nil {
@@ -234,4 +261,28 @@ func ptr[T any](v T) *T { return &v }
 // Grid is the launch's grid for an output image: 16×16 blocks covering it.
 func Grid(out stages.Shape) [3]uint32 {
 	return [3]uint32{uint32((out.W + Block - 1) / Block), uint32((out.H + Block - 1) / Block), 1}
+}
+
+// Array is one array of a launch (the array calling convention).
+type Array struct {
+	In, Out uint64 // device addresses of the input's and output's elements
+	N       int64  // elements
+	NDim    int    // axes
+	Shape   uint64 // device address of the NDim axis lengths, as int64s
+}
+
+// ArrayArgs returns the kernel's parameter values for a, in the array
+// calling convention's order, as pointers for cuLaunchKernel.
+func (k *Kernel) ArrayArgs(a Array) []any {
+	vals := []any{&a.In, &a.Out, ptr(a.N), ptr(int32(a.NDim)), &a.Shape}
+	for _, p := range k.Params {
+		vals = append(vals, p.Arg())
+	}
+	return vals
+}
+
+// ArrayGrid is the launch's grid for an array of n elements: ArrayBlock
+// threads per block, covering them.
+func ArrayGrid(n int64) [3]uint32 {
+	return [3]uint32{uint32((n + ArrayBlock - 1) / ArrayBlock), 1, 1}
 }

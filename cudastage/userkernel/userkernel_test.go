@@ -90,6 +90,25 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+// The array calling convention, value by value: in, out, n, ndim, shape, the parameters.
+func TestArrayArgs(t *testing.T) {
+	k := &Kernel{Params: []Scalar{{Float: true, F: 2}, {I: 7}}, Array: true}
+	args := k.ArrayArgs(Array{In: 0x1000, Out: 0x9000, N: 1 << 33, NDim: 3, Shape: 0x7700})
+	var got []any
+	for _, a := range args {
+		got = append(got, reflect.ValueOf(a).Elem().Interface())
+	}
+	want := []any{uint64(0x1000), uint64(0x9000), int64(1 << 33), int32(3), uint64(0x7700), float32(2), int32(7)}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+	for n, blocks := range map[int64]uint32{1: 1, 256: 1, 257: 2, 1 << 28: 1 << 20} {
+		if g := ArrayGrid(n); g != [3]uint32{blocks, 1, 1} {
+			t.Errorf("ArrayGrid(%d) = %v, want %d blocks", n, g, blocks)
+		}
+	}
+}
+
 func TestGrid(t *testing.T) {
 	tests := []struct {
 		s    stages.Shape
@@ -128,6 +147,7 @@ func TestCheck(t *testing.T) {
 		{name: "bad fn", edit: func(k *Kernel) { k.Fn = "in vert" }, want: "fn="},
 		{name: "bad out", edit: func(k *Kernel) { k.Out = "wide" }, want: "out="},
 		{name: "too many params", edit: func(k *Kernel) { k.Params = make([]Scalar, MaxParams+1) }, want: "at most"},
+		{name: "array out", edit: func(k *Kernel) { k.Array, k.Out = true, OutGray }, want: "an array kernel writes an array of its input's shape"},
 		{name: "ok", edit: func(*Kernel) {}, nvrtc: true},
 		{name: "no such function", edit: func(k *Kernel) { k.Fn = "invrt" }, nvrtc: true, want: "invert.cu defines no kernel invrt"},
 		{name: "compile error", edit: func(k *Kernel) { k.Source = strings.Replace(k.Source, "255 -", "255 - q", 1) }, nvrtc: true, want: "invert.cu:7"},

@@ -10,7 +10,10 @@
 //
 // NaN and ±Inf are ordinary inputs: they propagate as IEEE arithmetic says (Inf + -Inf is
 // NaN; a sum holding a NaN is NaN; min and max of an array holding a NaN are NaN, like
-// numpy.min and numpy.max).
+// numpy.min and numpy.max). Every NaN a function returns or writes is NaN, the quiet NaN
+// 0x7FC00000 (NumPy's float32 nan): IEEE leaves a result's NaN payload open, x86 keeps an
+// operand's while NVIDIA GPUs write 0x7FFFFFFF, so only a fixed NaN gives the same bits on
+// every machine.
 package array
 
 import (
@@ -22,24 +25,37 @@ import (
 // reduces one block of Block elements per thread block in shared memory.
 const Block = 256
 
+// NaN is the quiet NaN every function here gives for a NaN result: the bits 0x7FC00000.
+var NaN = math.Float32frombits(0x7FC00000)
+
+// canon returns v, or NaN when v is a NaN of any payload.
+func canon(v float32) float32 {
+	if v != v {
+		return NaN
+	}
+	return v
+}
+
 // ErrEmpty is the error of Min and Max of an array without elements (numpy raises one too).
 var ErrEmpty = errors.New("array has no elements")
 
-// Scale sets x[i] = x[i]*f for every i, each product rounded to float32.
+// Scale sets x[i] = x[i]*f for every i, each product rounded to float32 (a NaN product is
+// NaN).
 func Scale(x []float32, f float32) {
 	for i, v := range x {
-		x[i] = v * f
+		x[i] = canon(v * f)
 	}
 }
 
-// Add sets x[i] = x[i]+v for every i, each sum rounded to float32.
+// Add sets x[i] = x[i]+v for every i, each sum rounded to float32 (a NaN sum is NaN).
 func Add(x []float32, v float32) {
 	for i, e := range x {
-		x[i] = e + v
+		x[i] = canon(e + v)
 	}
 }
 
-// Sum returns the float32 sum of x in the order SumOrder documents; 0 for no elements.
+// Sum returns the float32 sum of x in the order SumOrder documents (NaN when it is a NaN);
+// 0 for no elements.
 //
 // SumOrder: x is cut into blocks of Block consecutive elements (the last may be shorter).
 // Each block of n elements is reduced as a tree with halving strides, as a GPU thread
@@ -60,7 +76,7 @@ func Sum(x []float32) float32 {
 			partial[b] = blockSum(&buf, blk)
 		}
 		if len(partial) == 1 {
-			return partial[0]
+			return canon(partial[0])
 		}
 		level = partial
 	}
@@ -79,28 +95,32 @@ func blockSum(buf *[Block]float32, blk []float32) float32 {
 
 // Min returns the least element of x in the total order where -0 < +0 and a NaN is below
 // everything (so the minimum of an array holding a NaN is NaN), or ErrEmpty.
-func Min(x []float32) (float32, error) {
-	return extreme(x, func(a, b float32) bool { return a < b || (a == b && math.Signbit(float64(a))) })
-}
+func Min(x []float32) (float32, error) { return extreme(x, Less) }
 
 // Max returns the greatest element of x in the total order where -0 < +0 and a NaN is
 // above everything (so the maximum of an array holding a NaN is NaN), or ErrEmpty.
 func Max(x []float32) (float32, error) {
-	return extreme(x, func(a, b float32) bool { return a > b || (a == b && !math.Signbit(float64(a))) })
+	return extreme(x, func(a, b float32) bool { return Less(b, a) })
 }
 
-// extreme returns the element that beats every other by better, a NaN beating all: the
-// first NaN's bits are returned, since NaN payloads are kept as they are.
+// Less reports whether a is below b in the order of Min and Max among numbers: a < b, or
+// a is -0 and b is +0. Since the order is total there, Min and Max do not depend on the
+// order of the elements, which lets a GPU reduce them in any tree.
+func Less(a, b float32) bool {
+	return a < b || (a == b && math.Signbit(float64(a)) && !math.Signbit(float64(b)))
+}
+
+// extreme returns the element that beats every other by better, or NaN when x holds one.
 func extreme(x []float32, better func(a, b float32) bool) (float32, error) {
 	if len(x) == 0 {
 		return 0, ErrEmpty
 	}
 	best := x[0]
 	for _, v := range x {
-		if best != best {
-			return best, nil
+		if v != v {
+			return NaN, nil
 		}
-		if v != v || better(v, best) {
+		if better(v, best) {
 			best = v
 		}
 	}

@@ -7,16 +7,16 @@ import (
 )
 
 var (
-	nan  = float32(math.NaN())
+	nan = NaN
+	// odd is a NaN with a payload and the sign set, which no result may keep.
+	odd  = math.Float32frombits(0xFFA00001)
 	inf  = float32(math.Inf(1))
 	zero = float32(0)
 	negz = float32(math.Copysign(0, -1))
 )
 
-// same compares bits, so that -0 differs from +0 and NaN equals NaN.
-func same(a, b float32) bool {
-	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
-}
+// same compares bits, so that -0 differs from +0 and a NaN equals only the same NaN.
+func same(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
 
 // treeRef is SumOrder written out again the numpy way, recursively over a padded-free tree:
 // the reduction of a block of n is the sum of its halves' strided pairs.
@@ -53,6 +53,8 @@ func TestElementwise(t *testing.T) {
 		{"scale rounds once", func(x []float32) { Scale(x, 3) }, []float32{0.1}, []float32{float32(0.1) * 3}},
 		{"scale overflow", func(x []float32) { Scale(x, 1e30) }, []float32{1e30, -1e30}, []float32{inf, -inf}},
 		{"scale nan inf", func(x []float32) { Scale(x, 0) }, []float32{nan, inf, -1}, []float32{nan, nan, negz}},
+		{"scale nan payload", func(x []float32) { Scale(x, 1) }, []float32{odd}, []float32{nan}},
+		{"add nan payload", func(x []float32) { Add(x, 0) }, []float32{odd}, []float32{nan}},
 		{"add", func(x []float32) { Add(x, 1) }, []float32{1, 16777216, -1}, []float32{2, 16777216, 0}},
 		{"add inf", func(x []float32) { Add(x, inf) }, []float32{-inf, 0}, []float32{nan, inf}},
 		{"empty", func(x []float32) { Add(x, 1) }, nil, nil},
@@ -87,6 +89,7 @@ func TestSum(t *testing.T) {
 		{"one", []float32{-3.5}, -3.5},
 		{"tree not sequential", []float32{1e8, 1, -1e8, 1}, 2}, // sequential float32 gives 1
 		{"nan", []float32{1, nan, 2}, nan},
+		{"nan payload", []float32{1, odd, 2}, nan},
 		{"inf", []float32{inf, 1}, inf},
 		{"inf minus inf", []float32{inf, -inf}, nan},
 		{"negative zeros", []float32{negz, negz}, negz},
@@ -122,6 +125,7 @@ func TestMinMax(t *testing.T) {
 		{"inf", []float32{inf, -inf, 0}, -inf, inf, nil},
 		{"nan first", []float32{nan, 1}, nan, nan, nil},
 		{"nan last", []float32{1, -5, nan}, nan, nan, nil},
+		{"nan payload", []float32{odd, 1}, nan, nan, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
@@ -18,10 +19,10 @@ const fakeTableEntry = 32
 func (f *FakeDevice) TableBytes(op sched.Op, n int) int { return fakeTableEntry * n }
 
 // CheckOp implements Device: the fake runs any op with its CPU function (an
-// encoding op with its EncodeOp's), so it refuses a GPU-only op, which has
-// none.
+// encoding op with its EncodeOp's, a reduction with its Reduce), so it
+// refuses a GPU-only op, which has none.
 func (f *FakeDevice) CheckOp(op sched.Op) error {
-	if op.CPU == nil && op.Encode == nil {
+	if op.CPU == nil && op.Encode == nil && op.Reduce == nil {
 		return fmt.Errorf("op %s has no CPU function for the fake device to run", op)
 	}
 	return nil
@@ -31,7 +32,7 @@ func (f *FakeDevice) CheckOp(op sched.Op) error {
 // uint16 per sample, as the CUDA separable filters do, so that the
 // executor's scratch plumbing is exercised.
 func (f *FakeDevice) ScratchBytes(op sched.Op, srcCap, n int) int {
-	if !op.Hist {
+	if writesImage(op) {
 		return 2 * srcCap
 	}
 	return 0
@@ -45,8 +46,11 @@ func (f *FakeDevice) EncodeTable(call *sched.OpCall, dst []byte) error {
 	for i, im := range call.Images {
 		b := dst[i*fakeTableEntry:]
 		out := uint64(im.DstOff)
-		if call.Op.Hist {
+		switch {
+		case call.Op.Hist:
 			out = uint64(im.HistOff)
+		case call.Op.Reduce != nil:
+			out = uint64(im.ValueOff)
 		}
 		binary.LittleEndian.PutUint64(b[0:], uint64(im.SrcOff))
 		binary.LittleEndian.PutUint64(b[8:], out)
@@ -96,7 +100,7 @@ func (f *FakeDevice) Run(s sched.Stream, call *sched.OpCall) error {
 func (f *FakeDevice) resolve(c *sched.OpCall, n int) ([]func(), error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !c.Op.Hist {
+	if writesImage(c.Op) {
 		if _, err := f.devRange(c.Scratch, 0, 1); err != nil {
 			return nil, fmt.Errorf("%s scratch: %w", c.Op, err)
 		}
@@ -112,7 +116,11 @@ func (f *FakeDevice) resolve(c *sched.OpCall, n int) ([]func(), error) {
 		outOff := int(binary.LittleEndian.Uint64(b[8:]))
 		wh := binary.LittleEndian.Uint64(b[16:])
 		in := sched.Shape{W: int(wh >> 32), H: int(uint32(wh)), C: int(binary.LittleEndian.Uint64(b[24:]))}
-		if err := sched.CheckShape(in); err != nil {
+		check := sched.CheckShape
+		if c.Op.Array {
+			check = sched.CheckArrayShape
+		}
+		if err := check(in); err != nil {
 			return nil, fmt.Errorf("image %d: %w", i, err)
 		}
 		j, err := f.imageJob(c, i, in, srcOff, outOff)
@@ -144,6 +152,13 @@ func (f *FakeDevice) imageJob(c *sched.OpCall, i int, in sched.Shape, srcOff, ou
 				binary.LittleEndian.PutUint64(hp[8*k:], v)
 			}
 		}, nil
+	}
+	if op.Reduce != nil {
+		vp, err := f.devRange(c.Values, outOff, sched.ElemBytes)
+		if err != nil {
+			return nil, fmt.Errorf("values: %w", err)
+		}
+		return func() { binary.LittleEndian.PutUint32(vp, math.Float32bits(op.Reduce(src))) }, nil
 	}
 	if op.Encode != nil {
 		return f.encodeJob(c, i, src, outOff)
@@ -182,3 +197,7 @@ func (f *FakeDevice) encodeJob(c *sched.OpCall, i int, src *stages.Image, outOff
 		binary.LittleEndian.PutUint32(lp, uint32(n)) // -1 becomes 0xFFFFFFFF, over any bound
 	}, nil
 }
+
+// writesImage reports whether op writes an image or array into c.Dst (every
+// op but a histogram or a reduction), and so gets scratch.
+func writesImage(op sched.Op) bool { return !op.Hist && op.Reduce == nil }
