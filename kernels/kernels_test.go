@@ -43,7 +43,8 @@ func TestFatbinLooksLikeFatbin(t *testing.T) {
 	// The kernels are looked up by their C names; each must be in the binary.
 	for _, name := range []string{"imgpipe_grayscale", "imgpipe_histogram", "imgpipe_transpose",
 		"imgpipe_blur_h", "imgpipe_blur_v", "imgpipe_box_h", "imgpipe_box_v",
-		"imgpipe_png_plan", "imgpipe_png_layout", "imgpipe_png_pack"} {
+		"imgpipe_png_plan", "imgpipe_png_layout", "imgpipe_png_pack",
+		"imgpipe_array_scale", "imgpipe_array_add", "imgpipe_array_sum", "imgpipe_array_min", "imgpipe_array_max"} {
 		if !bytes.Contains(Fatbin, []byte(name)) {
 			t.Errorf("Fatbin has no kernel %s", name)
 		}
