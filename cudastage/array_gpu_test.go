@@ -122,20 +122,24 @@ func elements(dims []int) int {
 func TestGPUArrayStagesMatchCPU(t *testing.T) {
 	d := exDevice(t)
 	rng := rand.New(rand.NewPCG(7, 8))
-	ops := arrayOpsOf("sum | scale factor=1.7 | add value=-0.3 | sum | min | max")
+	// A chain holds each reduction once: the sum of the data as drawn, then the whole
+	// chain.
+	raw := arrayOpsOf("sum")
+	ops := arrayOpsOf("scale factor=1.7 | add value=-0.3 | sum | min | max")
 	var data [][]float32
-	var want []arrayResult
+	var wantRaw, want []arrayResult
 	for i, dims := range gpuArrayShapes {
 		x := randomArray(rng, elements(dims), i%2 == 1)
 		data = append(data, x)
+		wantRaw = append(wantRaw, arrayResult{data: append([]float32{}, x...), values: []float32{array.Sum(x)}})
 		y := append([]float32{}, x...)
-		s0 := array.Sum(y)
 		array.Scale(y, 1.7)
 		array.Add(y, -0.3)
 		lo, _ := array.Min(y)
 		hi, _ := array.Max(y)
-		want = append(want, arrayResult{data: y, values: []float32{s0, array.Sum(y), lo, hi}})
+		want = append(want, arrayResult{data: y, values: []float32{array.Sum(y), lo, hi}})
 	}
+	compareArrays(t, gpuArrayShapes, runArrays(t, d, raw, gpuArrayShapes, data), wantRaw)
 	compareArrays(t, gpuArrayShapes, runArrays(t, d, ops, gpuArrayShapes, data), want)
 }
 
