@@ -3,6 +3,7 @@ package cudastage
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -77,10 +78,15 @@ func cpuConv(dst, src *stages.Image, _ *[256]uint64) {
 	}
 }
 
-// userOp is the kernel stage's op as package pipeline binds it, with a CPU
-// equivalent for the comparison.
+// userOp is the kernel stage's op (out=same) as package pipeline binds it, with a
+// CPU equivalent for the comparison.
 func userOp(file, src, fn string, args []userkernel.Scalar, cpu sched.CPUFunc) sched.Op {
-	k := &userkernel.Kernel{File: file, Source: src, Fn: fn, Out: userkernel.OutSame, Params: args}
+	return userOpOut(file, src, fn, userkernel.OutSame, args, cpu)
+}
+
+// userOpOut is userOp with another output shape rule.
+func userOpOut(file, src, fn string, out userkernel.Out, args []userkernel.Scalar, cpu sched.CPUFunc) sched.Op {
+	k := &userkernel.Kernel{File: file, Source: src, Fn: fn, Out: out, Params: args}
 	return sched.Op{Name: "kernel", Spec: "kernel src=" + file + " fn=" + fn, Args: k, CPU: cpu,
 		Out: func(in stages.Shape) stages.Shape { return k.Out.Shape(in) }}
 }
@@ -93,12 +99,20 @@ func prepareUser(t *testing.T, g *GPU, k *Kernels, op sched.Op) {
 	}
 }
 
+// The test kernels and the repository's sample kernel (samples/kernels/gray.cu, which
+// must give the grayscale stage's bits) equal their CPU equivalents.
 func TestGPUUserKernelsMatchCPU(t *testing.T) {
 	g := requireGPU(t)
 	k := loadTestKernels(t, g)
+	sample, err := os.ReadFile(filepath.Join("..", "samples", "kernels", "gray.cu"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ops := []sched.Op{
 		userOp("invert.cu", userInvert, "invert", nil, cpuInvert),
 		userOp("conv3.cu", userConv, "conv3", []userkernel.Scalar{{I: 3}, {Float: true, F: 0}}, cpuConv),
+		userOpOut("gray.cu", string(sample), "gray", userkernel.OutGray, nil,
+			func(dst, src *stages.Image, _ *[256]uint64) { stages.Grayscale(dst, src) }),
 	}
 	var shapes []BatchImage
 	for _, s := range dropLarge(sizesAsImages(testSizes())) {
