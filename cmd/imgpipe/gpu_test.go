@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/cutest"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/npy"
 )
 
 // These tests run `imgpipe run --device cuda` on the real GPU: they skip without one, and
@@ -332,4 +334,45 @@ func decodeFile(path, backend string) (*stages.Image, error) {
 func cpuJPEGName() string {
 	b, _ := stages.ResolveJPEGBackend(stages.JPEGAuto)
 	return string(b)
+}
+
+// A faulting user kernel ends the run as a device error (exit 3, naming CUDA's error) and
+// leaves no output and no temporary file, in an image chain and in an array chain. The CLI
+// runs as its own process: the fault ruins its CUDA context.
+func TestGPUKernelFaultExits3(t *testing.T) {
+	requireGPU0(t)
+	needBinary(t)
+	src := filepath.Join(t.TempDir(), "wild.cu")
+	const wild = `extern "C" __global__ void wild(const void *in, void *out) { ((unsigned char *)0x10)[threadIdx.x] = 1; }`
+	if err := os.WriteFile(src, []byte(wild), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	arrays := t.TempDir()
+	for i := range 3 {
+		var b bytes.Buffer
+		if err := npy.Write(&b, &npy.Array{Shape: []int{100 + i}, Data: make([]float32, 100+i)}); err != nil {
+			t.Fatal(err)
+		}
+		write(t, arrays, fmt.Sprintf("a%d.npy", i), b.Bytes())
+	}
+	for _, tc := range []struct{ name, in, spec string }{
+		{"image", pngFolder(t, 3), "decode | kernel src=" + src + " fn=wild | save"},
+		{"array", arrays, "load | kernel src=" + src + " fn=wild | save format=npy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			cmd := exec.Command(binaryPath, "run", "-i", tc.in, "-o", out, "-p", tc.spec, "--device", "cuda", "-q")
+			msg, err := cmd.CombinedOutput()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitFatal || !strings.Contains(string(msg), "CUDA") {
+				t.Fatalf("exit %v, want %d with CUDA's error:\n%s", err, exitFatal, msg)
+			}
+			report := filepath.Join(out, defaultReportName)
+			filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && p != report && p != journalPath(report) {
+					t.Errorf("left in the output folder: %s", p)
+				}
+				return nil
+			})
+		})
+	}
 }
