@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -179,7 +180,7 @@ func TestGPURunDefaultsFromSettings(t *testing.T) {
 	e.PinnedMB, e.Workers, e.MaxMemoryMB, e.OnError = 64, 3, 100, "fail"
 	opt := e.RunOptions(dev)
 	if opt.Workers != 3 || opt.MemoryBudget != 100<<20 || !opt.StopOnError || opt.GPU == nil ||
-		*opt.GPU != (GPUOptions{Device: dev, Streams: e.Streams, Batch: e.Batch, PinnedBytes: 64 << 20}) {
+		!reflect.DeepEqual(*opt.GPU, GPUOptions{Device: dev, Streams: e.Streams, Batch: e.Batch, PinnedBytes: 64 << 20}) {
 		t.Errorf("RunOptions: %+v, GPU %+v", opt, opt.GPU)
 	}
 	if DefaultExecution().RunOptions(nil).GPU != nil {
