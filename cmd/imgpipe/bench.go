@@ -212,12 +212,19 @@ func (f *benchFlags) options(cmd *cobra.Command, stdout, stderr io.Writer) (*ben
 
 // withDevice opens --device (as 'imgpipe run' does), runs measure on it and closes it.
 func (f *benchFlags) withDevice(ctx context.Context, o *bench.Options, need string, stderr io.Writer, measure func() error) (err error) {
+	if g := f.exec.GPU; len(g.Ordinals()) != 1 {
+		// The bench measures one device; a run over several is imgpipe run's.
+		return usageError("--gpu %s: imgpipe bench measures one GPU; name one", g)
+	}
 	tgt, err := resolveDevice(f.exec.Device, f.exec.GPU, need, stderr)
 	if err != nil {
 		return err
 	}
 	defer tgt.close()
-	o.Device, o.NoGPU = tgt.dev, tgt.why
+	o.NoGPU = tgt.why
+	if len(tgt.devs) > 0 {
+		o.Device = tgt.devs[0]
+	}
 	if f.cpuProfile != "" {
 		stop, err := startCPUProfile(f.cpuProfile)
 		if err != nil {

@@ -380,7 +380,7 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 	}()
 	// On a GPU, settings that cannot work together (a batch whose slots do not fit in
 	// --pinned-mb) are usage errors, found before anything is written.
-	opt := job.Exec.RunOptions(tgt.dev)
+	opt := job.Exec.RunOptions(tgt.devs...)
 	if err := pipeline.CheckGPU(plan, opt); err != nil {
 		if errors.Is(err, pipeline.ErrNoDeviceDecoder) && opt.GPU != nil {
 			return fatalError("%v", err) // a GPU that cannot load nvJPEG: a runtime problem
