@@ -60,3 +60,32 @@ func TestGPUAllMatchesGPU0(t *testing.T) {
 		})
 	}
 }
+
+// bench raw --gpu all on the machine's GPUs: one GPU's record, then, with several, the
+// record of all at once, exact on each, with the scaling over one.
+func TestBenchRawAllGPUs(t *testing.T) {
+	requireGPU0(t)
+	infos, err := cudastage.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := benchCLI(t, t.Context(), "bench", "raw", "--device", "cuda", "--gpu", "all", "--size", "1920x1080",
+		"--frames", "96", "--batch", "8", "--warmup", "1", "--repeats", "3", "--no-cpu", "--json")
+	t.Log(stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	recs := records(t, stdout)
+	if want := min(len(infos), 2); len(recs) != want {
+		t.Fatalf("%d records on %d GPUs, want %d", len(recs), len(infos), want)
+	}
+	if len(infos) == 1 {
+		return
+	}
+	all := recs[1]
+	checkSchema(t, all)
+	t.Logf("%d GPUs: %.0f img/s together, %.2fx one GPU", len(infos), all["img_per_s"], all["scaling_vs_one_gpu"])
+	if all["gpus"] != float64(len(infos)) || all["exact"] != true || all["scaling_vs_one_gpu"] == nil {
+		t.Errorf("all GPUs' record: %v", all)
+	}
+}

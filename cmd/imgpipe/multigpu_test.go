@@ -139,3 +139,31 @@ func TestRunAllGPUsWithoutAGPU(t *testing.T) {
 		})
 	}
 }
+
+// bench raw --gpu all measures each configuration on GPU 0 alone, then on every GPU at
+// once, checked against the CPU chain on each, and gives the scaling.
+func TestBenchRawSeveralGPUs(t *testing.T) {
+	opened, closed := fakeGPUs(t, 3)
+	smallCopyLimit(t)
+	code, stdout, stderr := benchCLI(t, t.Context(), "bench", "raw", "--size", "16x8", "--frames", "8", "--repeats", "2", "--warmup", "0",
+		"--device", "cuda", "--gpu", "all", "--batch", "2", "--no-cpu", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !slices.Equal(opened(), []int{0, 1, 2}) || len(closed()) != 3 {
+		t.Errorf("opened %v, closed %v", opened(), closed())
+	}
+	recs := records(t, stdout)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want GPU 0's and all three's:\n%s", len(recs), stdout)
+	}
+	one, all := recs[0], recs[1]
+	checkSchema(t, all)
+	if one["device"] != "GPU 0" || one["gpus"] != nil || one["scaling_vs_one_gpu"] != nil {
+		t.Errorf("one GPU's record: %v", one)
+	}
+	if all["device"] != "GPU 0, GPU 1, GPU 2" || all["gpus"] != 3.0 || all["frames"] != 24.0 || all["exact"] != true ||
+		all["scaling_vs_one_gpu"] == nil || all["scaling_vs_one_gpu"].(float64) <= 0 {
+		t.Errorf("all GPUs' record: %v", all)
+	}
+}
