@@ -43,6 +43,9 @@ type Options struct {
 
 	// Device is the GPU to measure; nil runs the chain on the CPU only (not for Copy).
 	Device sched.Device
+	// Others are more GPUs for Raw (--gpu all or a list): each configuration then also
+	// runs on Device and Others at once, and its record gives the scaling over Device alone.
+	Others []sched.Device
 	// NoGPU says why Device is nil when a GPU was wanted (--device auto); it goes into the
 	// CPU record's note.
 	NoGPU string

@@ -138,19 +138,27 @@ func Raw(ctx context.Context, o Options, c RawConfig, pool *Pool) error {
 	if o.Trace != "" {
 		tr = sched.NewTrace("imgpipe bench raw", 0)
 	}
-	var check func(frame int, img *stages.Image, hist *[256]uint64) error
+	// newCheck makes a result check with its own CPU chain (each GPU of a run over
+	// several checks at once); nil when the chain has no CPU implementation.
+	var newCheck func() func(frame int, img *stages.Image, hist *[256]uint64) error
 	if noCPU == nil {
-		cpuCheck := o.Chain.newCPU()
-		check = func(frame int, img *stages.Image, hist *[256]uint64) error {
-			want, wantH := cpuCheck.run(pool.image(frame))
-			if err := sameImage(img, want); err != nil {
-				return err
+		newCheck = func() func(frame int, img *stages.Image, hist *[256]uint64) error {
+			cpuCheck := o.Chain.newCPU()
+			return func(frame int, img *stages.Image, hist *[256]uint64) error {
+				want, wantH := cpuCheck.run(pool.image(frame))
+				if err := sameImage(img, want); err != nil {
+					return err
+				}
+				if (hist == nil) != (wantH == nil) || (hist != nil && *hist != *wantH) {
+					return errors.New("histogram differs from the CPU chain's")
+				}
+				return nil
 			}
-			if (hist == nil) != (wantH == nil) || (hist != nil && *hist != *wantH) {
-				return errors.New("histogram differs from the CPU chain's")
-			}
-			return nil
 		}
+	}
+	var check func(frame int, img *stages.Image, hist *[256]uint64) error
+	if newCheck != nil {
+		check = newCheck()
 	}
 	o.textf("%-7s %5s %9s %8s %6s %7s %8s %8s %8s %8s %7s %s\n",
 		"streams", "batch", "img/s", "MP/s", "limit", "overlap", "ΣH2D ms", "Σkern ms", "ΣD2H ms", "wall ms", "GPU/CPU", "bound by")
@@ -189,6 +197,21 @@ func Raw(ctx context.Context, o Options, c RawConfig, pool *Pool) error {
 			}
 			o.row(&r, res.Stats)
 			if err := o.emit(&r); err != nil {
+				return err
+			}
+			if len(o.Others) == 0 {
+				continue
+			}
+			all, err := o.rawAll(ctx, o.Chain.Ops, pool, cfg, newCheck, &r)
+			if err != nil {
+				return fmt.Errorf("streams %d, batch %d on %d GPUs: %w", streams, batch, len(o.Others)+1, err)
+			}
+			scaling := "-"
+			if all.Scaling != nil {
+				scaling = fmt.Sprintf("%.2fx one GPU", *all.Scaling)
+			}
+			o.textf("%-7d %5d %9s %8s   on %d GPUs at once: %s\n", streams, batch, fmtRate(all.ImgPerS), fmtRate(all.MpixPerS), all.GPUs, scaling)
+			if err := o.emit(all); err != nil {
 				return err
 			}
 		}

@@ -64,6 +64,11 @@ type Record struct {
 	CPUMpixPerS *float64 `json:"cpu_mpix_per_s,omitempty"`
 	GPUCPURatio *float64 `json:"gpu_cpu_ratio,omitempty"`
 
+	// Raw runs over several GPUs (--gpu all or a list): how many ran at once, and the
+	// throughput of them together over one GPU's, measured alone in the same run.
+	GPUs    int      `json:"gpus,omitempty"`
+	Scaling *float64 `json:"scaling_vs_one_gpu,omitempty"`
+
 	Imgpipe string `json:"imgpipe"` // the version that measured
 }
 

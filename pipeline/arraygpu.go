@@ -86,7 +86,9 @@ func (b *gpuBackend) arrayToDevice(it *item, w *worker) bool {
 		r.cpuArrayChain(it, w, a)
 		return false
 	}
-	rsv, err := b.e.ReserveArray(r.ctx, a.Shape, it)
+	rsv, err := b.x.reserve(r.ctx, func(e *sched.Executor) (*sched.Reservation, error) {
+		return e.ReserveArray(r.ctx, a.Shape, it)
+	})
 	switch {
 	case errors.Is(err, sched.ErrTooLarge):
 		b.cpuFallback.Add(1)

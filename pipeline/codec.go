@@ -208,6 +208,7 @@ func encodedBy(save *Encoder, file []byte) *Encoder {
 // whose inputs all fail makes none) and closed when the worker ends.
 type workerJPEG struct {
 	b     *gpuBackend
+	jpeg  sched.JPEGEncoder // its device's encoder (gpuRun.jpeg), nil for none
 	tried bool
 	e     sched.ImageEncoder
 	enc   *Encoder
@@ -217,11 +218,11 @@ type workerJPEG struct {
 // device or the encoder could not be made: the CPU encoder then writes this worker's
 // files (the report says "jpeg" for them), and the run's notice says why once.
 func (w *workerJPEG) encoder() *Encoder {
-	if w.tried || w.b.run.jpeg == nil {
+	if w.tried || w.jpeg == nil {
 		return w.enc
 	}
 	w.tried = true
-	e, err := w.b.run.jpeg.NewJPEGEncoder()
+	e, err := w.jpeg.NewJPEGEncoder()
 	if err != nil {
 		w.b.jpegMu.Lock()
 		first := !w.b.jpegNotice

@@ -48,6 +48,8 @@
 // ends the run with that error; cancelling abandons the batches on the device. The summary
 // then carries the per-phase device totals and the overlap efficiency, and Options.Trace
 // (sched.Trace) gets a track per stream besides the decode and save workers'.
+// GPUOptions.Devices spreads a run over several devices, an executor each, the decode and
+// save workers shared: each input goes to an executor with room for it (multigpu.go).
 //
 // # Go API
 //

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,9 +16,9 @@ import (
 type Execution struct {
 	// Device is "auto", "cpu" or "cuda".
 	Device string
-	// GPU is the ordinal of the GPU that auto and cuda open (as CUDA numbers them, after
-	// CUDA_VISIBLE_DEVICES). Whether it exists is known only when the driver is asked.
-	GPU int
+	// GPU is the GPUs that auto and cuda open (as CUDA numbers them, after
+	// CUDA_VISIBLE_DEVICES). Whether they exist is known only when the driver is asked.
+	GPU GPUSet
 	// Streams is the number of CUDA streams (GPU only).
 	Streams int
 	// Batch is the number of images per GPU batch (GPU only).
@@ -38,6 +40,51 @@ type Execution struct {
 	// Shard is "I/N" to process only the inputs of shard I out of N (see Shard and
 	// ParseShard); "" for all.
 	Shard string
+}
+
+// GPUSet is the gpu setting, the GPUs a run spreads over (GPUOptions.Devices), as
+// ParseGPUSet writes it: "all" for every GPU of the host, or distinct ordinals in the
+// order given, comma-separated ("0,2,3"). A string, so that an Execution compares with ==.
+type GPUSet string
+
+// AllGPUs is the setting for every GPU the driver sees.
+const AllGPUs GPUSet = "all"
+
+// ParseGPUSet checks the gpu setting: "all", an ordinal ("2") or a comma-separated list
+// of distinct ordinals ("0, 2, 3"), each up to MaxGPUOrdinal. It returns it as written
+// without spaces.
+func ParseGPUSet(s string) (GPUSet, error) {
+	if strings.TrimSpace(s) == string(AllGPUs) {
+		return AllGPUs, nil
+	}
+	var ordinals []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		n, err := strconv.Atoi(f)
+		switch {
+		case err != nil:
+			return "", fmt.Errorf("gpu=%s: %q is not a GPU ordinal (want all, an ordinal from 0, or a list such as 0,2,3)", s, f)
+		case n < 0 || n > MaxGPUOrdinal:
+			return "", fmt.Errorf("gpu=%s: ordinal %d out of range (0..%d)", s, n, MaxGPUOrdinal)
+		case slices.Contains(ordinals, n):
+			return "", fmt.Errorf("gpu=%s: GPU %d named twice", s, n)
+		}
+		ordinals = append(ordinals, n)
+	}
+	return GPUSet(strings.ReplaceAll(s, " ", "")), nil
+}
+
+// Ordinals are the GPUs of a set that names them; nil for AllGPUs.
+func (g GPUSet) Ordinals() []int {
+	if g == AllGPUs {
+		return nil
+	}
+	var ordinals []int
+	for _, f := range strings.Split(string(g), ",") {
+		n, _ := strconv.Atoi(f) // ParseGPUSet checked it
+		ordinals = append(ordinals, n)
+	}
+	return ordinals
 }
 
 // MaxGPUOrdinal bounds the gpu setting. It is far above the GPUs any one host has; the
@@ -93,8 +140,8 @@ func hostInFor(slotBytes int) int {
 var executionSettings = []ParamSpec{
 	{Name: "device", Kind: Enum, Default: "auto", Values: []string{"auto", "cpu", "cuda"},
 		Help: "where pixel stages run: auto uses a working GPU, else the CPU; gpu means cuda"},
-	{Name: "gpu", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: MaxGPUOrdinal},
-		Help: "which GPU auto and cuda use, counting from 0 (see 'imgpipe devices')"},
+	{Name: "gpu", Kind: String, Default: "0",
+		Help: "which GPUs auto and cuda use: an ordinal counting from 0, a list (0,2,3) or all; a run over several spreads its batches over them (see 'imgpipe devices')"},
 	{Name: "streams", Kind: Int, Default: int64(DefaultStreams), Range: &Range{Min: 1, Max: sched.MaxStreams},
 		Help: "CUDA streams (GPU only)"},
 	{Name: "batch", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: sched.MaxBatch},
@@ -157,12 +204,17 @@ func SettingUsage(ps ParamSpec) string {
 }
 
 // RunOptions returns the options of a run that the settings give: workers, memory budget,
-// on_error, and on dev (nil for the CPU) the GPU's streams, batch and page-locked budget.
-// Device, resume and trace are the caller's to act on: they open things.
-func (e Execution) RunOptions(dev sched.Device) Options {
+// on_error, and on devs (none for the CPU) the GPUs' streams, batch and page-locked budget,
+// each GPU's. Device, resume and trace are the caller's to act on: they open things.
+func (e Execution) RunOptions(devs ...sched.Device) Options {
 	opt := Options{Workers: e.Workers, MemoryBudget: int64(e.MaxMemoryMB) << 20, StopOnError: e.OnError == "fail"}
-	if dev != nil {
-		opt.GPU = &GPUOptions{Device: dev, Streams: e.Streams, Batch: e.Batch, PinnedBytes: int64(e.PinnedMB) << 20}
+	if len(devs) > 0 {
+		opt.GPU = &GPUOptions{Streams: e.Streams, Batch: e.Batch, PinnedBytes: int64(e.PinnedMB) << 20}
+		if len(devs) == 1 {
+			opt.GPU.Device = devs[0] // exactly a one-GPU run
+		} else {
+			opt.GPU.Devices = devs
+		}
 	}
 	return opt
 }
@@ -243,7 +295,11 @@ func (e *Execution) assign(name string, v any) error {
 	case "device":
 		e.Device = v.(string)
 	case "gpu":
-		e.GPU = int(v.(int64))
+		g, err := ParseGPUSet(v.(string))
+		if err != nil {
+			return err
+		}
+		e.GPU = g
 	case "streams":
 		e.Streams = int(v.(int64))
 	case "batch":

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -9,40 +10,49 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 )
 
+// The gpu setting takes an ordinal, a list of distinct ordinals or all, and refuses the
+// rest saying why, leaving the field alone.
 func TestExecutionGPU(t *testing.T) {
-	if e := DefaultExecution(); e.GPU != 0 {
-		t.Errorf("default gpu = %d, want 0", e.GPU)
+	if e := DefaultExecution(); e.GPU != "0" {
+		t.Errorf("default gpu = %v, want 0", e.GPU)
 	}
 	tests := []struct {
 		name string
-		v    any
-		want int    // the ordinal stored when err is ""
+		v    string
+		want string // the setting stored (String) when err is ""
 		err  string // a fragment of the error
 	}{
-		{"zero", 0, 0, ""},
-		{"second GPU", 1, 1, ""},
-		{"int64", int64(7), 7, ""},
-		{"whole float", 3.0, 3, ""},
-		{"highest", MaxGPUOrdinal, MaxGPUOrdinal, ""},
-		{"negative", -1, 0, "gpu=-1 is out of range [0, 1023]"},
-		{"too high", MaxGPUOrdinal + 1, 0, "gpu=1024 is out of range [0, 1023]"},
-		{"fraction", 1.5, 0, "gpu=1.5: want an integer"},
-		{"text", "1", 0, "gpu"},
+		{"zero", "0", "0", ""},
+		{"second GPU", "1", "1", ""},
+		{"highest", fmt.Sprint(MaxGPUOrdinal), fmt.Sprint(MaxGPUOrdinal), ""},
+		{"list", "0,2,3", "0,2,3", ""},
+		{"list in its order, spaced", "3, 1", "3,1", ""},
+		{"all", "all", "all", ""},
+		{"negative", "-1", "", "gpu=-1: ordinal -1 out of range (0..1023)"},
+		{"too high", fmt.Sprint(MaxGPUOrdinal + 1), "", "ordinal 1024 out of range"},
+		{"duplicate", "0,1,0", "", "gpu=0,1,0: GPU 0 named twice"},
+		{"word", "first", "", `"first" is not a GPU ordinal (want all, an ordinal from 0, or a list such as 0,2,3)`},
+		{"all in a list", "0,all", "", `"all" is not a GPU ordinal`},
+		{"empty item", "0,", "", `"" is not a GPU ordinal`},
+		{"fraction", "1.5", "", `"1.5" is not a GPU ordinal`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := DefaultExecution()
-			e.GPU = -99 // a failed Set must leave the field alone
-			err := e.Set("gpu", tt.v)
+			e.GPU = "99" // a failed Set must leave the field alone
+			err := e.SetText("gpu", tt.v)
 			switch {
-			case tt.err == "" && (err != nil || e.GPU != tt.want):
-				t.Errorf("Set(gpu, %v) = %v, GPU %d; want GPU %d", tt.v, err, e.GPU, tt.want)
+			case tt.err == "" && (err != nil || string(e.GPU) != tt.want):
+				t.Errorf("SetText(gpu, %s) = %v, GPU %v; want GPU %s", tt.v, err, e.GPU, tt.want)
 			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
-				t.Errorf("Set(gpu, %v) = %v, want an error containing %q", tt.v, err, tt.err)
-			case tt.err != "" && e.GPU != -99:
-				t.Errorf("Set(gpu, %v) failed but changed GPU to %d", tt.v, e.GPU)
+				t.Errorf("SetText(gpu, %s) = %v, want an error containing %q", tt.v, err, tt.err)
+			case tt.err != "" && e.GPU != "99":
+				t.Errorf("SetText(gpu, %s) failed but changed GPU to %v", tt.v, e.GPU)
 			}
 		})
+	}
+	if e := DefaultExecution(); e.Set("gpu", 1) == nil {
+		t.Error("Set(gpu, 1): an int accepted, want the setting's text")
 	}
 }
 
@@ -179,11 +189,16 @@ func TestGPURunDefaultsFromSettings(t *testing.T) {
 	e.PinnedMB, e.Workers, e.MaxMemoryMB, e.OnError = 64, 3, 100, "fail"
 	opt := e.RunOptions(dev)
 	if opt.Workers != 3 || opt.MemoryBudget != 100<<20 || !opt.StopOnError || opt.GPU == nil ||
-		*opt.GPU != (GPUOptions{Device: dev, Streams: e.Streams, Batch: e.Batch, PinnedBytes: 64 << 20}) {
+		!reflect.DeepEqual(*opt.GPU, GPUOptions{Device: dev, Streams: e.Streams, Batch: e.Batch, PinnedBytes: 64 << 20}) {
 		t.Errorf("RunOptions: %+v, GPU %+v", opt, opt.GPU)
 	}
-	if DefaultExecution().RunOptions(nil).GPU != nil {
-		t.Error("RunOptions(nil) has GPU options")
+	if DefaultExecution().RunOptions().GPU != nil {
+		t.Error("RunOptions() has GPU options")
+	}
+	dev2 := schedtest.NewFake(schedtest.FakeConfig{})
+	defer dev2.Close()
+	if two := e.RunOptions(dev, dev2).GPU; two == nil || two.Device != nil || len(two.Devices) != 2 || two.PinnedBytes != 64<<20 {
+		t.Errorf("RunOptions over two devices: %+v", two)
 	}
 	for _, name := range []string{"streams", "batch"} {
 		hi := int(settingMax(name))

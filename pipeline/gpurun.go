@@ -32,6 +32,10 @@ type GPUOptions struct {
 	// Device is the accelerator: a CUDA GPU (cudastage.NewDevice) or schedtest.NewFake. Run
 	// neither opens nor closes it.
 	Device sched.Device
+	// Devices, instead of Device, spreads the run over several accelerators (see
+	// multigpu.go): the settings below are each one's, and HostPool and DevicePool must
+	// be nil.
+	Devices []sched.Device
 	// Streams is the number of device streams; 0 means DefaultStreams. Its range is the
 	// streams execution setting's.
 	Streams int
@@ -63,14 +67,14 @@ type GPUOptions struct {
 
 // gpuRun is a checked GPU configuration for one plan.
 type gpuRun struct {
-	dev sched.Device
-	cfg sched.Config
-	// files is the device's file decoder when the decode backend sends files to it
-	// (deviceDecoder), else nil.
+	devs []sched.Device
+	cfg  sched.Config
+	// files is the first device's file decoder when the decode backend sends files to it
+	// (deviceDecoder), else nil: it routes the files for every device.
 	files sched.FileDecoder
-	// jpeg is the device's JPEG encoder when the save stage writes JPEG there
+	// jpeg is, per device, its JPEG encoder when the save stage writes JPEG there
 	// (jpegEncoderFor), else nil.
-	jpeg sched.JPEGEncoder
+	jpeg []sched.JPEGEncoder
 }
 
 // CheckGPU reports whether opt.GPU's settings are usable for plan on opt.GPU.Device, with
@@ -103,18 +107,23 @@ func CheckGPU(plan *Plan, opt Options) error {
 // write the output (ToFolder, Discard), since the result then has no image.
 func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	o := opt.GPU
-	if o.Device == nil {
-		return nil, errors.New("run: GPU options without a device")
+	devs, err := o.devices()
+	if err != nil {
+		return nil, err
 	}
-	ops, err := deviceOps(plan, o.Device, encode)
+	g := &gpuRun{devs: devs}
+	ops, err := deviceOps(plan, devs[0], encode)
 	if err != nil {
 		if plan.Decode.Backend == backendNvJPEG {
 			return nil, fmt.Errorf("%w: the chain runs on the CPU (%v)", ErrNoDeviceDecoder, err)
 		}
 		if opt.Notice != nil {
-			opt.Notice(fmt.Sprintf("the chain cannot run on %s (%v); running it on the CPU", o.Device.Name(), err))
+			opt.Notice(fmt.Sprintf("the chain cannot run on %s (%v); running it on the CPU", g.name(), err))
 		}
 		return nil, nil
+	}
+	if err := sameOnEvery(plan, devs, ops, encode); err != nil {
+		return nil, err
 	}
 	// A negative Linger would make the executor's batch timer fire never or at once
 	// in a loop; it is refused with the other negative settings.
@@ -125,8 +134,10 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	// Every default is filled here (the executor gets a complete configuration), and
 	// streams and batch are checked by the execution settings table, as the CLI and a
 	// job's are; slots only against the executor's limit.
-	g := &gpuRun{dev: o.Device, jpeg: jpegEncoderFor(plan, o.Device)}
-	if g.files, err = fileDecoderFor(plan, o.Device); err != nil {
+	for _, dev := range devs {
+		g.jpeg = append(g.jpeg, jpegEncoderFor(plan, dev))
+	}
+	if g.files, err = fileDecoderFor(plan, devs[0]); err != nil {
 		return nil, err
 	}
 	cfg := sched.Config{Ops: ops, Streams: cmp.Or(o.Streams, DefaultStreams), Batch: gpuBatch(o.Batch, g.files),
@@ -147,7 +158,7 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	if o.PinnedBytes > 0 {
 		cfg.MaxHostBytes = o.PinnedBytes
 		if cfg.SlotBytes == 0 {
-			if cfg.SlotBytes, err = slotBytesFor(o.Device, cfg, o.PinnedBytes, files); err != nil {
+			if cfg.SlotBytes, err = slotBytesFor(devs[0], cfg, o.PinnedBytes, files); err != nil {
 				return nil, err
 			}
 		}
@@ -228,17 +239,18 @@ func slotBytesFor(dev sched.Device, cfg sched.Config, budget int64, files bool) 
 
 func alignTo(n, a int64) int64 { return (n + a - 1) / a * a }
 
-// window is the number of inputs a GPU run keeps in flight: enough to fill every slot,
-// plus what the decode and save workers hold, so that the reorder buffer never starves the
-// device.
-func (g *gpuRun) window(workers int) int { return g.cfg.Slots*g.cfg.Batch + 2*workers }
+// window is the number of inputs a GPU run keeps in flight: enough to fill every slot of
+// every device, plus what the decode and save workers hold, so that the reorder buffer
+// never starves a device.
+func (g *gpuRun) window(workers int) int { return len(g.devs)*g.cfg.Slots*g.cfg.Batch + 2*workers }
 
 // gpuBackend runs the pixel stages on a device executor: decode workers decode each input
 // straight into a page-locked slot, save workers store the results.
 type gpuBackend struct {
-	run *gpuRun
-	r   *runner
-	e   *sched.Executor
+	run     *gpuRun
+	r       *runner
+	x       *executors
+	results <-chan *sched.Result // every executor's
 
 	inExec      sync.Map     // idx → *item: committed to the executor, result not yet taken
 	cpuFallback atomic.Int64 // images that ran on the CPU path instead
@@ -248,19 +260,18 @@ type gpuBackend struct {
 	jpegErr    error // errors closing the save workers' device JPEG encoders
 }
 
-// start allocates the executor's slots and streams, starts it under the run's context (an
-// interrupt or a fatal error of the run stops it, abandoning the batches on the device),
-// then starts the decode workers, the save workers, and the goroutines that end the run
-// when the device fails and close done once every input was accounted for.
+// start allocates each device's executor (its slots and streams), starts them under the
+// run's context (an interrupt or a fatal error of the run stops them, abandoning the
+// batches on the devices), then starts the decode workers, the save workers, and the
+// goroutines that end the run when a device fails and close done once every input was
+// accounted for.
 func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
-	cfg := b.run.cfg
-	cfg.Trace = r.opt.Trace
-	e, err := sched.New(r.ctx, b.run.dev, cfg)
+	x, err := startExecutors(r.ctx, b.run, r.opt.Trace)
 	if err != nil {
-		return fmt.Errorf("device %s: %w", b.run.dev.Name(), err)
+		return err
 	}
-	b.r, b.e = r, e
-	r.sum.Streams, r.sum.Batch = cfg.Streams, cfg.Batch
+	b.r, b.x, b.results = r, x, x.results(g)
+	r.sum.Streams, r.sum.Batch = b.run.cfg.Streams, b.run.cfg.Batch
 	var decoders, savers sync.WaitGroup
 	for i := 0; i < r.opt.Workers; i++ {
 		decoders.Add(1)
@@ -272,27 +283,31 @@ func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
 		savers.Add(1)
 		g.Go(func() error {
 			defer savers.Done()
-			b.saveWorker(fmt.Sprintf("save worker %d", i+1))
+			// Save workers spread their device JPEG encoders over the devices.
+			b.saveWorker(fmt.Sprintf("save worker %d", i+1), b.run.jpeg[i%len(b.run.jpeg)])
+			return nil
+		})
+	}
+	for _, e := range x.list {
+		g.Go(func() error {
+			// An executor stops by itself on a device error; it is stopped with the run's
+			// cause when the run is cancelled (by another device's error too), which is not
+			// a device error.
+			err := e.Wait()
+			if err != nil && err != context.Cause(r.ctx) {
+				err = fmt.Errorf("device error: %w", err)
+				r.cancel(err)
+				return err
+			}
 			return nil
 		})
 	}
 	g.Go(func() error {
-		// The executor stops by itself on a device error; it is stopped with the run's
-		// cause when the run is cancelled, which is not a device error.
-		err := e.Wait()
-		if err != nil && err != context.Cause(r.ctx) {
-			err = fmt.Errorf("device error: %w", err)
-			r.cancel(err)
-			return err
-		}
-		return nil
-	})
-	g.Go(func() error {
 		decoders.Wait()
-		e.CloseInput() // seals the last partial batch
-		savers.Wait()  // Results is closed: the executor finished or stopped
-		e.Wait()
-		// Inputs of batches abandoned on the device never came back: they were not done.
+		x.closeInput() // seals the last partial batches
+		savers.Wait()  // Results are closed: the executors finished or stopped
+		x.wait()
+		// Inputs of batches abandoned on a device never came back: they were not done.
 		b.inExec.Range(func(k, v any) bool {
 			it := v.(*item)
 			it.dropped = true
@@ -306,18 +321,16 @@ func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
 	return nil
 }
 
-// finish closes the executor, freeing its memory, and puts its figures into the summary.
+// finish closes the executors, freeing their memory, and puts their figures into the
+// summary.
 func (b *gpuBackend) finish(sum *Summary) error {
-	st := b.e.Stats()
+	sts := b.x.stats()
 	b.jpegMu.Lock()
-	err := errors.Join(b.e.Close(), b.jpegErr)
+	err := errors.Join(b.x.close(), b.jpegErr)
 	b.jpegMu.Unlock()
-	sum.gpuStats(st)
+	sum.gpuStats(sts)
 	sum.CPUFallback = int(b.cpuFallback.Load())
-	if err != nil {
-		return fmt.Errorf("device %s: releasing memory: %w", b.run.dev.Name(), err)
-	}
-	return nil
+	return err
 }
 
 // decodeWorker decodes inputs into the executor's slots until the source is drained.
@@ -346,7 +359,7 @@ func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
 	if b.r.plan.Load != nil {
 		return b.arrayToDevice(it, w)
 	}
-	r, e := b.r, b.e
+	r := b.r
 	if r.settle(it) {
 		return false
 	}
@@ -375,7 +388,9 @@ func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
 	}()
 	alloc := func(width, height, c int) (*stages.Image, error) {
 		if width <= sched.MaxSide && height <= sched.MaxSide {
-			rs, err := e.Reserve(r.ctx, width, height, c, it)
+			rs, err := b.x.reserve(r.ctx, func(e *sched.Executor) (*sched.Reservation, error) {
+				return e.Reserve(r.ctx, width, height, c, it)
+			})
 			if err == nil {
 				rsv = rs
 				return rs.Image(), nil
@@ -436,13 +451,13 @@ func (b *gpuBackend) toDevice(it *item, w *worker) (committed bool) {
 	return true
 }
 
-// saveWorker stores the executor's results until it finished or stopped, releasing each
-// result's slot memory once stored.
-func (b *gpuBackend) saveWorker(track string) {
+// saveWorker stores the executors' results until they finished or stopped, releasing each
+// result's slot memory once stored. jpeg is the device JPEG encoder it uses, if any.
+func (b *gpuBackend) saveWorker(track string, jpeg sched.JPEGEncoder) {
 	r := b.r
-	jw := &workerJPEG{b: b}
+	jw := &workerJPEG{b: b, jpeg: jpeg}
 	defer jw.close()
-	for sr := range b.e.Results() {
+	for sr := range b.results {
 		it := sr.Tag.(*item)
 		b.inExec.Delete(it.idx)
 		if r.ctx.Err() != nil || r.after(it.idx) {
@@ -511,19 +526,6 @@ func cloneImage(m *stages.Image) *stages.Image {
 	return c
 }
 
-// gpuStats puts the executor's totals into the summary.
-func (s *Summary) gpuStats(st sched.Stats) {
-	s.Batches = st.Batches
-	s.H2DSeconds = round6(st.H2D.Seconds())
-	s.KernelSeconds = round6(st.Kernels.Seconds())
-	s.D2HSeconds = round6(st.D2H.Seconds())
-	s.DeviceWallSeconds = round6(st.Wall.Seconds())
-	s.Overlap = round3(st.Overlap())
-	s.PinnedReservedBytes, s.PinnedPeakBytes = st.HostPool.Reserved, st.HostPool.Peak
-	s.DeviceReservedBytes, s.DevicePeakBytes = int64(st.DevicePool.Reserved), int64(st.DevicePool.PeakReserved)
-	s.PoolHits = st.PoolHits()
-}
-
 // fileToDevice reads an input's file (load: the memory budget is charged as for any
 // decode, and a file far larger than its pixels is refused unread) and, when the routing
 // rule (deviceDecoder) sends it to the device decoder, commits its bytes to a batch: only
@@ -576,7 +578,9 @@ func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, comm
 		handedOn = true
 		return &f, false, false
 	}
-	rsv, err := b.e.ReserveFile(r.ctx, len(data), shape, hd.Orientation, route, it)
+	rsv, err := b.x.reserve(r.ctx, func(e *sched.Executor) (*sched.Reservation, error) {
+		return e.ReserveFile(r.ctx, len(data), shape, hd.Orientation, route, it)
+	})
 	switch {
 	case errors.Is(err, sched.ErrTooLarge):
 		handedOn = true

@@ -117,6 +117,11 @@ type Summary struct {
 	DeviceReservedBytes int64  `json:"device_reserved_bytes,omitempty"`
 	DevicePeakBytes     int64  `json:"device_peak_bytes,omitempty"`
 	PoolHits            uint64 `json:"pool_hits,omitempty"`
+	// GPUs are each device's figures when the run used several (GPUOptions.Devices). The
+	// fields above are then their totals: batches, phase times and memory summed, the
+	// longest device wall, and the overlap of all (Σ device walls ÷ Σ each one's busiest
+	// phase); Device names them all.
+	GPUs []GPUSummary `json:"gpus,omitempty"`
 	// CPUFallback counts the images of a GPU run that ran on the CPU path instead (too
 	// large for a slot); their results are the same bits.
 	CPUFallback int `json:"cpu_fallback,omitempty"`

@@ -127,7 +127,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 			opt.GPU = nil // the plan runs on the CPU; newGPURun gave the notice
 		} else {
 			be = &gpuBackend{run: g}
-			opt.Device = g.dev.Name()
+			opt.Device = g.name()
 			opt.Window = max(opt.Window, g.window(opt.Workers))
 		}
 	}

@@ -72,7 +72,7 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return benchError(cmd.Context(), err)
 			}
-			return f.withDevice(cmd.Context(), o, "", stderr, func() error { return bench.Raw(cmd.Context(), *o, rc, pool) })
+			return f.withDevice(cmd.Context(), o, "", true, stderr, func() error { return bench.Raw(cmd.Context(), *o, rc, pool) })
 		},
 	})
 	fl := raw.Flags()
@@ -101,7 +101,7 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 				return benchError(cmd.Context(), err)
 			}
 			defer fb.Close()
-			return f.withDevice(cmd.Context(), o, "", stderr, func() error { return fb.Run(cmd.Context(), *o) })
+			return f.withDevice(cmd.Context(), o, "", false, stderr, func() error { return fb.Run(cmd.Context(), *o) })
 		},
 	})
 	files.Flags().StringVar(&fc.Out, "out", "", "output folder (default: a temporary folder, removed at the end)")
@@ -116,7 +116,7 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.withDevice(cmd.Context(), o, "", stderr, func() error {
+			return f.withDevice(cmd.Context(), o, "", false, stderr, func() error {
 				_, err := bench.Decode(cmd.Context(), *o, args[0])
 				return err
 			})
@@ -137,7 +137,7 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 			case o.Trace != "":
 				return usageError("--trace: bench copy records no timeline; use bench raw --trace")
 			}
-			return f.withDevice(cmd.Context(), o, "bench copy needs a GPU", stderr, func() error {
+			return f.withDevice(cmd.Context(), o, "bench copy needs a GPU", false, stderr, func() error {
 				rec, err := bench.Copy(cmd.Context(), *o)
 				if err == nil && f.json {
 					if err = json.NewEncoder(stdout).Encode(rec); err != nil {
@@ -211,13 +211,21 @@ func (f *benchFlags) options(cmd *cobra.Command, stdout, stderr io.Writer) (*ben
 }
 
 // withDevice opens --device (as 'imgpipe run' does), runs measure on it and closes it.
-func (f *benchFlags) withDevice(ctx context.Context, o *bench.Options, need string, stderr io.Writer, measure func() error) (err error) {
+// several allows --gpu to name more than one GPU (bench raw's scaling); the other modes
+// measure one.
+func (f *benchFlags) withDevice(ctx context.Context, o *bench.Options, need string, several bool, stderr io.Writer, measure func() error) (err error) {
+	if g := f.exec.GPU; len(g.Ordinals()) != 1 && !several {
+		return usageError("--gpu %s: this mode measures one GPU; name one (bench raw takes several)", g)
+	}
 	tgt, err := resolveDevice(f.exec.Device, f.exec.GPU, need, stderr)
 	if err != nil {
 		return err
 	}
 	defer tgt.close()
-	o.Device, o.NoGPU = tgt.dev, tgt.why
+	o.NoGPU = tgt.why
+	if len(tgt.devs) > 0 {
+		o.Device, o.Others = tgt.devs[0], tgt.devs[1:]
+	}
 	if f.cpuProfile != "" {
 		stop, err := startCPUProfile(f.cpuProfile)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/pipeline"
 )
 
 // listDevices lists the GPUs for `imgpipe devices`; tests replace it.
@@ -105,26 +106,48 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 // Tests replace it (with a schedtest.FakeDevice, or a failure).
 var openDevice = func(ordinal int) (sched.Device, func() error, error) { return cudastage.Open(ordinal) }
 
-// target is where pixel stages run: a GPU, or the CPU when dev is nil.
+// target is where pixel stages run: GPUs, or the CPU when devs is empty.
 type target struct {
-	dev   sched.Device
-	close func() error // closes the GPU; nothing to do on the CPU
-	why   string       // why the CPU is used under --device auto
+	devs    []sched.Device
+	closers []func() error // devs[i]'s is closers[i]
+	why     string         // why the CPU is used under --device auto
+}
+
+// close closes the GPUs; on the CPU there is nothing to close.
+func (t *target) close() error {
+	var errs []error
+	for _, c := range t.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
 }
 
 // resolveDevice turns --device (and --gpu) into where pixel stages run, for run and bench
-// alike. cpu never touches CUDA. cuda opens GPU ordinal or fails saying why (exit 3: a
-// runtime problem, not a usage one). auto opens GPU ordinal, or when no GPU works runs on the
+// alike. cpu never touches CUDA. cuda opens the GPUs of gpus or fails saying why (exit 3: a
+// runtime problem, not a usage one). auto opens them, or when no GPU works runs on the
 // CPU, saying so once on stderr (even with --quiet, since it changes where the run happens).
 // An ordinal the driver does not have fails under auto too: the user named a GPU, and
 // running elsewhere would hide the mistake. need, when set, says what requires a GPU
-// (bench copy): then no GPU is fatal under auto too.
-func resolveDevice(device string, ordinal int, need string, stderr io.Writer) (*target, error) {
-	cpu := &target{close: func() error { return nil }}
+// (bench copy): then no GPU is fatal under auto too. gpus all is every GPU the driver
+// lists. A GPU that fails to open closes those opened before it.
+func resolveDevice(device string, gpus pipeline.GPUSet, need string, stderr io.Writer) (*target, error) {
+	cpu := &target{}
 	if device == "cpu" { // else auto or cuda: the settings table checked it
 		return cpu, nil
 	}
-	dev, closeDev, err := openDevice(ordinal)
+	ordinals, err := gpus.Ordinals(), error(nil)
+	if gpus == pipeline.AllGPUs {
+		ordinals, err = allOrdinals()
+	}
+	tgt := &target{}
+	for _, n := range ordinals { // none when listing them failed
+		dev, closeDev, openErr := openDevice(n)
+		if err = openErr; err != nil {
+			tgt.close()
+			break
+		}
+		tgt.devs, tgt.closers = append(tgt.devs, dev), append(tgt.closers, closeDev)
+	}
 	switch {
 	case errors.Is(err, cudastage.ErrNoSuchGPU):
 		return nil, noSuchGPU(err)
@@ -139,7 +162,21 @@ func resolveDevice(device string, ordinal int, need string, stderr io.Writer) (*
 		cpu.why = reason(err)
 		return cpu, nil
 	}
-	return &target{dev: dev, close: closeDev}, nil
+	return tgt, nil
+}
+
+// allOrdinals are the ordinals of every GPU the driver lists (--gpu all); none is an error
+// saying why.
+func allOrdinals() ([]int, error) {
+	infos, err := listDevices()
+	if err == nil && len(infos) == 0 {
+		err = errors.New("the CUDA driver reports no device")
+	}
+	ordinals := make([]int, len(infos))
+	for i, d := range infos {
+		ordinals[i] = d.Index
+	}
+	return ordinals, err
 }
 
 // noSuchGPU is the fatal error for a --gpu (or execution.gpu) that names no GPU the

@@ -31,6 +31,21 @@ func recordOrdinal(t *testing.T) (ordinal, opens *atomic.Int32) {
 	return ordinal, opens
 }
 
+// withEnv sets the variables that args name as "env:NAME=value" for the test, and returns
+// the other arguments.
+func withEnv(t *testing.T, args []string) []string {
+	var rest []string
+	for _, a := range args {
+		if kv, ok := strings.CutPrefix(a, "env:"); ok {
+			k, v, _ := strings.Cut(kv, "=")
+			t.Setenv(k, v)
+		} else {
+			rest = append(rest, a)
+		}
+	}
+	return rest
+}
+
 // noSuchGPUErr is what cudastage.OpenGPU returns for an ordinal past the last GPU.
 var noSuchGPUErr = fmt.Errorf("cudastage: %w 4: the driver sees 2 GPUs, numbered 0 to 1", cudastage.ErrNoSuchGPU)
 
@@ -72,6 +87,7 @@ func TestRunGPUOrdinalReachesDevice(t *testing.T) {
 		{"flag overrides job", "device: cuda, gpu: 2", []string{"--gpu", "1"}, 1},
 		{"flag 0 overrides job", "device: cuda, gpu: 2", []string{"--gpu", "0"}, 0},
 		{"job without gpu", "device: cuda", nil, 0},
+		{"env", "", []string{"--device", "cuda", "env:IMGPIPE_GPU=3"}, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,7 +99,7 @@ func TestRunGPUOrdinalReachesDevice(t *testing.T) {
 			}
 			// A small page-locked budget: the default sizes slots for 1080p frames.
 			args = append(args, "--pinned-mb", "1", "--batch", "2")
-			code, _, stderr := cli(t, append(args, tt.args...)...)
+			code, _, stderr := cli(t, append(args, withEnv(t, tt.args)...)...)
 			if code != exitOK {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -106,14 +122,19 @@ func TestRunGPUFlagErrors(t *testing.T) {
 		exec string
 		want string
 	}{
-		{"negative", []string{"--gpu", "-1"}, "", "imgpipe: --gpu: gpu=-1 is out of range [0, 1023]"},
-		{"too high", []string{"--gpu", "1024"}, "", "imgpipe: --gpu: gpu=1024 is out of range [0, 1023]"},
-		{"word", []string{"--gpu", "first"}, "", `invalid argument "first" for "--gpu" flag`},
-		{"fraction", []string{"--gpu", "1.5"}, "", `invalid argument "1.5" for "--gpu" flag`},
-		{"job negative", nil, "device: cuda, gpu: -1", "job.yaml:3:32: execution.gpu: gpu=-1 is out of range [0, 1023]"},
-		{"job word", nil, "gpu: two", "job.yaml:3:18: execution.gpu: gpu=two: want an integer"},
+		{"negative", []string{"--gpu", "-1"}, "", "imgpipe: --gpu: gpu=-1: ordinal -1 out of range (0..1023)"},
+		{"too high", []string{"--gpu", "1024"}, "", "imgpipe: --gpu: gpu=1024: ordinal 1024 out of range (0..1023)"},
+		{"word", []string{"--gpu", "first"}, "", `imgpipe: --gpu: gpu=first: "first" is not a GPU ordinal (want all, an ordinal from 0, or a list such as 0,2,3)`},
+		{"fraction", []string{"--gpu", "1.5"}, "", `"1.5" is not a GPU ordinal`},
+		{"duplicate", []string{"--gpu", "0,1,1"}, "", "imgpipe: --gpu: gpu=0,1,1: GPU 1 named twice"},
+		{"list out of range", []string{"--gpu", "0,2000"}, "", "gpu=0,2000: ordinal 2000 out of range (0..1023)"},
+		{"env", []string{"env:IMGPIPE_GPU=al"}, "", `imgpipe: $IMGPIPE_GPU: gpu=al: "al" is not a GPU ordinal`},
+		{"job negative", nil, "device: cuda, gpu: -1", "job.yaml:3:32: execution.gpu: gpu=-1: ordinal -1 out of range (0..1023)"},
+		{"job word", nil, "gpu: two", `job.yaml:3:18: execution.gpu: gpu=two: "two" is not a GPU ordinal`},
+		{"job list duplicate", nil, "gpu: [1, 0, 1]", "job.yaml:3:18: execution.gpu: gpu=1,0,1: GPU 1 named twice"},
+		{"job list of lists", nil, "gpu: [[1]]", "execution.gpu: want a value"},
 		// A valid flag does not excuse a bad job: the job is checked as written.
-		{"job bad, flag good", []string{"--gpu", "1"}, "gpu: -3", "execution.gpu: gpu=-3 is out of range"},
+		{"job bad, flag good", []string{"--gpu", "1"}, "gpu: -3", "execution.gpu: gpu=-3: ordinal -3 out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,7 +144,7 @@ func TestRunGPUFlagErrors(t *testing.T) {
 			if tt.exec != "" {
 				args = []string{"run", writeJob(t, in, tt.exec), "-o", out}
 			}
-			code, stdout, stderr := cli(t, append(args, tt.args...)...)
+			code, stdout, stderr := cli(t, append(args, withEnv(t, tt.args)...)...)
 			if code != exitUsage || stdout != "" || !strings.Contains(stderr, tt.want) {
 				t.Errorf("exit %d, stderr %q; want exit %d with %q", code, stderr, exitUsage, tt.want)
 			}
@@ -177,7 +198,7 @@ func TestRunNoSuchGPU(t *testing.T) {
 
 func TestRunHelpMentionsGPU(t *testing.T) {
 	code, stdout, _ := cli(t, "run", "--help")
-	if code != exitOK || !strings.Contains(stdout, "--gpu int") || !strings.Contains(stdout, "--gpu N") {
+	if code != exitOK || !strings.Contains(stdout, "--gpu string") || !strings.Contains(stdout, "--gpu N") || !strings.Contains(stdout, "--gpu all") {
 		t.Errorf("run --help (exit %d) does not document --gpu:\n%s", code, stdout)
 	}
 }
@@ -216,9 +237,14 @@ func TestBenchGPUFlag(t *testing.T) {
 				}
 			})
 			for _, bad := range []struct{ v, want string }{
-				{"-1", "imgpipe: --gpu: gpu=-1 is out of range [0, 1023]"},
-				{"x", `invalid argument "x" for "--gpu" flag`},
+				{"-1", "imgpipe: --gpu: gpu=-1: ordinal -1 out of range (0..1023)"},
+				{"x", `imgpipe: --gpu: gpu=x: "x" is not a GPU ordinal`},
+				{"all", "imgpipe: --gpu all: this mode measures one GPU; name one (bench raw takes several)"},
+				{"0,1", "imgpipe: --gpu 0,1: this mode measures one GPU; name one"},
 			} {
+				if mode == "raw" && strings.Contains(bad.want, "this mode") {
+					continue // bench raw runs on several (TestBenchRawSeveralGPUs)
+				}
 				t.Run("bad "+bad.v, func(t *testing.T) {
 					_, opens := recordOrdinal(t)
 					code, _, stderr := benchCLI(t, context.Background(), append(args, "--gpu", bad.v)...)

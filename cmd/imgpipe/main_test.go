@@ -669,6 +669,10 @@ func TestSummaryLine(t *testing.T) {
 			"processed 1 image: 0 ok, 0 failed, 1 skipped in 0.04s (0.0 MP/s) on cpu"},
 		{pipeline.Summary{OK: 10, Seconds: 12, MegapixelsPerSecond: 900, Device: "NVIDIA H200", Streams: 4, Batch: 16},
 			"processed 10 images: 10 ok, 0 failed, 0 skipped in 12.0s (900.0 MP/s) on NVIDIA H200 (4 streams, batch 16)"},
+		{pipeline.Summary{OK: 10, Seconds: 1, MegapixelsPerSecond: 9, Device: "GPU 0 (A), GPU 1 (B)", Streams: 2, Batch: 4, Batches: 3,
+			DeviceWallSeconds: 0.5, Overlap: 1.2, GPUs: []pipeline.GPUSummary{{Device: "GPU 0 (A)", Batches: 2}, {Device: "GPU 1 (B)", Batches: 1}}},
+			"processed 10 images: 10 ok, 0 failed, 0 skipped in 1.0s (9.0 MP/s) on GPU 0 (A), GPU 1 (B) (2 streams, batch 4; 3 batches (2 + 1 per GPU), " +
+				"H2D 0.000s, kernels 0.000s, D2H 0.000s in 0.500s of device time, overlap efficiency 1.20)"},
 	}
 	for _, tt := range tests {
 		if got := summaryLine(tt.s); got != tt.want {

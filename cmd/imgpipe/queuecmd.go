@@ -239,7 +239,7 @@ func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool
 		return err
 	}
 	defer tgt.close()
-	opt := exec.RunOptions(tgt.dev)
+	opt := exec.RunOptions(tgt.devs...)
 	if err := pipeline.CheckGPU(plan, opt); err != nil {
 		return usageError("%v", err)
 	}

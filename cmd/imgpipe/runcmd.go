@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -380,7 +381,7 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 	}()
 	// On a GPU, settings that cannot work together (a batch whose slots do not fit in
 	// --pinned-mb) are usage errors, found before anything is written.
-	opt := job.Exec.RunOptions(tgt.dev)
+	opt := job.Exec.RunOptions(tgt.devs...)
 	if err := pipeline.CheckGPU(plan, opt); err != nil {
 		if errors.Is(err, pipeline.ErrNoDeviceDecoder) && opt.GPU != nil {
 			return fatalError("%v", err) // a GPU that cannot load nvJPEG: a runtime problem
@@ -562,8 +563,8 @@ func summaryLine(s pipeline.Summary) string {
 	if s.Streams > 0 {
 		line += fmt.Sprintf(" (%d streams, batch %d", s.Streams, s.Batch)
 		if s.Batches > 0 {
-			line += fmt.Sprintf("; %d batches, H2D %.3fs, kernels %.3fs, D2H %.3fs in %.3fs of device time, overlap efficiency %.2f",
-				s.Batches, s.H2DSeconds, s.KernelSeconds, s.D2HSeconds, s.DeviceWallSeconds, s.Overlap)
+			line += fmt.Sprintf("; %d batches%s, H2D %.3fs, kernels %.3fs, D2H %.3fs in %.3fs of device time, overlap efficiency %.2f",
+				s.Batches, perGPU(s.GPUs), s.H2DSeconds, s.KernelSeconds, s.D2HSeconds, s.DeviceWallSeconds, s.Overlap)
 		}
 		if s.CPUFallback > 0 {
 			line += fmt.Sprintf("; %d too large for a slot, run on the CPU", s.CPUFallback)
@@ -571,4 +572,17 @@ func summaryLine(s pipeline.Summary) string {
 		line += ")"
 	}
 	return line
+}
+
+// perGPU is how a run over several GPUs shared its batches, " (40 + 38 per GPU)" in the
+// order of the summary's device names; "" on one device.
+func perGPU(gpus []pipeline.GPUSummary) string {
+	if len(gpus) < 2 {
+		return ""
+	}
+	n := make([]string, len(gpus))
+	for i, g := range gpus {
+		n[i] = strconv.FormatInt(g.Batches, 10)
+	}
+	return " (" + strings.Join(n, " + ") + " per GPU)"
 }

@@ -39,7 +39,9 @@
 // fit, after Linger (when positive), or on Flush/CloseInput, and is submitted
 // when its last reservation resolved. Its results arrive on Results once its
 // D2H completed; the slot is reused when every result was released. An image
-// larger than a slot gives ErrTooLarge: run it on the CPU path.
+// larger than a slot gives ErrTooLarge: run it on the CPU path. A caller that
+// spreads images over the executors of several devices sets Config.Room: then
+// Reserve never blocks but returns ErrNoRoom, and Room says when a slot frees.
 //
 // # Files in, files out
 //

@@ -16,6 +16,9 @@ var (
 	// ErrTooLarge wraps the error for an image that does not fit in an empty
 	// slot. The caller should run that image on the CPU path instead.
 	ErrTooLarge = errors.New("image too large for a device slot")
+	// ErrNoRoom is what a reservation returns, instead of waiting, when
+	// Config.Room is set and no slot has room for the image now.
+	ErrNoRoom = errors.New("no slot has room now")
 	// ErrInputClosed is returned by Reserve after CloseInput.
 	ErrInputClosed = errors.New("executor input is closed")
 	// ErrClosed is the executor's error when Close stopped it mid-run.
@@ -105,6 +108,13 @@ type Config struct {
 	// Trace, when not nil, receives one track per stream with each batch's
 	// H2D, decode, kernels and D2H, and one "submit" track per stream.
 	Trace Tracer
+	// Room, when set, is for a caller that spreads images over several
+	// executors: Reserve, ReserveFile and ReserveArray then never wait for a
+	// slot but return ErrNoRoom at once when the open slot cannot take the
+	// image and none is free, and Room is called every time a slot joins the
+	// free list, so that the caller knows when to try again. It may be called
+	// with the executor's lock held: it must not block nor call the executor.
+	Room func()
 }
 
 // check validates c for dev without changing it, and reports every problem.

@@ -160,6 +160,11 @@ func (e *Executor) reserve(ctx context.Context, req request) (*Reservation, erro
 			}
 			e.sealLocked(s)
 		}
+		if e.cfg.Room != nil {
+			r, err := e.tryFreeLocked(req)
+			e.mu.Unlock()
+			return r, err
+		}
 		opened := e.opened
 		e.mu.Unlock()
 
@@ -183,8 +188,29 @@ func (e *Executor) reserve(ctx context.Context, req request) (*Reservation, erro
 			e.mu.Unlock()
 			return r, nil
 		}
-		e.free <- s // another Reserve opened a slot meanwhile; free has room for every slot
+		e.toFree(s) // another Reserve opened a slot meanwhile
 		e.mu.Unlock()
+	}
+}
+
+// tryFreeLocked places req in a free slot if there is one, without waiting
+// (Config.Room).
+func (e *Executor) tryFreeLocked(req request) (*Reservation, error) {
+	select {
+	case s := <-e.free:
+		e.openLocked(s)
+		return e.addLocked(s, req), nil
+	default:
+		return nil, ErrNoRoom
+	}
+}
+
+// toFree puts s on the free list, which has room for every slot, and tells
+// Config.Room.
+func (e *Executor) toFree(s *slot) {
+	e.free <- s
+	if e.cfg.Room != nil {
+		e.cfg.Room()
 	}
 }
 
@@ -301,7 +327,7 @@ func (e *Executor) recycleLocked(s *slot) {
 	s.pending, s.sealed, s.held, s.abandoned = 0, false, 0, false
 	s.live, s.layouts = s.live[:0], s.layouts[:0]
 	s.gen++ // reservations of the last batch no longer match
-	e.free <- s
+	e.toFree(s)
 }
 
 // Image is where the caller writes the image's pixels (tightly packed, in

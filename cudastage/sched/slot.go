@@ -248,7 +248,7 @@ func (e *Executor) allocRest(ctx context.Context) {
 			if err := e.allocSlot(ctx, s); err != nil {
 				return fmt.Errorf("slot %d: %w", s.id, err)
 			}
-			e.free <- s // free has room for every slot
+			e.toFree(s)
 		}
 		return nil
 	})

@@ -292,6 +292,9 @@ func (l *jobLoader) root(doc *yaml.Node) {
 			}
 			l.mapping("execution", v, names, func(key string, _, v *yaml.Node) {
 				field := "execution." + key
+				if n := resolve(v); key == "gpu" && n.Kind == yaml.SequenceNode {
+					v = gpuList(n) // gpu: [0, 2, 3] is gpu: 0,2,3
+				}
 				if s, ok := l.scalar(field, v); ok {
 					if err := l.job.Exec.SetText(key, s); err != nil {
 						l.errorf(v, "%s: %v", field, err)
@@ -304,6 +307,19 @@ func (l *jobLoader) root(doc *yaml.Node) {
 			l.pipeline(v)
 		}
 	})
+}
+
+// gpuList is the scalar that a gpu list stands for: its items comma-separated, for the
+// setting to check; an item that is not a scalar leaves the list, which the caller refuses.
+func gpuList(n *yaml.Node) *yaml.Node {
+	items := make([]string, len(n.Content))
+	for i, c := range n.Content {
+		if c = resolve(c); c.Kind != yaml.ScalarNode {
+			return n
+		}
+		items[i] = c.Value
+	}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: strings.Join(items, ","), Line: n.Line, Column: n.Column}
 }
 
 func (l *jobLoader) pipeline(n *yaml.Node) {

@@ -33,7 +33,7 @@ execution: {device: cpu, streams: 8, batch: 32, workers: 3, on_error: fail, resu
 	if got := pipeline.FormatSpec(j.Steps); got != "decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png" {
 		t.Errorf("steps: %s", got)
 	}
-	want := pipeline.Execution{Device: "cpu", Streams: 8, Batch: 32, Workers: 3, OnError: "fail", Resume: true, Trace: "t.json"}
+	want := pipeline.Execution{Device: "cpu", GPU: "0", Streams: 8, Batch: 32, Workers: 3, OnError: "fail", Resume: true, Trace: "t.json"}
 	if j.Exec != want {
 		t.Errorf("exec = %+v, want %+v", j.Exec, want)
 	}
@@ -231,25 +231,33 @@ func TestJobExecutionGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Exec.GPU != 2 || j.Exec.Device != "cuda" {
+	if j.Exec.GPU != "2" || j.Exec.Device != "cuda" {
 		t.Errorf("exec = %+v, want device cuda, gpu 2", j.Exec)
 	}
 	if p := j.PosOf("execution.gpu"); p.String() != "job.yaml:1:32" {
 		t.Errorf("PosOf(execution.gpu) = %v", p)
 	}
 	j, err = Parse("job.yaml", []byte("execution: {device: cuda}\n"))
-	if err != nil || j.Exec.GPU != 0 {
-		t.Errorf("no gpu key: %v, gpu %d; want the default 0", err, j.Exec.GPU)
+	if err != nil || j.Exec.GPU != "0" {
+		t.Errorf("no gpu key: %v, gpu %s; want the default 0", err, j.Exec.GPU)
+	}
+	for src, want := range map[string]pipeline.GPUSet{"gpu: all": "all", "gpu: [0, 2, 3]": "0,2,3", "gpu: [1]": "1", `gpu: "3, 1"`: "3,1"} {
+		j, err := Parse("job.yaml", []byte("execution: {"+src+"}\n"))
+		if err != nil || j.Exec.GPU != want {
+			t.Errorf("%s: %v, gpu %s; want %s", src, err, j.Exec.GPU, want)
+		}
 	}
 
 	bad := []struct {
 		name, src, want string
 	}{
-		{"negative", "execution: {gpu: -1}\n", "job.yaml:1:18: execution.gpu: gpu=-1 is out of range [0, 1023]"},
-		{"not a number", "execution: {gpu: first}\n", "job.yaml:1:18: execution.gpu: gpu=first: want an integer"},
-		{"fraction", "execution: {gpu: 0.5}\n", "job.yaml:1:18: execution.gpu: gpu=0.5: want an integer"},
-		{"too high", "execution:\n  gpu: 4096\n", "job.yaml:2:8: execution.gpu: gpu=4096 is out of range [0, 1023]"},
-		{"list", "execution: {gpu: [0, 1]}\n", "job.yaml:1:18: execution.gpu"},
+		{"negative", "execution: {gpu: -1}\n", "job.yaml:1:18: execution.gpu: gpu=-1: ordinal -1 out of range (0..1023)"},
+		{"not a number", "execution: {gpu: first}\n", `job.yaml:1:18: execution.gpu: gpu=first: "first" is not a GPU ordinal`},
+		{"fraction", "execution: {gpu: 0.5}\n", `job.yaml:1:18: execution.gpu: gpu=0.5: "0.5" is not a GPU ordinal`},
+		{"too high", "execution:\n  gpu: 4096\n", "job.yaml:2:8: execution.gpu: gpu=4096: ordinal 4096 out of range (0..1023)"},
+		{"list with a duplicate", "execution: {gpu: [0, 1, 0]}\n", "job.yaml:1:18: execution.gpu: gpu=0,1,0: GPU 0 named twice"},
+		{"empty list", "execution: {gpu: []}\n", `job.yaml:1:18: execution.gpu: gpu=: "" is not a GPU ordinal`},
+		{"list of lists", "execution: {gpu: [[0]]}\n", "job.yaml:1:18: execution.gpu: want a value"},
 		{"misspelt", "execution: {gpus: 1}\n", `job.yaml:1:13: execution: unknown key "gpus" (did you mean "gpu"?)`},
 	}
 	for _, tt := range bad {
