@@ -15,7 +15,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -604,32 +603,15 @@ func TestGPURunTrace(t *testing.T) {
 		Options{Workers: 2, Trace: tr, GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10}}); err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	if err := tr.WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		TraceEvents []struct {
-			Name string
-			Ph   string
-			Tid  int
-			Args map[string]any
-		}
-	}
-	if err := json.Unmarshal(b.Bytes(), &file); err != nil {
-		t.Fatal(err)
-	}
+	events := traceEvents(t, tr)
 	tracks := map[int]string{}
 	spans := map[string]map[string]int{}
-	var mu sync.Mutex
-	for _, e := range file.TraceEvents {
-		mu.Lock()
+	for _, e := range events {
 		if e.Ph == "M" && e.Name == "thread_name" {
 			tracks[e.Tid] = e.Args["name"].(string)
 		}
-		mu.Unlock()
 	}
-	for _, e := range file.TraceEvents {
+	for _, e := range events {
 		if e.Ph != "X" {
 			continue
 		}

@@ -238,21 +238,8 @@ func TestMultiGPUTrace(t *testing.T) {
 		Options{Workers: 2, Trace: tr, GPU: &GPUOptions{Devices: devs, Streams: 2, Batch: 2, SlotBytes: 64 << 10}}); err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	if err := tr.WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		TraceEvents []struct {
-			Name, Ph string
-			Args     map[string]any
-		}
-	}
-	if err := json.Unmarshal(b.Bytes(), &file); err != nil {
-		t.Fatal(err)
-	}
 	found := map[string]bool{}
-	for _, e := range file.TraceEvents {
+	for _, e := range traceEvents(t, tr) {
 		if e.Ph == "M" && e.Name == "thread_name" {
 			found[e.Args["name"].(string)] = true
 		}
