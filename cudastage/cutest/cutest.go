@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -24,7 +25,8 @@ import (
 // EnvRequire names the variable that turns skips into failures.
 const EnvRequire = "IMGPIPE_REQUIRE_GPU"
 
-// EnvOrdinal names the variable that picks the device (default 0).
+// EnvOrdinal names the variable that picks the device (default 0). It is the CLI's
+// --gpu setting too, so it may name a set: the tests run on its first GPU (0 for all).
 const EnvOrdinal = "IMGPIPE_GPU"
 
 var (
@@ -52,14 +54,24 @@ func Require(t testing.TB) int {
 // Required reports whether IMGPIPE_REQUIRE_GPU=1 is set.
 func Required() bool { return os.Getenv(EnvRequire) == "1" }
 
+// ordinalOf is the device the tests run on for a value of EnvOrdinal: "" and "all" mean
+// 0, a list its first ordinal.
+func ordinalOf(s string) (int, error) {
+	if s = strings.TrimSpace(s); s == "" || s == "all" {
+		return 0, nil
+	}
+	first, _, _ := strings.Cut(s, ",")
+	n, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q is not a device ordinal, a list of them or all", EnvOrdinal, s)
+	}
+	return n, nil
+}
+
 func probe() (int, error) {
-	ord := 0
-	if s := os.Getenv(EnvOrdinal); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%s=%q is not a device ordinal", EnvOrdinal, s)
-		}
-		ord = n
+	ord, err := ordinalOf(os.Getenv(EnvOrdinal))
+	if err != nil {
+		return 0, err
 	}
 	if err := cu.Load(); err != nil {
 		return 0, err

@@ -41,3 +41,20 @@ func TestRequireSkipsOrFails(t *testing.T) {
 		}
 	}
 }
+
+// The CLI's --gpu values are valid test settings too: the tests take the first GPU.
+func TestOrdinalOf(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+		bad  bool
+	}{
+		{"", 0, false}, {"all", 0, false}, {"2", 2, false}, {" 3 ", 3, false}, {"1,0,2", 1, false},
+		{"x", 0, true}, {"-1", 0, true}, {",1", 0, true},
+	} {
+		got, err := ordinalOf(tc.in)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("ordinalOf(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+}
