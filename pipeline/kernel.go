@@ -46,9 +46,11 @@ args are the comma-separated scalars of args= (1.5 or 2f is a float, 3 an int).
 In an array chain (load | ...) it is launched once per array, over 1-D blocks of 256
 threads covering its n elements, one thread per element, with the arguments
   (const float *in, float *out, long long n, int ndim, const long long *shape, args...)
-where out has in's shape (out=same). Compile errors are spec errors with
-file:line:col. The stage runs only on a GPU. Example: samples/kernels/gray.cu, the
-grayscale stage's formula (kernel src=samples/kernels/gray.cu fn=gray out=gray).`,
+where out has in's shape (out=same); use __fmul_rn and __fadd_rn where a CPU
+reference must give the same bits (a NaN keeps the bits the GPU gives it). Compile
+errors are spec errors with file:line:col. The stage runs only on a GPU. Example:
+samples/kernels/gray.cu, the grayscale stage's formula (kernel
+src=samples/kernels/gray.cu fn=gray out=gray).`,
 	Params: []ParamSpec{
 		{Name: "src", Kind: String, Default: "", Help: "the kernel's .cu file (or give source)"},
 		{Name: "source", Kind: String, Default: "", Help: "the kernel's source text, inline (YAML)"},

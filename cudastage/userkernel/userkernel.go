@@ -38,7 +38,10 @@
 // out[i] for every i < n; in and out never overlap. The output has the
 // input's shape (out=same, the only rule for arrays). Write it with the _rn
 // intrinsics (__fmul_rn, __fadd_rn) where a CPU reference must give the same
-// bits: NVRTC, like nvcc, contracts a*x+b into one fused multiply-add.
+// bits: NVRTC, like nvcc, contracts a*x+b into one fused multiply-add. The
+// elements are written as the kernel computes them: a NaN keeps the bits the
+// GPU gives it (0x7FFFFFFF for a new one), where imgpipe's own array stages
+// write 0x7FC00000.
 package userkernel
 
 import (
