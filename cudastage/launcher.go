@@ -141,14 +141,26 @@ func launcherFor(op sched.Op) (*launcher, error) {
 		return nil, fmt.Errorf("%s: an encoding op needs a Bound and cannot be a histogram", op)
 	case l.encode == "" && op.Encode != nil:
 		return nil, fmt.Errorf("%s: stage %s has no GPU encoder", op, op.Name)
-	case l.check != nil:
-		if err := l.check(op.Args); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-	case op.Args != nil:
-		return nil, fmt.Errorf("%s: takes no launch arguments, got %T", op, op.Args)
+	}
+	if err := checkLaunchArgs(op, l.check); err != nil {
+		return nil, err
 	}
 	return l, nil
+}
+
+// checkLaunchArgs checks op's launch arguments with check, or that it has none when
+// check is nil.
+func checkLaunchArgs(op sched.Op, check func(any) error) error {
+	if check == nil {
+		if op.Args != nil {
+			return fmt.Errorf("%s: takes no launch arguments, got %T", op, op.Args)
+		}
+		return nil
+	}
+	if err := check(op.Args); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
 }
 
 // plan returns the launches of l's passes over the batch, before their images

@@ -74,12 +74,9 @@ func arrayLauncherFor(op sched.Op) (*arrayLauncher, error) {
 		return nil, fmt.Errorf("array stage %q has no GPU kernel", op.Name)
 	case l.reduces != (op.Reduce != nil):
 		return nil, fmt.Errorf("%s: the GPU kernel reduces %v, the op %v", op, l.reduces, op.Reduce != nil)
-	case l.check != nil:
-		if err := l.check(op.Args); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-	case op.Args != nil:
-		return nil, fmt.Errorf("%s: takes no launch arguments, got %T", op, op.Args)
+	}
+	if err := checkLaunchArgs(op, l.check); err != nil {
+		return nil, err
 	}
 	return l, nil
 }

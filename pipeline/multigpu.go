@@ -241,7 +241,7 @@ func (s *Summary) gpuStats(sts []sched.Stats) {
 		d2h += st.D2H.Seconds()
 		wall = max(wall, st.Wall.Seconds())
 		walls += st.Wall.Seconds()
-		busiest += max(st.H2D, st.Decode, st.Kernels, st.D2H).Seconds()
+		busiest += st.Busiest().Seconds()
 		s.PinnedReservedBytes += st.HostPool.Reserved
 		s.PinnedPeakBytes += st.HostPool.Peak
 		s.DeviceReservedBytes += int64(st.DevicePool.Reserved)

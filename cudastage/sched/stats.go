@@ -64,12 +64,16 @@ type OpTime struct {
 	Total time.Duration
 }
 
+// Busiest is the time of the busiest phase (H2D, decode, kernels or D2H): the least
+// Wall could be with perfect overlap.
+func (s Stats) Busiest() time.Duration { return max(s.H2D, s.Decode, s.Kernels, s.D2H) }
+
 // Overlap is the overlap efficiency wall ÷ max(ΣH2D, Σdecode, Σkernels,
 // ΣD2H): 1 when the busiest engine never waits, larger when phases fail to
 // overlap (with no overlap at all it is the sum over the max), and may be
 // below 1 when decodes on several streams overlap. It is 0 before any batch.
 func (s Stats) Overlap() float64 {
-	m := max(s.H2D, s.Decode, s.Kernels, s.D2H)
+	m := s.Busiest()
 	if m <= 0 {
 		return 0
 	}
