@@ -1,10 +1,8 @@
 package pipeline
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
@@ -38,15 +36,15 @@ func bindArrayOp(s Step, run ArrayFunc) (sched.Op, error) {
 	if s.Def.Reduces {
 		op.Reduce = func(src *stages.Image) float32 {
 			// Only min and max of an empty array fail, and no device array is empty.
-			v, _ := run(&npy.Array{Shape: []int{src.W}, Data: floatsOf(src.Pix)})
+			v, _ := run(&npy.Array{Shape: []int{src.W}, Data: npy.Floats(src.Pix)})
 			return v
 		}
 		return op, nil
 	}
 	op.CPU = func(dst, src *stages.Image, _ *[256]uint64) {
-		a := &npy.Array{Shape: []int{src.W}, Data: floatsOf(src.Pix)}
+		a := &npy.Array{Shape: []int{src.W}, Data: npy.Floats(src.Pix)}
 		_, _ = run(a) // an elementwise stage never fails
-		putFloats(dst.Pix, a.Data)
+		npy.PutFloats(dst.Pix, a.Data)
 	}
 	return op, nil
 }
@@ -98,7 +96,7 @@ func (b *gpuBackend) arrayToDevice(it *item, w *worker) bool {
 		it.dropped = true // the executor stopped: the run is ending
 		return false
 	}
-	putFloats(rsv.Image().Pix, a.Data)
+	npy.PutFloats(rsv.Image().Pix, a.Data)
 	b.inExec.Store(it.idx, it)
 	rsv.Commit()
 	return true
@@ -121,21 +119,5 @@ func (r *runner) saveArrayResult(it *item, sr *sched.Result, track string) {
 			k++
 		}
 	}
-	r.storeArray(it, track, &npy.Array{Shape: res.Shape, Data: floatsOf(sr.Image.Pix)})
-}
-
-// floatsOf reads the little-endian float32s of b into Go memory.
-func floatsOf(b []byte) []float32 {
-	x := make([]float32, len(b)/4)
-	for i := range x {
-		x[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return x
-}
-
-// putFloats writes x into b as little-endian float32s.
-func putFloats(b []byte, x []float32) {
-	for i, v := range x {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
-	}
+	r.storeArray(it, track, &npy.Array{Shape: res.Shape, Data: npy.Floats(sr.Image.Pix)})
 }

@@ -245,11 +245,24 @@ func Read(r io.Reader, limit int64) (*Array, error) {
 	if _, err := io.ReadFull(br, raw); err != nil {
 		return nil, fmt.Errorf("npy: data of shape %v (%d bytes): %w", h.Shape, len(raw), err)
 	}
-	a := &Array{Shape: h.Shape, Data: make([]float32, n)}
-	for i := range a.Data {
-		a.Data[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	return &Array{Shape: h.Shape, Data: Floats(raw)}, nil
+}
+
+// Floats returns the elements of '<f4' data: the little-endian float32s of b.
+func Floats(b []byte) []float32 {
+	x := make([]float32, len(b)/4)
+	for i := range x {
+		x[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
-	return a, nil
+	return x
+}
+
+// PutFloats writes x into b as '<f4' data, little-endian float32s; b holds at least
+// 4·len(x) bytes.
+func PutFloats(b []byte, x []float32) {
+	for i, v := range x {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
 }
 
 // readHeader reads the magic, version, length and dictionary.
@@ -302,10 +315,12 @@ func Write(w io.Writer, a *Array) error {
 	if err := WriteHeader(bw, Header{Descr: "<f4", Shape: a.Shape}); err != nil {
 		return err
 	}
-	var b [4]byte
-	for _, v := range a.Data {
-		binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
-		bw.Write(b[:])
+	var chunk [16 << 10]byte
+	for x := a.Data; len(x) > 0; {
+		n := min(len(x), len(chunk)/4)
+		PutFloats(chunk[:], x[:n])
+		bw.Write(chunk[:4*n])
+		x = x[n:]
 	}
 	return bw.Flush()
 }

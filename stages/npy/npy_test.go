@@ -9,7 +9,7 @@ import (
 )
 
 func TestRoundTrip(t *testing.T) {
-	for _, shape := range [][]int{{}, {0}, {1}, {7}, {3, 1, 5}, {2, 0, 4}, {1, 1, 1, 1, 3}} {
+	for _, shape := range [][]int{{}, {0}, {1}, {7}, {3, 1, 5}, {2, 0, 4}, {1, 1, 1, 1, 3}, {4096}, {3, 4099}} {
 		n, _ := Elements(shape, math.MaxInt64)
 		a := &Array{Shape: shape, Data: make([]float32, n)}
 		for i := range a.Data {
