@@ -98,7 +98,8 @@ type Config struct {
 	// when the Device implements DecoderWarmer, each stream's goroutine
 	// warms the decoder up on its stream as the executor starts, so that
 	// its one-time setup overlaps the first files' reads instead of
-	// delaying the first batch.
+	// delaying the first batch. No batch is submitted before every stream
+	// is warm.
 	WarmDecoder bool
 	// Pageable puts the slots' host memory on the Go heap instead of
 	// page-locked memory. The device then copies synchronously (after the
@@ -201,6 +202,9 @@ type Executor struct {
 	quit     chan struct{}
 	finished chan struct{}
 	unwatch  func() bool
+	// warming counts the streams' goroutines that have not yet warmed the
+	// decoder up (streamSubmitter): none submits a batch before all have.
+	warming sync.WaitGroup
 	// allocDone is closed when allocRest ended; allocStop cancels its
 	// context (stop calls it).
 	allocDone chan struct{}

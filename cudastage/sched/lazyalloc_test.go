@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
@@ -136,5 +137,61 @@ func TestSlotsAllocatedInBackground(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestNoBatchBeforeEveryStreamIsWarm: with WarmDecoder, no batch reaches the device while
+// any stream still warms its decoder up (nvJPEG aborts the process when it creates a
+// decoder state in a context that a faulting batch has made unusable).
+func TestNoBatchBeforeEveryStreamIsWarm(t *testing.T) {
+	gate := make(chan struct{})
+	var warms atomic.Int64
+	early := make(chan string, 1)
+	dev := schedtest.NewFake(schedtest.FakeConfig{Fault: func(call string) error {
+		switch {
+		case call == "WarmDecoder":
+			if warms.Add(1) == 1 {
+				<-gate // one stream's warm-up is slow; the other's returns at once
+			}
+		case call == "HtoD" || strings.HasPrefix(call, "Run "):
+			select {
+			case <-gate:
+			default:
+				select {
+				case early <- call:
+				default:
+				}
+			}
+		}
+		return nil
+	}})
+	defer dev.Close()
+	e, err := New(context.Background(), dev, Config{Ops: []Op{GrayscaleOp()}, Streams: 2, Slots: 4, Batch: 2,
+		SlotBytes: 64 << 10, Linger: time.Millisecond, WarmDecoder: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	imgs := mixedImages(3, 2)
+	for i, m := range imgs {
+		r, err := e.Reserve(context.Background(), m.W, m.H, m.C, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(r.Image().Pix, m.Pix)
+		r.Commit()
+	}
+	select {
+	case call := <-early:
+		t.Errorf("%s reached the device while a stream was still warming up", call)
+	case <-time.After(50 * time.Millisecond): // long enough for an eager stream to submit
+	}
+	close(gate)
+	for range imgs {
+		r := <-e.Results()
+		if r.Err != nil {
+			t.Fatalf("result %v: %v", r.Tag, r.Err)
+		}
+		r.Release()
 	}
 }

@@ -18,6 +18,7 @@ import (
 func (e *Executor) submitter() {
 	defer close(e.inflight)
 	queues := make([]chan *slot, len(e.streams))
+	e.warming.Add(len(e.streams))
 	var wg sync.WaitGroup
 	for i := range queues {
 		queues[i] = make(chan *slot, e.cfg.Slots) // room for every slot
@@ -45,7 +46,8 @@ func (e *Executor) submitter() {
 
 // streamSubmitter enqueues stream i's batches, in order, from its own OS
 // thread, after warming the device's file decoder up on the stream when the
-// executor decodes files (Config.WarmDecoder).
+// executor decodes files (Config.WarmDecoder) and waiting for the other
+// streams' warm-ups.
 func (e *Executor) streamSubmitter(i int, queue <-chan *slot) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -54,6 +56,11 @@ func (e *Executor) streamSubmitter(i int, queue <-chan *slot) {
 	} else if err := e.warm(i); err != nil {
 		e.stop(fmt.Errorf("%s: warming the file decoder up: %w", e.dev.Name(), err))
 	}
+	// No batch goes before every stream is warm: nvJPEG aborts the process when it
+	// creates a decoder state in a context that a faulting kernel of an earlier batch
+	// has just made unusable (seen on an H200 with a faulting user kernel).
+	e.warming.Done()
+	e.warming.Wait()
 	for s := range queue {
 		e.submitOne(s)
 	}
