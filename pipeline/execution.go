@@ -133,6 +133,35 @@ func hostInFor(slotBytes int) int {
 	return max(sched.Align, slotBytes/fileHostShare&^(sched.Align-1))
 }
 
+// hostOutRefs are the input shapes whose outputs size a slot's page-locked output
+// (hostOutFor): a 1080p frame and a 12 MP photo. Smaller inputs make more output per
+// input byte (a thumbnail of a small photo), which hostOutFloor covers.
+var hostOutRefs = []sched.Shape{{W: 1920, H: 1080, C: 3}, {W: 4032, H: 3024, C: 3}}
+
+// hostOutHeadroom is how many times its share of the input over hostOutRefs a chain's
+// output gets in a slot's page-locked output.
+const hostOutHeadroom = 2
+
+// hostOutFloor is the least page-locked output a slot gets (unless its input is smaller):
+// a batch of 56 thumbnails of 256x256 RGB (11 MB), whatever their inputs' sizes.
+const hostOutFloor = 16 << 20
+
+// hostOutFor is the page-locked output of a slot of slotBytes for a segment of ops
+// (sched.Config.HostOutBytes): hostOutHeadroom times the largest share of its input
+// that the output takes over hostOutRefs, at least hostOutFloor, at most slotBytes. A
+// thumbnail chain then locks 16 MiB per slot for its outputs instead of 348 MB, memory
+// whose locking at the start of a run held up nvJPEG's warm-up. Only speed depends on
+// it: a batch whose outputs fill it is sealed early, and an image whose output alone is
+// larger runs on the CPU.
+func hostOutFor(ops []sched.Op, slotBytes int) int {
+	share := 0.0
+	for _, in := range hostOutRefs {
+		share = max(share, float64(sched.OutputBytes(ops, in))/float64(in.Bytes()))
+	}
+	n := int(min(1, hostOutHeadroom*share)*float64(slotBytes)) &^ (sched.Align - 1)
+	return min(slotBytes, max(hostOutFloor, n))
+}
+
 // executionSettings defines every Execution field once: its name, type, default, range and
 // help. It is the only place that holds them: the YAML job's execution mapping, the CLI's
 // flags and their --help, imgpipe bench's flags and GPUOptions' checks all derive from it.

@@ -214,3 +214,33 @@ func TestGPURunDefaultsFromSettings(t *testing.T) {
 		}
 	}
 }
+
+// hostOutFor: a slot's page-locked output is twice the share of its input that the
+// chain's output takes (at most all of it), and never under hostOutFloor unless the slot
+// is smaller.
+func TestHostOutFor(t *testing.T) {
+	slot := DefaultSlotBytes(56)
+	for _, tc := range []struct {
+		spec      string
+		slotBytes int
+		want      int
+	}{
+		{"resize width=256 height=256 fit=inside filter=lanczos3", slot, hostOutFloor},
+		{"grayscale | blur sigma=1.5 | transpose", slot, slot * 2 / 3 &^ (sched.Align - 1)},
+		{"transpose | blur", slot, slot},
+		{"resize width=4000 height=4000", slot, slot},
+		{"resize width=256 height=256 fit=inside", 1 << 20, 1 << 20},
+	} {
+		steps, err := ParseSpec(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops, err := DeviceOps(steps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hostOutFor(ops, tc.slotBytes); got != tc.want {
+			t.Errorf("%s, slot of %d bytes: %d bytes of page-locked output, want %d", tc.spec, tc.slotBytes, got, tc.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -168,6 +169,7 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 		// Files cross the link, not pixels: the page-locked input holds their bytes.
 		cfg.HostInBytes = hostInFor(cfg.SlotBytes)
 	}
+	cfg.HostOutBytes = hostOutFor(cfg.Ops, cfg.SlotBytes)
 	// Files go to the device: warm its decoder up while the first files are read.
 	cfg.WarmDecoder = files
 	g.cfg = cfg
@@ -203,38 +205,41 @@ func deviceOps(plan *Plan, dev sched.Device, encode bool) ([]sched.Op, error) {
 
 // slotBytesFor is the largest slot capacity whose slots fit in budget bytes of page-locked
 // memory: each slot holds an input region (hostInFor of it when files go to the device),
-// an output region when an op makes an image, histograms, reduction values and launch
-// tables (as sched.Executor allocates them).
+// an output region (hostOutFor) when an op makes an image, histograms, reduction values
+// and launch tables (as sched.Executor allocates them).
 func slotBytesFor(dev sched.Device, cfg sched.Config, budget int64, files bool) (int, error) {
-	regions, fixed, values := int64(1), int64(0), int64(0)
+	fixed, hist, values := int64(0), int64(0), int64(0)
 	for _, op := range cfg.Ops {
 		switch {
 		case op.Hist:
-			fixed = int64(cfg.Batch) * sched.HistBytes
+			hist = int64(cfg.Batch) * sched.HistBytes // one buffer, however many histograms
 		case op.Reduce != nil:
 			values += int64(cfg.Batch) * sched.ElemBytes
-		default:
-			regions = 2
 		}
-	}
-	fixed += alignTo(values, sched.Align)
-	for _, op := range cfg.Ops {
 		fixed += alignTo(int64(dev.TableBytes(op, cfg.Batch)), sched.Align)
 		if op.Encode != nil {
 			fixed += alignTo(int64(4*cfg.Batch), sched.Align) // the files' lengths
 		}
 	}
-	per := (budget/int64(cfg.Slots) - fixed) / regions
-	if files && regions == 2 {
-		// The input region is a share of the output's (hostInFor, which rounds it
-		// down): per + per/share fits in the room.
-		per = (budget/int64(cfg.Slots) - fixed) * fileHostShare / (fileHostShare + 1)
+	fixed += hist + alignTo(values, sched.Align)
+	image := sched.OutputBytes(cfg.Ops, hostOutRefs[0]) > 0
+	slotHost := func(per int) int64 {
+		n := int64(per)
+		if files {
+			n = int64(hostInFor(per))
+		}
+		if image {
+			n += int64(hostOutFor(cfg.Ops, per))
+		}
+		return n + fixed
 	}
-	per = min(per, sched.MaxSlotBytes) &^ (sched.Align - 1)
+	// slotHost grows with per: the largest per, in steps of Align, whose slot fits.
+	room := budget / int64(cfg.Slots)
+	per := sort.Search(sched.MaxSlotBytes/sched.Align, func(k int) bool { return slotHost((k+1)*sched.Align) > room }) * sched.Align
 	if per < sched.Align {
 		return 0, fmt.Errorf("run: a page-locked budget of %d MiB is too small for %d slots of batch %d", budget>>20, cfg.Slots, cfg.Batch)
 	}
-	return int(per), nil
+	return per, nil
 }
 
 func alignTo(n, a int64) int64 { return (n + a - 1) / a * a }

@@ -543,12 +543,13 @@ func TestCheckGPUAcceptsGoodSettings(t *testing.T) {
 	}
 }
 
-// --pinned-mb: the slots take what fits in the budget, and no more. When files go to the
+// --pinned-mb: the slots take what fits in the budget, and no more (their page-locked output
+// sized by hostOutFor). When files go to the
 // device, the page-locked input is a share of the device input (hostInFor), so the same
 // budget gives slots over 1.5 times larger on the device.
 func TestSlotBytesForBudget(t *testing.T) {
 	dev := fakeGPU(t, schedtest.FakeConfig{})
-	for _, spec := range []string{"grayscale | blur | transpose | histogram", "histogram", "blur sigma=3"} {
+	for _, spec := range []string{"grayscale | blur | transpose | histogram", "histogram", "blur sigma=3", "resize width=64 height=64 fit=inside"} {
 		for _, budget := range []int64{1 << 20, 5 << 20, 17<<20 + 12345} {
 			steps, err := ParseSpec(spec)
 			if err != nil {
@@ -571,6 +572,7 @@ func TestSlotBytesForBudget(t *testing.T) {
 				if files {
 					cfg.HostInBytes = hostInFor(cfg.SlotBytes)
 				}
+				cfg.HostOutBytes = hostOutFor(cfg.Ops, cfg.SlotBytes)
 				slot[files] = cfg.SlotBytes
 				cfg.MaxHostBytes = budget
 				e, err := sched.New(context.Background(), dev, cfg)

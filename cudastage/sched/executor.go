@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,6 +73,14 @@ type Config struct {
 	// that never cross the link; a raw image larger than it is ErrTooLarge.
 	// 0 means SlotBytes.
 	HostInBytes int
+	// HostOutBytes, when positive, is the capacity of a slot's page-locked
+	// output, in [Align, SlotBytes]: it holds the segment's output images
+	// (or files) of a batch. A caller whose chain makes smaller images than
+	// it reads (a thumbnail, a gray image) sets it from that ratio, so that
+	// no page-locked memory is held for bytes no output uses; a batch whose
+	// outputs fill it is sealed early, and an image whose output alone is
+	// larger is ErrTooLarge. 0 means SlotBytes.
+	HostOutBytes int
 	// Linger, when positive, seals a partly filled slot this long after it
 	// opened, so that a slow or paused input never holds images back. Zero or
 	// negative: a slot is sealed only when full, on Flush or on CloseInput.
@@ -139,8 +148,14 @@ func (c Config) check(dev Device) error {
 	if c.HostInBytes != 0 && (c.HostInBytes < Align || c.HostInBytes > c.SlotBytes) {
 		errs = append(errs, fmt.Errorf("host input bytes %d out of range [%d, slot bytes %d]", c.HostInBytes, Align, c.SlotBytes))
 	}
+	if c.HostOutBytes != 0 && (c.HostOutBytes < Align || c.HostOutBytes > c.SlotBytes) {
+		errs = append(errs, fmt.Errorf("host output bytes %d out of range [%d, slot bytes %d]", c.HostOutBytes, Align, c.SlotBytes))
+	}
 	return errors.Join(errs...)
 }
+
+// hostOut is the capacity of a slot's page-locked output (see HostOutBytes).
+func (c Config) hostOut() int { return cmp.Or(c.HostOutBytes, c.SlotBytes) }
 
 // hostIn is the capacity of a slot's page-locked input (see HostInBytes).
 func (c Config) hostIn() int {
@@ -249,7 +264,7 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 	e := &Executor{
 		dev:       dev,
 		cfg:       cfg,
-		chain:     newChain(cfg.Ops, cfg.SlotBytes),
+		chain:     newChain(cfg.Ops, cfg.SlotBytes, cfg.hostOut()),
 		free:      make(chan *slot, cfg.Slots),
 		opened:    make(chan struct{}),
 		ready:     make(chan *slot, cfg.Slots),

@@ -32,11 +32,14 @@ type chain struct {
 	// caps[0] is the input area's capacity; caps[1+q] that of image op q's
 	// output area (the buffer it writes). Both buffers have the slot's
 	// capacity, but the areas are packed independently, op by op, so that
-	// each op's output is tight and the final D2H copies no holes.
+	// each op's output is tight and the final D2H copies no holes; the last
+	// area is also bounded by the page-locked output it is copied into.
 	caps []int
 }
 
-func newChain(ops []Op, slotBytes int) *chain {
+// newChain lays ops out in slots of slotBytes whose page-locked output holds
+// hostOut bytes.
+func newChain(ops []Op, slotBytes, hostOut int) *chain {
 	c := &chain{ops: ops}
 	for _, op := range ops {
 		switch {
@@ -56,7 +59,22 @@ func newChain(ops []Op, slotBytes int) *chain {
 	for i := range c.caps {
 		c.caps[i] = slotBytes
 	}
+	if c.nImg > 0 {
+		c.caps[c.nImg] = min(slotBytes, hostOut)
+	}
 	return c
+}
+
+// OutputBytes is the room the output of one image of shape in takes in a
+// slot's page-locked output after ops: the last image's bytes, or the
+// encoder's bound for its file (0 when no op makes an image).
+func OutputBytes(ops []Op, in Shape) int {
+	c := newChain(ops, 0, 0)
+	if c.nImg == 0 {
+		return 0
+	}
+	_, need := c.plan(in)
+	return need[c.nImg]
 }
 
 // outBuf is the buffer image op q writes.

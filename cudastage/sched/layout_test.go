@@ -7,7 +7,7 @@ import (
 
 func TestChainPlan(t *testing.T) {
 	ops := []Op{GrayscaleOp(), HistogramOp(), MustBlurOp(t, 1), TransposeOp()}
-	c := newChain(ops, 1<<20)
+	c := newChain(ops, 1<<20, 1<<20)
 	if c.nImg != 3 || !c.hasHist || len(c.caps) != 4 {
 		t.Fatalf("chain: nImg %d hasHist %v caps %v", c.nImg, c.hasHist, c.caps)
 	}
@@ -24,16 +24,16 @@ func TestChainPlan(t *testing.T) {
 	if got := c.finalBuf(); got != bufMid {
 		t.Errorf("finalBuf = %d, want mid", got)
 	}
-	if got := newChain([]Op{HistogramOp()}, 1024).finalBuf(); got != -1 {
+	if got := newChain([]Op{HistogramOp()}, 1024, 1024).finalBuf(); got != -1 {
 		t.Errorf("histogram-only finalBuf = %d, want -1", got)
 	}
-	if got := newChain([]Op{GrayscaleOp(), TransposeOp()}, 1024).finalBuf(); got != bufIn {
+	if got := newChain([]Op{GrayscaleOp(), TransposeOp()}, 1024, 1024).finalBuf(); got != bufIn {
 		t.Errorf("two-op finalBuf = %d, want in", got)
 	}
 }
 
 func TestChainFits(t *testing.T) {
-	c := newChain([]Op{GrayscaleOp()}, 1024)
+	c := newChain([]Op{GrayscaleOp()}, 1024, 1024)
 	tests := []struct {
 		used, need []int
 		want       bool
@@ -52,7 +52,7 @@ func TestChainFits(t *testing.T) {
 
 func TestFillCalls(t *testing.T) {
 	ops := []Op{GrayscaleOp(), HistogramOp(), TransposeOp()}
-	c := newChain(ops, 1<<20)
+	c := newChain(ops, 1<<20, 1<<20)
 	var imgs []imgLayout
 	used := make([]int, 1+c.nImg)
 	for _, s := range []Shape{{W: 5, H: 3, C: 3}, {W: 1, H: 1, C: 3}, {W: 300, H: 2, C: 3}} {

@@ -130,8 +130,8 @@ func (e *Executor) ReserveFile(ctx context.Context, size int, out Shape, orient 
 func (e *Executor) request(in Shape, tag any) (request, error) {
 	shapes, need := e.chain.plan(in)
 	if !e.chain.fits(make([]int, len(need)), need) {
-		return request{}, fmt.Errorf("%w: %v through %q needs more than the %d bytes of a slot's buffers",
-			ErrTooLarge, in, SegmentString(e.cfg.Ops), e.cfg.SlotBytes)
+		return request{}, fmt.Errorf("%w: %v through %q needs more than a slot's buffers (%d bytes, %d of page-locked output)",
+			ErrTooLarge, in, SegmentString(e.cfg.Ops), e.cfg.SlotBytes, e.cfg.hostOut())
 	}
 	return request{shapes: shapes, need: need, tag: tag}, nil
 }

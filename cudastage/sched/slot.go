@@ -141,13 +141,15 @@ type bufSize struct{ host, dev int }
 // encodes. The page-locked input holds raw
 // images and files' bytes (Config.HostInBytes), the device input raw and
 // decoded images (SlotBytes): each is accounted on its own (see
-// slot.rawUsed). Every other buffer has the same size on both sides.
+// slot.rawUsed). The page-locked output holds the batch's outputs
+// (Config.HostOutBytes), the second device buffer those of every op.
+// Every other buffer has the same size on both sides.
 func (e *Executor) slotBufs() []bufSize {
 	c := e.cfg
 	bufs := []bufSize{{c.hostIn(), c.SlotBytes}}
 	same := func(n int) { bufs = append(bufs, bufSize{n, n}) }
 	if e.chain.nImg > 0 {
-		same(c.SlotBytes)
+		bufs = append(bufs, bufSize{c.hostOut(), c.SlotBytes})
 	}
 	if e.chain.hasHist {
 		same(c.Batch * HistBytes)
