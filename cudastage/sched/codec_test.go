@@ -119,6 +119,32 @@ func pushInputs(ctx context.Context, e *Executor, dev *schedtest.FakeDevice, in 
 	return nil
 }
 
+// runChecked pushes in through e (pushInputs), checks every result against the CPU
+// chain (image, and histogram when ops make one) and waits for e.
+func runChecked(t *testing.T, e *Executor, dev *schedtest.FakeDevice, ops []Op, in []input) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- pushInputs(context.Background(), e, dev, in) }()
+	n := 0
+	for r := range e.Results() {
+		i := r.Tag.(int)
+		n++
+		want, hist := cpuRef(ops, decoded(t, in[i]))
+		if r.Err != nil {
+			t.Errorf("input %d: %v", i, r.Err)
+		} else if d := sameImage(r.Image, want); d != "" || (r.Hist != nil && *r.Hist != *hist) {
+			t.Errorf("input %d: %s (histogram equal: %v)", i, d, r.Hist == nil || *r.Hist == *hist)
+		}
+		r.Release()
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Wait(); err != nil || n != len(in) {
+		t.Errorf("Wait = %v, %d results of %d", err, n, len(in))
+	}
+}
+
 // decoded is what the CPU path decodes for an input.
 func decoded(t testing.TB, x input) *stages.Image {
 	if x.raw != nil {
