@@ -12,20 +12,24 @@ import (
 
 func TestDeviceDecoderRule(t *testing.T) {
 	tests := []struct {
-		backend, route, want string
+		backend, route string
+		scaled         bool
+		want           string
 	}{
-		{"auto", "nvjpeg-hw", "nvjpeg-hw"},
-		{"auto", "nvjpeg-cuda", ""}, // progressive: libjpeg-turbo on CPU workers
-		{"auto", "", ""},
-		{"nvjpeg", "nvjpeg-hw", "nvjpeg-hw"},
-		{"nvjpeg", "nvjpeg-cuda", "nvjpeg-cuda"},
-		{"nvjpeg", "", ""},
-		{"go", "nvjpeg-hw", ""},
-		{"turbo", "nvjpeg-hw", ""},
+		{"auto", "nvjpeg-hw", false, "nvjpeg-hw"},
+		{"auto", "nvjpeg-hw", true, ""},    // a thumbnail: libjpeg-turbo's scaled decode on CPU workers
+		{"auto", "nvjpeg-cuda", false, ""}, // progressive: libjpeg-turbo on CPU workers
+		{"auto", "", false, ""},
+		{"nvjpeg", "nvjpeg-hw", false, "nvjpeg-hw"},
+		{"nvjpeg", "nvjpeg-hw", true, "nvjpeg-hw"},
+		{"nvjpeg", "nvjpeg-cuda", false, "nvjpeg-cuda"},
+		{"nvjpeg", "", false, ""},
+		{"go", "nvjpeg-hw", false, ""},
+		{"turbo", "nvjpeg-hw", true, ""},
 	}
 	for _, tt := range tests {
-		if got := deviceDecoder(tt.backend, tt.route); got != tt.want {
-			t.Errorf("deviceDecoder(%q, %q) = %q, want %q", tt.backend, tt.route, got, tt.want)
+		if got := deviceDecoder(tt.backend, tt.route, tt.scaled); got != tt.want {
+			t.Errorf("deviceDecoder(%q, %q, scaled %v) = %q, want %q", tt.backend, tt.route, tt.scaled, got, tt.want)
 		}
 	}
 }

@@ -76,7 +76,8 @@ func smoothImage(w, h int, seed int64) *stages.Image {
 }
 
 // TestDecodeScaleRun runs thumbnail chains over a JPEG and a PNG, on the CPU and on a fake
-// GPU (whose inputs decode on CPU workers): the scale each input got is in its result and
+// GPU (where a JPEG that gets a scale decodes on CPU workers, and one that gets none on
+// the device's decoder): the scale each input got is in its result and
 // its report line (absent at full size), width and height are the decoded (scaled) size,
 // and the output is the size the full decode gives.
 func TestDecodeScaleRun(t *testing.T) {
@@ -130,12 +131,15 @@ func TestDecodeScaleRun(t *testing.T) {
 					if r.Input == "b.png" {
 						w = full
 					}
-					// On a GPU run backend=auto sends the JPEG to the device's decoder, which
-					// decodes at full size.
+					// On a GPU run backend=auto sends a JPEG that gets no scale to the device's
+					// decoder; one that gets a scale decodes on the CPU workers, as on the CPU.
 					if device != "cpu" && r.Input == "a.jpg" && !strings.Contains(tc.spec, "backend=") {
-						w = full
-						if r.Decoder != "nvjpeg-hw" {
-							t.Errorf("a.jpg decoded by %q, want the fake device's nvjpeg-hw", r.Decoder)
+						wantDec := string(stages.JPEGTurbo)
+						if w.scale == "" {
+							wantDec = "nvjpeg-hw"
+						}
+						if r.Decoder != wantDec {
+							t.Errorf("a.jpg decoded by %q, want %q", r.Decoder, wantDec)
 						}
 					}
 					if r.Status != StatusOK || r.Width != w.w || r.Height != w.h || r.DecodeScale != w.scale {

@@ -577,7 +577,8 @@ func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, comm
 		failWith(res, stage, err)
 		return nil, true, false
 	}
-	route := deviceDecoder(dec.Backend, b.run.files.DecodeRoute(data))
+	scaled := dec.Scale != nil && dec.CPUJPEG == string(stages.JPEGTurbo) && dec.Scale(hd.W, hd.H) > 1
+	route := deviceDecoder(dec.Backend, b.run.files.DecodeRoute(data), scaled)
 	shape := sched.Shape{W: hd.W, H: hd.H, C: 3}
 	if route == "" || sched.CheckShape(shape) != nil {
 		handedOn = true
