@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -30,9 +31,9 @@ func fillRandom(b []byte, rng *rand.Rand) {
 }
 
 // MeasureCopy measures dev's page-locked copy bandwidth with one n-byte buffer of random
-// data: after a warm-up copy each way, reps copies each way timed by device events, taking
-// the median.
-func MeasureCopy(dev sched.Device, n, reps int) (bw Bandwidth, err error) {
+// data: after copying each way for warm (at least once), reps copies each way timed by
+// device events, taking the median.
+func MeasureCopy(dev sched.Device, n, reps int, warm time.Duration) (bw Bandwidth, err error) {
 	if n < 1 || reps < 1 {
 		return bw, fmt.Errorf("measure copy: %d bytes × %d reps, want at least 1 of each", n, reps)
 	}
@@ -94,8 +95,13 @@ func MeasureCopy(dev sched.Device, n, reps int) (bw Bandwidth, err error) {
 		return dev.Elapsed(ev[0], ev[1])
 	}
 	rate := func(h2d bool) (float64, error) {
-		if _, err := copyOnce(h2d); err != nil {
-			return 0, err
+		for t0 := time.Now(); ; {
+			if _, err := copyOnce(h2d); err != nil {
+				return 0, err
+			}
+			if time.Since(t0) >= warm {
+				break
+			}
 		}
 		ts := make([]time.Duration, reps)
 		for i := range ts {
@@ -324,7 +330,7 @@ func Copy(ctx context.Context, o Options) (*CopyRecord, error) {
 	o.textf("imgpipe bench copy on %s: GB/s, median of %d copies\n", dev.Name(), o.Repeats)
 	o.textf("%12s %11s %11s %13s %13s %9s\n", "bytes", "pinned H2D", "pinned D2H", "pageable H2D", "pageable D2H", "pinned/pg")
 	for _, n := range copySizes(frameBytes, batches, copyBytes) {
-		pin, err := MeasureCopy(dev, n, o.Repeats)
+		pin, err := MeasureCopy(dev, n, o.Repeats, cmp.Or(o.CopyWarmup, DefaultCopyWarmup))
 		if err != nil {
 			return nil, fmt.Errorf("page-locked copies of %d bytes: %w", n, err)
 		}

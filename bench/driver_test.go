@@ -177,7 +177,7 @@ func TestRunFramesErrors(t *testing.T) {
 func TestMeasureCopy(t *testing.T) {
 	dev := schedtest.NewFake(schedtest.FakeConfig{H2DRate: 100e6, D2HRate: 50e6})
 	defer dev.Close()
-	bw, err := MeasureCopy(dev, 1<<20, 3)
+	bw, err := MeasureCopy(dev, 1<<20, 3, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,16 @@ func TestMeasureCopy(t *testing.T) {
 	if live := dev.Live(); live != (schedtest.FakeLive{}) {
 		t.Errorf("left behind: %+v", live)
 	}
-	if _, err := MeasureCopy(dev, 0, 3); err == nil {
+	// The warm-up copies each way for warm before timing: a cold GPU's link is slower.
+	const warm = 30 * time.Millisecond
+	t0 := time.Now()
+	if _, err := MeasureCopy(dev, 4096, 1, warm); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(t0); el < 2*warm {
+		t.Errorf("MeasureCopy with a %v warm-up took %v, want at least %v (each way)", warm, el, 2*warm)
+	}
+	if _, err := MeasureCopy(dev, 0, 3, 0); err == nil {
 		t.Error("MeasureCopy of 0 bytes accepted")
 	}
 	broken := schedtest.NewFake(schedtest.FakeConfig{Fault: func(c string) error {
@@ -201,7 +210,7 @@ func TestMeasureCopy(t *testing.T) {
 		return nil
 	}})
 	defer broken.Close()
-	if _, err := MeasureCopy(broken, 4096, 2); err == nil || !strings.Contains(err.Error(), "dead") {
+	if _, err := MeasureCopy(broken, 4096, 2, 0); err == nil || !strings.Contains(err.Error(), "dead") {
 		t.Errorf("MeasureCopy on a failing device = %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -127,7 +128,7 @@ func Raw(ctx context.Context, o Options, c RawConfig, pool *Pool) error {
 	if copyBytes == 0 {
 		copyBytes = DefaultCopyBytes
 	}
-	bw, err := MeasureCopy(o.Device, copyBytes, copyReps)
+	bw, err := MeasureCopy(o.Device, copyBytes, copyReps, cmp.Or(o.CopyWarmup, DefaultCopyWarmup))
 	if err != nil {
 		return fmt.Errorf("measuring copy bandwidth: %w", err)
 	}

@@ -372,7 +372,7 @@ func faultChild(t *testing.T) {
 // limit (measured pinned H2D bandwidth ÷ 3 bytes per pixel).
 func BenchmarkGPURaw(b *testing.B) {
 	dev := exDevice(b)
-	bw, err := bench.MeasureCopy(dev, 256<<20, 10)
+	bw, err := bench.MeasureCopy(dev, 256<<20, 10, bench.DefaultCopyWarmup)
 	if err != nil {
 		b.Fatal(err)
 	}

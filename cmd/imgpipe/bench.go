@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,10 @@ import (
 // benchCopyBytes is the buffer the copy limit is measured with; 0 is bench.DefaultCopyBytes
 // (tests on a fake device make it small, to stay fast).
 var benchCopyBytes = 0
+
+// benchCopyWarmup is how long the copy limit's measure warms up; 0 is
+// bench.DefaultCopyWarmup (tests shorten it).
+var benchCopyWarmup time.Duration
 
 // benchFlags are the options every bench mode shares (persistent flags of `imgpipe bench`);
 // those bench.Options takes as they are go straight into o. The execution settings' flags
@@ -167,7 +172,7 @@ func (f *benchFlags) folderOptions(cmd *cobra.Command, stdout, stderr io.Writer)
 // otherwise the table goes to stdout.
 func (f *benchFlags) options(cmd *cobra.Command, stdout, stderr io.Writer) (*bench.Options, error) {
 	o := f.o
-	o.CopyBytes, o.Text, o.Version = benchCopyBytes, stdout, version
+	o.CopyBytes, o.CopyWarmup, o.Text, o.Version = benchCopyBytes, benchCopyWarmup, stdout, version
 	o.Notice = func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
 	if f.json {
 		o.Text = stderr

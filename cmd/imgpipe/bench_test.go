@@ -45,9 +45,9 @@ func withDevice(t *testing.T, dev sched.Device, err error) {
 
 // smallCopyLimit measures the copy limit on 1 MiB, so that tests on a fake device stay fast.
 func smallCopyLimit(t *testing.T) {
-	old := benchCopyBytes
-	benchCopyBytes = 1 << 20
-	t.Cleanup(func() { benchCopyBytes = old })
+	old, oldWarm := benchCopyBytes, benchCopyWarmup
+	benchCopyBytes, benchCopyWarmup = 1<<20, time.Nanosecond
+	t.Cleanup(func() { benchCopyBytes, benchCopyWarmup = old, oldWarm })
 }
 
 func fakeGPU(cfg schedtest.FakeConfig) *schedtest.FakeDevice {
