@@ -15,21 +15,25 @@ func TestDeviceDecoderRule(t *testing.T) {
 		backend, route string
 		scaled         bool
 		want           string
+		asks           bool // whether the rule asks the device decoder
 	}{
-		{"auto", "nvjpeg-hw", false, "nvjpeg-hw"},
-		{"auto", "nvjpeg-hw", true, ""},    // a thumbnail: libjpeg-turbo's scaled decode on CPU workers
-		{"auto", "nvjpeg-cuda", false, ""}, // progressive: libjpeg-turbo on CPU workers
-		{"auto", "", false, ""},
-		{"nvjpeg", "nvjpeg-hw", false, "nvjpeg-hw"},
-		{"nvjpeg", "nvjpeg-hw", true, "nvjpeg-hw"},
-		{"nvjpeg", "nvjpeg-cuda", false, "nvjpeg-cuda"},
-		{"nvjpeg", "", false, ""},
-		{"go", "nvjpeg-hw", false, ""},
-		{"turbo", "nvjpeg-hw", true, ""},
+		{"auto", "nvjpeg-hw", false, "nvjpeg-hw", true},
+		{"auto", "nvjpeg-hw", true, "", false},   // a thumbnail: libjpeg-turbo's scaled decode on CPU workers
+		{"auto", "nvjpeg-cuda", false, "", true}, // progressive: libjpeg-turbo on CPU workers
+		{"auto", "", false, "", true},
+		{"nvjpeg", "nvjpeg-hw", false, "nvjpeg-hw", true},
+		{"nvjpeg", "nvjpeg-hw", true, "nvjpeg-hw", true},
+		{"nvjpeg", "nvjpeg-cuda", false, "nvjpeg-cuda", true},
+		{"nvjpeg", "", false, "", true},
+		{"go", "nvjpeg-hw", false, "", false},
+		{"turbo", "nvjpeg-hw", true, "", false},
 	}
 	for _, tt := range tests {
-		if got := deviceDecoder(tt.backend, tt.route, tt.scaled); got != tt.want {
-			t.Errorf("deviceDecoder(%q, %q, scaled %v) = %q, want %q", tt.backend, tt.route, tt.scaled, got, tt.want)
+		asked := false
+		got := deviceDecoder(tt.backend, tt.scaled, func() string { asked = true; return tt.route })
+		if got != tt.want || asked != tt.asks {
+			t.Errorf("deviceDecoder(%q, scaled %v, route %q) = %q (asked %v), want %q (asked %v)",
+				tt.backend, tt.scaled, tt.route, got, asked, tt.want, tt.asks)
 		}
 	}
 }

@@ -113,12 +113,19 @@ func TestDecodeScaleRun(t *testing.T) {
 				outShape := plan.OutShape(stages.Shape{W: 517, H: 389, C: 3})
 				sink := Collect()
 				opt := Options{Workers: 2}
+				var dev *schedtest.FakeDevice
 				if device != "cpu" {
-					opt.GPU = &GPUOptions{Device: fakeGPU(t, schedtest.FakeConfig{Name: "fake0"}), Streams: 2, Batch: 2}
+					dev = fakeGPU(t, schedtest.FakeConfig{Name: "fake0"})
+					opt.GPU = &GPUOptions{Device: dev, Streams: 2, Batch: 2}
 				}
 				sum, err := Run(context.Background(), plan, Inputs(inputs...), sink, opt)
 				if err != nil {
 					t.Fatal(err)
+				}
+				// The device decoder is warmed up only when backend=auto may send it every
+				// JPEG: with a scale, it is opened at the first JPEG that gets none.
+				if wantWarm := !strings.Contains(tc.spec, "backend=") && !strings.Contains(tc.spec, "scale="); dev != nil && (dev.Calls()["WarmDecoder"] > 0) != wantWarm {
+					t.Errorf("%d decoder warm-ups, want them: %v", dev.Calls()["WarmDecoder"], wantWarm)
 				}
 				if wantDev := map[bool]string{true: "cpu", false: "fake0"}[device == "cpu"]; sum.Device != wantDev {
 					t.Fatalf("ran on %q, want %q", sum.Device, wantDev)

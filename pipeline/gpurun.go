@@ -141,7 +141,14 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	if g.files, err = fileDecoderFor(plan, devs[0]); err != nil {
 		return nil, err
 	}
-	cfg := sched.Config{Ops: ops, Streams: cmp.Or(o.Streams, DefaultStreams), Batch: gpuBatch(o.Batch, g.files),
+	// A run whose JPEGs decode scaled on the CPU opens the device decoder only when a file
+	// needs it (scalesOnCPU): its batches are sized and warmed as for pixels.
+	lazy := scalesOnCPU(plan.Decode)
+	batchFiles := g.files
+	if lazy {
+		batchFiles = nil
+	}
+	cfg := sched.Config{Ops: ops, Streams: cmp.Or(o.Streams, DefaultStreams), Batch: gpuBatch(o.Batch, batchFiles),
 		SlotBytes: o.SlotBytes, Linger: cmp.Or(o.Linger, DefaultLinger), HostPool: o.HostPool, DevicePool: o.DevicePool}
 	cfg.Slots = cmp.Or(o.Slots, DefaultSlots(cfg.Streams))
 	if CheckSetting("streams", cfg.Streams) != nil || CheckSetting("batch", cfg.Batch) != nil || cfg.Slots > sched.MaxSlots {
@@ -171,7 +178,7 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	}
 	cfg.HostOutBytes = hostOutFor(cfg.Ops, cfg.SlotBytes)
 	// Files go to the device: warm its decoder up while the first files are read.
-	cfg.WarmDecoder = files
+	cfg.WarmDecoder = files && !lazy
 	g.cfg = cfg
 	return g, nil
 }
@@ -577,8 +584,8 @@ func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, comm
 		failWith(res, stage, err)
 		return nil, true, false
 	}
-	scaled := dec.Scale != nil && dec.CPUJPEG == string(stages.JPEGTurbo) && dec.Scale(hd.W, hd.H) > 1
-	route := deviceDecoder(dec.Backend, b.run.files.DecodeRoute(data), scaled)
+	scaled := scalesOnCPU(dec) && dec.Scale(hd.W, hd.H) > 1
+	route := deviceDecoder(dec.Backend, scaled, func() string { return b.run.files.DecodeRoute(data) })
 	shape := sched.Shape{W: hd.W, H: hd.H, C: 3}
 	if route == "" || sched.CheckShape(shape) != nil {
 		handedOn = true
