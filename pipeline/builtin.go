@@ -45,8 +45,9 @@ the image at least the resize's own size with the same output size (never enlarg
 see docs/geometry.md). Only libjpeg-turbo scales: JPEGs that Go's decoder (backend=go,
 CMYK fallbacks) or the GPU's decoder take, and other formats, are decoded at full size. On
 a GPU run, backend=auto leaves a JPEG that gets a scale to libjpeg-turbo on the CPU
-workers (same pixels as the CPU run; faster than the GPU's full decode for thumbnails),
-backend=nvjpeg sends it to the GPU at full size.
+workers (same pixels as the CPU run; faster than the GPU's full decode for thumbnails) and
+opens the GPU's decoder only for a JPEG that gets none; backend=nvjpeg sends it to the
+GPU at full size.
 max_pixels applies to the full size. The report's decode_scale gives each input's scale
 (absent at full size); its width and height are the scaled ones.`,
 	Params: []ParamSpec{
