@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -209,47 +208,6 @@ func deviceOps(plan *Plan, dev sched.Device, encode bool) ([]sched.Op, error) {
 	}
 	return ops, nil
 }
-
-// slotBytesFor is the largest slot capacity whose slots fit in budget bytes of page-locked
-// memory: each slot holds an input region (hostInFor of it when files go to the device),
-// an output region (hostOutFor) when an op makes an image, histograms, reduction values
-// and launch tables (as sched.Executor allocates them).
-func slotBytesFor(dev sched.Device, cfg sched.Config, budget int64, files bool) (int, error) {
-	fixed, hist, values := int64(0), int64(0), int64(0)
-	for _, op := range cfg.Ops {
-		switch {
-		case op.Hist:
-			hist = int64(cfg.Batch) * sched.HistBytes // one buffer, however many histograms
-		case op.Reduce != nil:
-			values += int64(cfg.Batch) * sched.ElemBytes
-		}
-		fixed += alignTo(int64(dev.TableBytes(op, cfg.Batch)), sched.Align)
-		if op.Encode != nil {
-			fixed += alignTo(int64(4*cfg.Batch), sched.Align) // the files' lengths
-		}
-	}
-	fixed += hist + alignTo(values, sched.Align)
-	image := sched.OutputBytes(cfg.Ops, hostOutRefs[0]) > 0
-	slotHost := func(per int) int64 {
-		n := int64(per)
-		if files {
-			n = int64(hostInFor(per))
-		}
-		if image {
-			n += int64(hostOutFor(cfg.Ops, per))
-		}
-		return n + fixed
-	}
-	// slotHost grows with per: the largest per, in steps of Align, whose slot fits.
-	room := budget / int64(cfg.Slots)
-	per := sort.Search(sched.MaxSlotBytes/sched.Align, func(k int) bool { return slotHost((k+1)*sched.Align) > room }) * sched.Align
-	if per < sched.Align {
-		return 0, fmt.Errorf("run: a page-locked budget of %d MiB is too small for %d slots of batch %d", budget>>20, cfg.Slots, cfg.Batch)
-	}
-	return per, nil
-}
-
-func alignTo(n, a int64) int64 { return (n + a - 1) / a * a }
 
 // window is the number of inputs a GPU run keeps in flight: enough to fill every slot of
 // every device, plus what the decode and save workers hold, so that the reorder buffer
