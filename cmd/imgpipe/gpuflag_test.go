@@ -59,6 +59,17 @@ func smallFolder(t *testing.T) string {
 	return dir
 }
 
+// gpuRunArgs are the arguments of a quiet `imgpipe run` of "decode | grayscale | save" over
+// in into out: from flags, or from a job (writeJob) when exec, its execution mapping, is
+// set; with a small page-locked budget (the default sizes slots for 1080p frames).
+func gpuRunArgs(t *testing.T, in, out, exec string) []string {
+	args := []string{"run", "-i", in, "-o", out, "-p", "decode | grayscale | save", "--quiet"}
+	if exec != "" {
+		args = []string{"run", writeJob(t, in, exec), "-o", out, "--quiet"}
+	}
+	return append(args, "--pinned-mb", "1", "--batch", "2")
+}
+
 // writeJob writes a job over in whose execution mapping is exec, and returns its path.
 func writeJob(t *testing.T, in, exec string) string {
 	t.Helper()
@@ -93,13 +104,7 @@ func TestRunGPUOrdinalReachesDevice(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ordinal, opens := recordOrdinal(t)
 			out := filepath.Join(t.TempDir(), "out")
-			args := []string{"run", "-i", in, "-o", out, "-p", "decode | grayscale | save", "--quiet"}
-			if tt.exec != "" {
-				args = []string{"run", writeJob(t, in, tt.exec), "-o", out, "--quiet"}
-			}
-			// A small page-locked budget: the default sizes slots for 1080p frames.
-			args = append(args, "--pinned-mb", "1", "--batch", "2")
-			code, _, stderr := cli(t, append(args, withEnv(t, tt.args)...)...)
+			code, _, stderr := cli(t, append(gpuRunArgs(t, in, out, tt.exec), withEnv(t, tt.args)...)...)
 			if code != exitOK {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}

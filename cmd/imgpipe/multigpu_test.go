@@ -77,12 +77,7 @@ func TestRunSeveralGPUs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opened, closed := fakeGPUs(t, 3)
 			out := filepath.Join(t.TempDir(), "out")
-			args := []string{"run", "-i", in, "-o", out, "-p", "decode | grayscale | save", "--quiet"}
-			if tt.exec != "" {
-				args = []string{"run", writeJob(t, in, tt.exec), "-o", out, "--quiet"}
-			}
-			args = append(args, "--pinned-mb", "1", "--batch", "2")
-			code, _, stderr := cli(t, append(args, withEnv(t, tt.args)...)...)
+			code, _, stderr := cli(t, append(gpuRunArgs(t, in, out, tt.exec), withEnv(t, tt.args)...)...)
 			if code != tt.code || !strings.Contains(stderr, tt.want) {
 				t.Fatalf("exit %d, stderr %q; want exit %d with %q", code, stderr, tt.code, tt.want)
 			}

@@ -70,6 +70,20 @@ func pushAll(ctx context.Context, e *Executor, imgs []*stages.Image, workers int
 	return errors.Join(errs...)
 }
 
+// commitAll reserves, fills and commits every image (tag = index) in order, on the
+// calling goroutine, leaving the input open.
+func commitAll(t *testing.T, e *Executor, imgs []*stages.Image) {
+	t.Helper()
+	for i, m := range imgs {
+		r, err := e.Reserve(context.Background(), m.W, m.H, m.C, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(r.Image().Pix, m.Pix)
+		r.Commit()
+	}
+}
+
 // checkResults reads every result, compares it with the CPU reference and
 // releases it; each tag must come exactly once.
 func checkResults(t *testing.T, e *Executor, ops []Op, imgs []*stages.Image) {
@@ -755,14 +769,7 @@ func TestCloseWithHeldResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	imgs := mixedImages(8, 2)
-	for i, m := range imgs {
-		r, err := e.Reserve(context.Background(), m.W, m.H, m.C, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(r.Image().Pix, m.Pix)
-		r.Commit()
-	}
+	commitAll(t, e, imgs)
 	held := <-e.Results() // the other stays undelivered: Close drains it
 	e.CloseInput()
 	if err := e.Close(); err != nil {

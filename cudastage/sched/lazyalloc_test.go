@@ -100,14 +100,7 @@ func TestSlotsAllocatedInBackground(t *testing.T) {
 				return
 			}
 			imgs := mixedImages(7, 2)
-			for i, m := range imgs { // one full batch, in the first slot
-				r, err := e.Reserve(context.Background(), m.W, m.H, m.C, i)
-				if err != nil {
-					t.Fatal(err)
-				}
-				copy(r.Image().Pix, m.Pix)
-				r.Commit()
-			}
+			commitAll(t, e, imgs) // one full batch, in the first slot
 			for range imgs {
 				r := <-e.Results()
 				if r.Err != nil || r.Image == nil {
@@ -173,14 +166,7 @@ func TestNoBatchBeforeEveryStreamIsWarm(t *testing.T) {
 	}
 	defer e.Close()
 	imgs := mixedImages(3, 2)
-	for i, m := range imgs {
-		r, err := e.Reserve(context.Background(), m.W, m.H, m.C, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(r.Image().Pix, m.Pix)
-		r.Commit()
-	}
+	commitAll(t, e, imgs)
 	select {
 	case call := <-early:
 		t.Errorf("%s reached the device while a stream was still warming up", call)
