@@ -54,6 +54,10 @@ func TestKernelConstants(t *testing.T) {
 		"PNG_REC_BYTES":   kPngRecBytes,
 		"PNG_STAGE_BYTES": kPngStageBytes,
 		"RESIZE_LANCZOS":  kResizeLanczos,
+		"RESIZE_TILE_X":   kResizeTileX,
+		"RESIZE_TILE_Y":   kResizeTileY,
+		"RESIZE_RECORD":   kResizeRecord,
+		"CROP_RECORD":     kCropRecord,
 		"NAN_BITS":        kNaNBits,
 	}
 	defineRe := regexp.MustCompile(`(?m)^[ \t]*#[ \t]*define[ \t]+IMGPIPE_(\w+)[ \t]+(\S+)`)

@@ -7,11 +7,18 @@ import (
 	"github.com/imgpipe/imgpipe/stages"
 )
 
-// The geometry kernels (kernels/flip.cu, rotate.cu, crop.cu, resize.cu)
-// spend one thread per destination pixel (kernels/geometry.cuh): an image
-// takes ⌈pixels/256⌉ blocks, counted over the destination for crop and
-// resize, whose output size differs from the input's.
+// The geometry kernels (kernels/flip.cu, rotate.cu, crop.cu) spend one
+// thread per destination pixel (kernels/geometry.cuh): an image takes
+// ⌈pixels/256⌉ blocks, counted over the destination for crop, whose output
+// size differs from the input's.
 func pixelTiles(w, h, _ int64) (blocks, tilesX int64) { return ceilDiv(w*h, kThreads), 0 }
+
+// resizeTiles: kernels/resize.cu makes tiles of kResizeTileX destination
+// pixels by kResizeTileY rows, counted over the destination.
+func resizeTiles(w, h, _ int64) (blocks, tilesX int64) {
+	tilesX = ceilDiv(w, kResizeTileX)
+	return tilesX * ceilDiv(h, kResizeTileY), tilesX
+}
 
 // pixelPass is the single pass of a geometry kernel.
 func pixelPass(kernel string, byDst bool) []pass {
@@ -88,7 +95,7 @@ func init() {
 	// resize's record (struct ResizeGeom of resize.cu): per axis the scaled
 	// size, offset and output size of stages.ResizeSpec.Axes.
 	register("resize", &launcher{
-		passes: pixelPass("imgpipe_resize", true),
+		passes: []pass{{kernel: "imgpipe_resize", src: roleSrc, dst: roleDst, tiles: resizeTiles, byDst: true}},
 		check: func(args any) error {
 			s, err := argsAs[stages.ResizeSpec](args)
 			if err == nil {
@@ -109,12 +116,15 @@ func init() {
 	})
 }
 
-// Record sizes and the Lanczos table length, mirrored from the kernels'
-// structs (TestGeometryConstants reads them from the sources).
+// Record sizes, the Lanczos table length and resize's tile, mirrored from
+// the kernels' macros (TestKernelConstants reads them from the sources; the
+// kernels assert the records' sizes).
 const (
-	kCropRecord    = 16  // sizeof(CropRect)
-	kResizeRecord  = 32  // sizeof(ResizeGeom)
+	kCropRecord    = 16  // IMGPIPE_CROP_RECORD
+	kResizeRecord  = 32  // IMGPIPE_RESIZE_RECORD
 	kResizeLanczos = 769 // IMGPIPE_RESIZE_LANCZOS
+	kResizeTileX   = 64  // IMGPIPE_RESIZE_TILE_X
+	kResizeTileY   = 16  // IMGPIPE_RESIZE_TILE_Y
 )
 
 // resizeFilters are the filter codes of ResizeArgs.filter in resize.cu.

@@ -84,6 +84,12 @@ func BenchmarkGPUKernels(b *testing.B) {
 		{"blur32-gray", opOf("blur sigma=32"), false, 6 * P},
 		{"boxblur1-gray", opOf("boxblur radius=1"), false, 6 * P},
 		{"boxblur15-gray", opOf("boxblur radius=15"), false, 6 * P},
+		// resize: 256×144 thumbnails (the output is 2% of the input), half
+		// size, and twice the size.
+		{"thumb-lanczos3-rgb", opOf("resize width=256 height=256 fit=inside filter=lanczos3"), true, 3 * P},
+		{"thumb-area-rgb", opOf("resize width=256 height=256 fit=inside filter=area"), true, 3 * P},
+		{"half-linear-rgb", opOf("resize width=960 filter=linear"), true, 3 * P * 5 / 4},
+		{"double-lanczos3-gray", opOf("resize width=3840 filter=lanczos3"), false, 5 * P},
 	}
 	var (
 		k          *Kernels
@@ -196,7 +202,7 @@ func BenchmarkGPUKernels(b *testing.B) {
 				b.ReportMetric(ms*1e3, "us/batch")
 				b.ReportMetric(gbps, "GB/s")
 				b.ReportMetric(100*gbps/copyGBps, "%copy")
-				b.Logf("%-15s %9.1f us %8.0f GB/s %6.1f%% of the copy's %.0f GB/s", c.name, ms*1e3, gbps, 100*gbps/copyGBps, copyGBps)
+				b.Logf("%-20s %9.1f us %8.0f GB/s %6.1f%% of the copy's %.0f GB/s", c.name, ms*1e3, gbps, 100*gbps/copyGBps, copyGBps)
 				return nil
 			})
 			if err != nil {

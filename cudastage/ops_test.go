@@ -237,7 +237,9 @@ var tilings = map[string]tiling{
 	"imgpipe_flip":   {work: pixelTiling},
 	"imgpipe_rotate": {work: pixelTiling},
 	"imgpipe_crop":   {work: pixelTiling},
-	"imgpipe_resize": {work: pixelTiling},
+	"imgpipe_resize": {work: func(e entry, tile int, mark func(x, y int)) {
+		rect(e, tile, kResizeTileX, kResizeTileY, int(e.w), mark)
+	}},
 }
 
 // pngTiling: block tile of an image's filtered stream, rows of 1 + w·c bytes.

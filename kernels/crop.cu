@@ -3,10 +3,13 @@
 // launch table. See geometry.cuh for the tiling (over the destination).
 #include "geometry.cuh"
 
+#define IMGPIPE_CROP_RECORD 16 // sizeof(CropRect)
+
 // CropRect mirrors cudastage's crop record: origin and size in the source.
 struct CropRect {
     int x0, y0, w, h;
 };
+static_assert(sizeof(CropRect) == IMGPIPE_CROP_RECORD, "CropRect must match cudastage's record");
 
 extern "C" __global__ void __launch_bounds__(IMGPIPE_THREADS)
 imgpipe_crop(const Img* __restrict__ tab, int n, const u8* __restrict__ src, u8* __restrict__ dst)
