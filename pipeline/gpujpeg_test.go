@@ -26,8 +26,10 @@ func (noJPEGStart) NewJPEGEncoder() (sched.ImageEncoder, error) {
 // TestGPURunJPEGEncoder checks the wiring of save format=jpeg on a GPU run with the fake
 // device's encoder hook: the device encodes (report "nvjpeg", the save's quality, the
 // hook's bytes) when it has an encoder; the CPU encoder ("jpeg") when it has none, when
-// the save is not JPEG, for an image too large for a slot, and when the encoder cannot be
-// made (one notice); an encoding error fails only its input; every encoder made is closed.
+// the save is not JPEG, for an image too large for a slot or smaller than
+// deviceJPEGMinPixels (then no device encoder is made at all), and when the encoder cannot
+// be made (one notice); an encoding error fails only its input; every encoder made is
+// closed.
 func TestGPURunJPEGEncoder(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
 	inputs := []Input{
@@ -49,25 +51,34 @@ func TestGPURunJPEGEncoder(t *testing.T) {
 		return fakeFile(m, q), nil
 	}
 	for _, c := range []struct {
-		name    string
-		spec    string
-		hook    func(*stages.Image, int) ([]byte, error)
-		wrap    bool
-		want    map[string]string // input → encoder ("" for a failed input)
-		notice  string
-		devEncs int // encodes on the device
+		name      string
+		spec      string
+		hook      func(*stages.Image, int) ([]byte, error)
+		wrap      bool
+		minPixels int               // deviceJPEGMinPixels; 0 keeps the default, which all these images are under
+		want      map[string]string // input → encoder ("" for a failed input)
+		notice    string
+		devEncs   int // encodes on the device
 	}{
-		{"nvjpeg", "decode backend=go | transpose | save format=jpeg quality=80", hook, false,
+		{"nvjpeg", "decode backend=go | transpose | save format=jpeg quality=80", hook, false, 1,
 			map[string]string{"a.rgb": "nvjpeg", "b.rgb": "", "big.rgb": "jpeg", "c.gray": "nvjpeg"}, "", 3},
-		{"no device encoder", "decode backend=go | transpose | save format=jpeg quality=80", nil, false,
+		{"small on the CPU", "decode backend=go | transpose | save format=jpeg quality=80", hook, false, 0,
 			map[string]string{"a.rgb": "jpeg", "b.rgb": "jpeg", "big.rgb": "jpeg", "c.gray": "jpeg"}, "", 0},
-		{"png", "decode backend=go | transpose | save format=png", hook, false,
+		{"at the limit", "decode backend=go | transpose | save format=jpeg quality=80", hook, false, 7 * 10,
+			map[string]string{"a.rgb": "nvjpeg", "b.rgb": "jpeg", "big.rgb": "jpeg", "c.gray": "jpeg"}, "", 1},
+		{"no device encoder", "decode backend=go | transpose | save format=jpeg quality=80", nil, false, 1,
+			map[string]string{"a.rgb": "jpeg", "b.rgb": "jpeg", "big.rgb": "jpeg", "c.gray": "jpeg"}, "", 0},
+		{"png", "decode backend=go | transpose | save format=png", hook, false, 1,
 			map[string]string{"a.rgb": "png-fast", "b.rgb": "png-fast", "big.rgb": "png-fast", "c.gray": "png-fast"}, "", 0},
-		{"encoder cannot start", "decode backend=go | transpose | save format=jpeg quality=80", hook, true,
+		{"encoder cannot start", "decode backend=go | transpose | save format=jpeg quality=80", hook, true, 1,
 			map[string]string{"a.rgb": "jpeg", "b.rgb": "jpeg", "big.rgb": "jpeg", "c.gray": "jpeg"}, "JPEG outputs are encoded on the CPU: nvjpegEncoderStateCreate: out of memory", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			qualities = nil
+			if c.minPixels > 0 {
+				defer func(v int) { deviceJPEGMinPixels = v }(deviceJPEGMinPixels)
+				deviceJPEGMinPixels = c.minPixels
+			}
 			fake := fakeGPU(t, schedtest.FakeConfig{JPEGEncode: c.hook})
 			var dev sched.Device = fake
 			if c.wrap {
@@ -118,6 +129,9 @@ func TestGPURunJPEGEncoder(t *testing.T) {
 			calls := fake.Calls()
 			if calls["JPEG encode"] != c.devEncs || calls["JPEG encoder new"] != calls["JPEG encoder close"] || calls["JPEG encoder new"] > 2 {
 				t.Errorf("device JPEG calls %v: want %d encodes, at most one encoder per save worker, each closed", calls, c.devEncs)
+			}
+			if c.devEncs == 0 && !c.wrap && calls["JPEG encoder new"] != 0 {
+				t.Errorf("device JPEG calls %v: an encoder was made for no device encode", calls)
 			}
 			got := strings.Join(notices, "\n")
 			if c.notice == "" && strings.Contains(got, "JPEG outputs") || c.notice != "" && strings.Count(got, c.notice) != 1 {

@@ -434,7 +434,7 @@ func (b *gpuBackend) saveWorker(track string, jpeg sched.JPEGEncoder) {
 			sr.Release()
 			it.dropped = true
 		} else {
-			r.saveResult(it, sr, track, jw.encoder())
+			r.saveResult(it, sr, track, jw.encoder(sr.Image))
 			if it.res.Status == StatusFailed && r.opt.StopOnError {
 				r.fail(it)
 			}
