@@ -299,3 +299,33 @@ func BenchmarkOutputWrites(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkResize covers the thumbnail job's two shapes of work (a 1/8-scaled
+// decode, and a full-size 1080p frame, to 256 pixels wide) and a halving; MP/s
+// counts input pixels.
+func BenchmarkResize(b *testing.B) {
+	cases := []struct {
+		name         string
+		w, h, ow, oh int
+		c            int
+		f            Filter
+	}{
+		{"thumb-from-eighth-lanczos3", 316, 210, 256, 170, 3, FilterLanczos3},
+		{"thumb-lanczos3", benchW, benchH, 256, 144, 3, FilterLanczos3},
+		{"thumb-lanczos3-gray", benchW, benchH, 256, 144, 1, FilterLanczos3},
+		{"thumb-area", benchW, benchH, 256, 144, 3, FilterArea},
+		{"half-linear", benchW, benchH, benchW / 2, benchH / 2, 3, FilterLinear},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			src := randImage(rand.New(rand.NewSource(42)), tc.w, tc.h, tc.c, 0)
+			spec := ResizeSpec{Width: tc.ow, Height: tc.oh, Fit: FitExact, Filter: tc.f}
+			dst := NewImage(tc.ow, tc.oh, tc.c)
+			b.SetBytes(int64(src.Len()))
+			for b.Loop() {
+				Resize(dst, src, spec)
+			}
+			reportMPs(b, tc.w*tc.h)
+		})
+	}
+}

@@ -315,24 +315,42 @@ func Resize(dst, src *Image, spec ResizeSpec) {
 	}
 	acc := make([]int64, n)
 	for i := range ay.Out {
-		clear(acc)
-		f, k0 := int(wy.First[i]), int(wy.Start[i])
-		for k := range int(wy.Count[i]) {
-			wt := int64(wy.Taps[k0+k])
-			row := s.h16[(f+k-y0)*n:][:n]
-			for x, v := range row {
-				acc[x] += wt * int64(v)
-			}
+		f, k0, cnt := int(wy.First[i]), int(wy.Start[i]), int(wy.Count[i])
+		resizeColumns(dst.Row(i)[:n], s.h16[(f-y0)*n:][:cnt*n], wy.Taps[k0:k0+cnt], n, acc)
+	}
+}
+
+// resizeColumns is the vertical pass of one output row: out[x] from the
+// len(taps) rows of h16 (each n long) that its window covers. Two rows are
+// added per pass over acc, which halves its loads and stores; the sums are
+// exact integers, so their order does not change the result.
+func resizeColumns(out []uint8, rows []uint16, taps []int32, n int, acc []int64) {
+	clear(acc)
+	k := 0
+	for ; k+1 < len(taps); k += 2 {
+		w0, w1 := int64(taps[k]), int64(taps[k+1])
+		r0, r1 := rows[k*n:][:len(acc)], rows[(k+1)*n:][:len(acc)]
+		for x := range acc {
+			acc[x] += w0*int64(r0[x]) + w1*int64(r1[x])
 		}
-		out := dst.Row(i)
-		for x, v := range acc {
-			out[x] = uint8(min(max((v+1<<21)>>22, 0), 255))
+	}
+	if k < len(taps) {
+		w0, r0 := int64(taps[k]), rows[k*n:][:len(acc)]
+		for x := range acc {
+			acc[x] += w0 * int64(r0[x])
 		}
+	}
+	for x, v := range acc {
+		out[x] = uint8(min(max((v+1<<21)>>22, 0), 255))
 	}
 }
 
 // resizeRow is the horizontal pass of one source row into h16.
 func resizeRow(out []uint16, in []byte, w *AxisWeights, c int) {
+	if c == 3 {
+		resizeRow3(out, in, w)
+		return
+	}
 	for i := range w.First {
 		f, k0, cnt := int(w.First[i])*c, int(w.Start[i]), int(w.Count[i])
 		taps := w.Taps[k0 : k0+cnt]
@@ -342,7 +360,28 @@ func resizeRow(out []uint16, in []byte, w *AxisWeights, c int) {
 			for k, t := range taps {
 				h += t * int32(p[k*c])
 			}
-			out[i*c+ch] = uint16((min(max(h, 0), resizeHMax) + 32) >> 6)
+			out[i*c+ch] = h16(h)
 		}
 	}
 }
+
+// resizeRow3 is resizeRow for RGB: the three channels share each tap.
+func resizeRow3(out []uint16, in []byte, w *AxisWeights) {
+	for i := range w.First {
+		k0, cnt := int(w.Start[i]), int(w.Count[i])
+		p := in[3*int(w.First[i]):][:3*cnt]
+		var r, g, b int32
+		for _, t := range w.Taps[k0 : k0+cnt] {
+			q := p[:3:3]
+			r += t * int32(q[0])
+			g += t * int32(q[1])
+			b += t * int32(q[2])
+			p = p[3:]
+		}
+		o := out[3*i:][:3:3]
+		o[0], o[1], o[2] = h16(r), h16(g), h16(b)
+	}
+}
+
+// h16 is a horizontal sum clamped to [0, resizeHMax] and stored in 16 bits.
+func h16(h int32) uint16 { return uint16((min(max(h, 0), resizeHMax) + 32) >> 6) }
