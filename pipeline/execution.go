@@ -134,43 +134,30 @@ func hostInFor(slotBytes int) int {
 	return max(sched.Align, slotBytes/fileHostShare&^(sched.Align-1))
 }
 
-// slotBytesFor is the largest slot capacity whose slots fit in budget bytes of page-locked
-// memory: each slot holds an input region (hostInFor of it when files go to the device),
-// an output region (hostOutFor) when an op makes an image, histograms, reduction values
-// and launch tables (as sched.Executor allocates them).
+// slotBytesFor is the largest slot capacity whose slots, with the page-locked buffers
+// that withHostBuffers gives them, fit in budget bytes of page-locked memory
+// (sched.HostBytes, the executor's own count).
 func slotBytesFor(dev sched.Device, cfg sched.Config, budget int64, files bool) (int, error) {
-	fixed, hist, values := int64(0), int64(0), int64(0)
-	for _, op := range cfg.Ops {
-		switch {
-		case op.Hist:
-			hist = int64(cfg.Batch) * sched.HistBytes // one buffer, however many histograms
-		case op.Reduce != nil:
-			values += int64(cfg.Batch) * sched.ElemBytes
-		}
-		fixed += alignTo(int64(dev.TableBytes(op, cfg.Batch)), sched.Align)
-		if op.Encode != nil {
-			fixed += alignTo(int64(4*cfg.Batch), sched.Align) // the files' lengths
-		}
-	}
-	fixed += hist + alignTo(values, sched.Align)
-	image := sched.OutputBytes(cfg.Ops, hostOutRefs[0]) > 0
-	slotHost := func(per int) int64 {
-		n := int64(per)
-		if files {
-			n = int64(hostInFor(per))
-		}
-		if image {
-			n += int64(hostOutFor(cfg.Ops, per))
-		}
-		return n + fixed
-	}
-	// slotHost grows with per: the largest per, in steps of Align, whose slot fits.
-	room := budget / int64(cfg.Slots)
-	per := sort.Search(sched.MaxSlotBytes/sched.Align, func(k int) bool { return slotHost((k+1)*sched.Align) > room }) * sched.Align
+	// The memory grows with the capacity: the largest capacity, in steps of Align, that fits.
+	per := sort.Search(sched.MaxSlotBytes/sched.Align, func(k int) bool {
+		cfg.SlotBytes = (k + 1) * sched.Align
+		return sched.HostBytes(dev, withHostBuffers(cfg, files)) > budget
+	}) * sched.Align
 	if per < sched.Align {
 		return 0, fmt.Errorf("run: a page-locked budget of %d MiB is too small for %d slots of batch %d", budget>>20, cfg.Slots, cfg.Batch)
 	}
 	return per, nil
+}
+
+// withHostBuffers returns cfg with the page-locked input and output of its SlotBytes:
+// when files go to the device, only their bytes cross the link and the input holds
+// them (hostInFor); the output is sized for the segment (hostOutFor).
+func withHostBuffers(cfg sched.Config, files bool) sched.Config {
+	if files {
+		cfg.HostInBytes = hostInFor(cfg.SlotBytes)
+	}
+	cfg.HostOutBytes = hostOutFor(cfg.Ops, cfg.SlotBytes)
+	return cfg
 }
 
 func alignTo(n, a int64) int64 { return (n + a - 1) / a * a }

@@ -171,11 +171,7 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 		}
 	}
 	cfg.SlotBytes = cmp.Or(cfg.SlotBytes, DefaultSlotBytes(cfg.Batch))
-	if files {
-		// Files cross the link, not pixels: the page-locked input holds their bytes.
-		cfg.HostInBytes = hostInFor(cfg.SlotBytes)
-	}
-	cfg.HostOutBytes = hostOutFor(cfg.Ops, cfg.SlotBytes)
+	cfg = withHostBuffers(cfg, files)
 	// Files go to the device: warm its decoder up while the first files are read.
 	cfg.WarmDecoder = files && !lazy
 	g.cfg = cfg

@@ -569,10 +569,7 @@ func TestSlotBytesForBudget(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if files {
-					cfg.HostInBytes = hostInFor(cfg.SlotBytes)
-				}
-				cfg.HostOutBytes = hostOutFor(cfg.Ops, cfg.SlotBytes)
+				cfg = withHostBuffers(cfg, files)
 				slot[files] = cfg.SlotBytes
 				cfg.MaxHostBytes = budget
 				e, err := sched.New(context.Background(), dev, cfg)

@@ -280,10 +280,7 @@ func New(ctx context.Context, dev Device, cfg Config) (*Executor, error) {
 	for _, op := range cfg.Ops {
 		e.stats.Ops = append(e.stats.Ops, OpTime{Op: op.String()})
 	}
-	for _, op := range cfg.Ops {
-		e.tabOff = append(e.tabOff, e.tabBytes)
-		e.tabBytes += alignUp(dev.TableBytes(op, cfg.Batch))
-	}
+	e.tabOff, e.tabBytes = tableLayout(dev, cfg)
 	host, devBytes := e.memory()
 	e.stats.HostBytes, e.stats.DeviceBytes = host, devBytes
 	maxHost, maxDev := e.limits()

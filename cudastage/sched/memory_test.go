@@ -166,3 +166,34 @@ func TestSharedDevicePoolReleasesItsCache(t *testing.T) {
 		t.Errorf("left after closing the allocator: %+v", live)
 	}
 }
+
+// HostBytes, asked before an executor starts, is the page-locked memory it
+// then takes, for every kind of slot buffer: images, histograms, reductions,
+// launch tables, encoded files, and page-locked inputs and outputs of their
+// own sizes.
+func TestHostBytesIsWhatNewTakes(t *testing.T) {
+	png := PNGOp(PNGBound)
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"pixels", Config{Ops: []Op{GrayscaleOp(), TransposeOp(), HistogramOp()}, Slots: 3, Batch: 4, SlotBytes: 20000}},
+		{"blur tables", Config{Ops: []Op{MustBlurOp(t, 2), MustBoxBlurOp(t, 3)}, Slots: 4, Batch: 7, SlotBytes: 1 << 20}},
+		{"histogram only", Config{Ops: []Op{HistogramOp()}, Slots: 2, Batch: 16, SlotBytes: 300000}},
+		{"encode", Config{Ops: []Op{GrayscaleOp(), png}, Slots: 3, Batch: 5, SlotBytes: 1 << 20, HostOutBytes: 64 << 10}},
+		{"files in", Config{Ops: []Op{TransposeOp()}, Slots: 2, Batch: 8, SlotBytes: 1 << 20, HostInBytes: 128 << 10}},
+		{"reductions", Config{Ops: []Op{sumOp, firstOp}, Slots: 2, Batch: 9, SlotBytes: 40000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dev := schedtest.NewFake(schedtest.FakeConfig{})
+			cfg := tt.cfg
+			cfg.Streams, cfg.Linger = 2, time.Millisecond
+			want := HostBytes(dev, cfg)
+			e := startExec(t, context.Background(), dev, cfg)
+			if got := e.Stats().HostBytes; got != want || got <= 0 {
+				t.Errorf("HostBytes = %d, the executor took %d", want, got)
+			}
+		})
+	}
+}

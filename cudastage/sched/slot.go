@@ -144,26 +144,51 @@ type bufSize struct{ host, dev int }
 // slot.rawUsed). The page-locked output holds the batch's outputs
 // (Config.HostOutBytes), the second device buffer those of every op.
 // Every other buffer has the same size on both sides.
-func (e *Executor) slotBufs() []bufSize {
-	c := e.cfg
+func (e *Executor) slotBufs() []bufSize { return slotBufs(e.cfg, e.chain, e.tabBytes) }
+
+// slotBufs is Executor.slotBufs for a segment c laid out as ch, with tabBytes
+// of launch tables (tableLayout).
+func slotBufs(c Config, ch *chain, tabBytes int) []bufSize {
 	bufs := []bufSize{{c.hostIn(), c.SlotBytes}}
 	same := func(n int) { bufs = append(bufs, bufSize{n, n}) }
-	if e.chain.nImg > 0 {
+	if ch.nImg > 0 {
 		bufs = append(bufs, bufSize{c.hostOut(), c.SlotBytes})
 	}
-	if e.chain.hasHist {
+	if ch.hasHist {
 		same(c.Batch * HistBytes)
 	}
-	if e.chain.nValues > 0 {
-		same(alignUp(c.Batch * e.chain.nValues * ElemBytes))
+	if ch.nValues > 0 {
+		same(alignUp(c.Batch * ch.nValues * ElemBytes))
 	}
-	if e.tabBytes > 0 {
-		same(e.tabBytes)
+	if tabBytes > 0 {
+		same(tabBytes)
 	}
-	if e.chain.encode != nil {
+	if ch.encode != nil {
 		same(alignUp(4 * c.Batch))
 	}
 	return bufs
+}
+
+// tableLayout places each op's launch table in a slot's table region: its
+// offset, per op, and the region's size.
+func tableLayout(dev Device, c Config) (off []int, size int) {
+	for _, op := range c.Ops {
+		off = append(off, size)
+		size += alignUp(dev.TableBytes(op, c.Batch))
+	}
+	return off, size
+}
+
+// HostBytes is the page-locked memory that New(ctx, dev, c) takes for its
+// slots (Stats.HostBytes, what MaxHostBytes bounds), for sizing a
+// configuration to a budget before starting it. c is not checked.
+func HostBytes(dev Device, c Config) int64 {
+	_, tab := tableLayout(dev, c)
+	var n int64
+	for _, b := range slotBufs(c, newChain(c.Ops, c.SlotBytes, c.hostOut()), tab) {
+		n += int64(b.host)
+	}
+	return n * int64(c.Slots)
 }
 
 func (e *Executor) scratchBytes() int {
