@@ -1,8 +1,11 @@
 package pipeline
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -49,6 +52,24 @@ func (e *PosError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *PosError) Unwrap() error { return e.Err }
+
+// inOrder sorts errs by where they were written (line, then column) so that a user reads
+// them in the order of the text; equal positions keep their order, and errors without a
+// position go last.
+func inOrder(errs []error) {
+	key := func(e error) (int, int) {
+		var pe *PosError
+		if !errors.As(e, &pe) || pe.Pos.Line == 0 && pe.Pos.Col == 0 {
+			return math.MaxInt, 0
+		}
+		return pe.Pos.Line, pe.Pos.Col
+	}
+	slices.SortStableFunc(errs, func(a, b error) int {
+		la, ca := key(a)
+		lb, cb := key(b)
+		return cmp.Or(cmp.Compare(la, lb), cmp.Compare(ca, cb))
+	})
+}
 
 func errorAt(pos Pos, format string, args ...any) *PosError {
 	return &PosError{Pos: pos, Err: fmt.Errorf(format, args...)}

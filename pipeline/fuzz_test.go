@@ -29,6 +29,17 @@ func FuzzParseSpec(f *testing.F) {
 					t.Fatalf("column %d outside 1..%d: %v", pe.Pos.Col, cols, e)
 				}
 			}
+			// The one-pass check keeps every parse error and adds only the chain's.
+			_, all := CompileSpec(spec)
+			seen := map[string]bool{}
+			for _, e := range Errors(all) {
+				seen[e.Error()] = true
+			}
+			for _, e := range Errors(err) {
+				if !seen[e.Error()] {
+					t.Fatalf("CompileSpec lost %q: %v", e, all)
+				}
+			}
 			return
 		}
 		if len(steps) == 0 {

@@ -55,7 +55,8 @@ func Compile(steps []Step) (*Plan, error) { return Builtin.Compile(steps) }
 // implementation. The rules: a chain starts with a source stage (decode), ends with at
 // most one sink (save), holds pixel stages in between and at most one stage that attaches
 // a histogram; every parameter is valid for its stage. Every problem is reported, each with
-// the position of the stage at fault.
+// the position of the stage at fault. A step with Err (one that failed to parse) adds its
+// own problems and is checked for its place in the chain only.
 func (r *Registry) Compile(steps []Step) (*Plan, error) {
 	if len(steps) == 0 {
 		return nil, fmt.Errorf("empty chain: it must start with %s", r.kindNames(SourceKind))
@@ -67,62 +68,87 @@ func (r *Registry) Compile(steps []Step) (*Plan, error) {
 	fail := func(s Step, format string, args ...any) {
 		errs = append(errs, &PosError{Pos: s.Pos, Err: fmt.Errorf(format, args...)})
 	}
+	// bound reports a binding's error under the stage's name, once.
+	bound := func(s Step, err error) bool {
+		if err != nil {
+			fail(s, "%s", stageError(s.Def.Name, err))
+		}
+		return err == nil
+	}
 	plan := &Plan{Steps: make([]Step, len(steps))}
 	var hist *Step
 	arrays, reductions := isArrayChain(steps), map[string]bool{}
+	// Order is judged among the stages that have a name: an unknown one (already reported)
+	// may be the source the user meant, and a trailing '|' is not a stage after save.
+	first, last := -1, -1
 	for i, s := range steps {
+		if s.Def != nil {
+			last = i
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	for i, s := range steps {
+		errs = append(errs, Errors(s.Err)...)
 		if s.Def == nil {
-			errs = append(errs, fmt.Errorf("stage %d has no definition", i+1))
+			if s.Err == nil {
+				errs = append(errs, fmt.Errorf("stage %d has no definition", i+1))
+			}
 			continue
 		}
 		if d, ok := r.Lookup(s.Def.Name); !ok || d != s.Def {
 			fail(s, "stage %s is not in this registry", s.Def.Name)
 			continue
 		}
-		if s.Params.def == nil && s.Params.vals == nil {
-			s.Params = defaults(s.Def) // a hand-built Step{Def: d} means "all defaults"
-		}
-		if err := s.Params.check(s.Def); err != nil {
-			fail(s, "%v", err)
-			continue
+		parsed := s.Err == nil // only a parsed stage is bound
+		if parsed {
+			if s.Params.def == nil && s.Params.vals == nil {
+				s.Params = defaults(s.Def) // a hand-built Step{Def: d} means "all defaults"
+			}
+			if err := s.Params.check(s.Def); err != nil {
+				fail(s, "%v", err)
+				continue
+			}
 		}
 		plan.Steps[i] = s
+		if s.Def.Kind != SourceKind && i == 0 {
+			fail(s, "the chain must start with %s, not %s", r.kindNames(SourceKind), s.Def.Name)
+		}
 		switch s.Def.Kind {
 		case SourceKind:
-			if i != 0 {
+			if i != first {
 				fail(s, "%s must be the first stage, not stage %d", s.Def.Name, i+1)
+				continue
+			}
+			if !parsed {
 				continue
 			}
 			if arrays {
 				ld, err := s.Def.NewLoader(s.Params)
-				if err != nil {
-					fail(s, "%s: %v", s.Def.Name, err)
-					continue
+				if bound(s, err) {
+					plan.Load = ld
 				}
-				plan.Load = ld
 				continue
 			}
 			dec, err := s.Def.NewDecoder(s.Params)
-			if err != nil {
-				fail(s, "%s: %v", s.Def.Name, err)
-				continue
+			if bound(s, err) {
+				plan.Decode = dec
 			}
-			plan.Decode = dec
 		case ArrayKind:
-			if i == 0 {
-				fail(s, "the chain must start with %s, not %s", r.kindNames(SourceKind), s.Def.Name)
-				continue
-			}
-			if err := compileArrayStep(plan, s, arrays, reductions); err != nil {
-				fail(s, "%v", err)
-			}
-		case PixelKind:
-			if i == 0 {
-				fail(s, "the chain must start with %s, not %s", r.kindNames(SourceKind), s.Def.Name)
-			}
-			if arrays {
+			// A stage that failed is still checked for the data it takes (an array stage
+			// in an image chain), which needs no binding.
+			if i != 0 && (parsed || !arrays) {
 				if err := compileArrayStep(plan, s, arrays, reductions); err != nil {
 					fail(s, "%v", err)
+				}
+			}
+		case PixelKind:
+			if arrays {
+				if parsed || s.Def.ArrayGPU == nil {
+					if err := compileArrayStep(plan, s, arrays, reductions); err != nil {
+						fail(s, "%v", err)
+					}
 				}
 				continue
 			}
@@ -133,32 +159,32 @@ func (r *Registry) Compile(steps []Step) (*Plan, error) {
 				}
 				hist = &plan.Steps[i]
 			}
+			if !parsed {
+				continue
+			}
 			run, err := bindCPU(s)
-			if err != nil {
-				fail(s, "%s: %v", s.Def.Name, err)
+			if !bound(s, err) {
 				continue
 			}
 			ps := PixelStep{Step: s, Run: run}
 			if s.Def.GPU != nil {
 				op, err := bindOp(s, run)
-				if err != nil {
-					fail(s, "%s: %v", s.Def.Name, err)
+				if !bound(s, err) {
 					continue
 				}
 				ps.GPU = &op
 			}
 			plan.Pixels = append(plan.Pixels, ps)
 		case SinkKind:
-			if i == 0 {
-				fail(s, "the chain must start with %s, not %s", r.kindNames(SourceKind), s.Def.Name)
-			}
-			if i != len(steps)-1 {
+			if i != last {
 				fail(s, "%s must be the last stage", s.Def.Name)
 				continue
 			}
+			if !parsed {
+				continue
+			}
 			enc, err := s.Def.NewEncoder(s.Params)
-			if err != nil {
-				fail(s, "%s: %v", s.Def.Name, err)
+			if !bound(s, err) {
 				continue
 			}
 			if arrays && enc.EncodeArray == nil {
@@ -168,26 +194,45 @@ func (r *Registry) Compile(steps []Step) (*Plan, error) {
 			plan.Save = &SaveStep{Step: s, Encoder: enc}
 		}
 	}
-	if err := joinErrors(errs); err != nil {
-		return nil, err
+	if err := bindDecodeScale(plan, steps); err != nil {
+		errs = append(errs, err)
 	}
-	if err := bindDecodeScale(plan); err != nil {
+	inOrder(errs)
+	if err := joinErrors(errs); err != nil {
 		return nil, err
 	}
 	return plan, nil
 }
 
+// stageError is err from binding the stage called name, prefixed with that name unless its
+// message already starts with it ("resize: give width, height or both").
+func stageError(name string, err error) string {
+	if msg := err.Error(); strings.HasPrefix(msg, name) {
+		return msg
+	}
+	return name + ": " + err.Error()
+}
+
 // bindDecodeScale is THE coupling of decode scale=auto with the resize right after it: the
 // decoder's scale becomes stages.AutoDCTScale of that resize, per image. scale=auto with
 // no resize there is an error at decode's position: there is nothing to take a size from.
-func bindDecodeScale(plan *Plan) error {
+func bindDecodeScale(plan *Plan, steps []Step) error {
 	if plan.Decode == nil || !plan.Decode.AutoScale {
 		return nil
 	}
-	if len(plan.Pixels) == 0 || plan.Pixels[0].Def.Name != stageResize {
-		return errorAt(plan.Steps[0].Pos, "%s scale=%s needs a %s right after it", plan.Steps[0].Def.Name, scaleAuto, stageResize)
+	next := Step{}
+	if len(steps) > 1 {
+		next = steps[1]
 	}
-	spec := resizeSpec(plan.Pixels[0].Params)
+	switch {
+	case next.Def == nil && next.Err != nil:
+		return nil // an unknown stage, already reported: perhaps the resize
+	case next.Def == nil || next.Def.Name != stageResize:
+		return errorAt(steps[0].Pos, "%s scale=%s needs a %s right after it", steps[0].Def.Name, scaleAuto, stageResize)
+	case next.Err != nil:
+		return nil
+	}
+	spec := resizeSpec(next.Params)
 	plan.Decode.Scale = func(w, h int) int { return stages.AutoDCTScale(spec, w, h) }
 	return nil
 }

@@ -40,10 +40,37 @@ func TestCompile(t *testing.T) {
 			"col 17: save must be the last stage",
 			"col 36: a chain holds at most one histogram stage",
 		}},
+		// Values that only fail together are checked when binding, with the rest.
+		{spec: "decode | resize fit=inside | save", errs: []string{"col 10: resize: give width, height or both"}},
+		{spec: "decode | crop x=1 gravity=center", errs: []string{"col 10: crop: give either x, y or gravity=center, not both"}},
+		{spec: "decode scale=auto | blur | save", errs: []string{"col 1: decode scale=auto needs a resize right after it"}},
+		// A stage that fails to parse is reported with the chain's own problems in one
+		// pass, in the order of the text...
+		{spec: "blur sigma=0 | decode | resize | save format=x | grayscale", errs: []string{
+			"col 1: the chain must start with decode or load, not blur",
+			"col 12: blur: sigma=0 is out of range",
+			"col 16: decode must be the first stage, not stage 2",
+			"col 25: resize: give width, height or both",
+			"col 34: save must be the last stage",
+			"col 46: save: format=x: want one of",
+		}},
+		{spec: "load | grayscale x=1 | sum | sum", errs: []string{
+			"col 8: stage grayscale takes images, but load gives float32 arrays",
+			"col 18: grayscale has no parameter \"x\"",
+			"col 30: a chain holds sum at most once",
+		}},
+		// ...without echoes: an unknown stage may be the source or the resize meant, a
+		// trailing '|' is no stage after save, and a stage that failed is not bound.
+		{spec: "decod | blur | save", errs: []string{`col 1: unknown stage "decod" (did you mean "decode"?)`}},
+		{spec: "| decode | save", errs: []string{"col 1: empty stage before '|'"}},
+		{spec: "decode | save |", errs: []string{"col 16: nothing after the last '|'"}},
+		{spec: "decode scale=auto | resize width=-3 | save", errs: []string{"col 34: resize: width=-3 is out of range"}},
+		{spec: "decode scale=auto | resiz width=3 | save", errs: []string{`col 21: unknown stage "resiz"`}},
+		{spec: "decode | resize filter=cubic | save", errs: []string{"col 24: resize: filter=cubic: want one of"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
-			plan, err := Compile(mustSteps(t, tt.spec))
+			plan, err := CompileSpec(tt.spec)
 			if len(tt.errs) == 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -72,6 +99,9 @@ func TestCompile(t *testing.T) {
 	}
 	if _, err := Compile(nil); err == nil || !strings.Contains(err.Error(), "empty chain") {
 		t.Errorf("empty chain: %v", err)
+	}
+	if _, err := CompileSpec(" "); err == nil || !strings.Contains(err.Error(), "empty pipeline spec") {
+		t.Errorf("empty spec: %v", err)
 	}
 }
 

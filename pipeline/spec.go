@@ -14,12 +14,17 @@ const (
 	MaxSteps = 256
 )
 
-// Step is one stage of a chain with its parameters parsed and validated.
+// Step is one stage of a chain with its parameters parsed and validated, or, with Err set,
+// a stage that failed to parse.
 type Step struct {
 	Def    *StageDef
 	Params Params
 	// Pos is where the stage was written, for error messages.
 	Pos Pos
+	// Err holds the problems of a stage that failed to parse (its Def is nil when the
+	// name itself is unknown). Compile reports them and checks only the stage's place in
+	// the chain, so that one pass shows every problem of a chain.
+	Err error
 }
 
 // String writes the step the way a spec writes it: "blur sigma=1.5".
@@ -43,7 +48,10 @@ func FormatSpec(steps []Step) string {
 // ParseSpec parses a chain written as "decode | grayscale | blur sigma=1.5 | save format=png"
 // against the builtin stages. Stages are separated by '|'; parameters follow the stage
 // name as key=value, separated by spaces. Errors are *PosError values (inside an ErrorList
-// when there are several) giving the 1-based column; every problem is reported.
+// when there are several) giving the 1-based column; every problem is reported. On error
+// the steps are still returned, unless the spec holds no stage at all: each one that failed
+// has Err set, so that Compile(steps) reports the same problems together with the chain's
+// own (order, and values that only make sense together). CompileSpec does both.
 func ParseSpec(spec string) ([]Step, error) { return Builtin.ParseSpec(spec) }
 
 // ParseSpec is the package-level ParseSpec over r's stages.
@@ -65,28 +73,43 @@ func (r *Registry) ParseSpec(spec string) ([]Step, error) {
 			continue
 		}
 		toks := tokens(spec[start:i], start)
+		if len(steps) >= MaxSteps {
+			return nil, errorAt(Pos{Col: col(start)}, "more than %d stages", MaxSteps)
+		}
+		var st Step
 		switch {
 		case len(toks) == 0 && i == len(spec):
-			errs = append(errs, errorAt(Pos{Col: col(start)}, "nothing after the last '|'"))
+			st = failedStep(Pos{Col: col(start)}, "nothing after the last '|'")
 		case len(toks) == 0:
-			errs = append(errs, errorAt(Pos{Col: col(i)}, "empty stage before '|'"))
+			st = failedStep(Pos{Col: col(i)}, "empty stage before '|'")
 		default:
-			if len(steps)+len(errs) >= MaxSteps {
-				return nil, errorAt(Pos{Col: col(toks[0].off)}, "more than %d stages", MaxSteps)
-			}
-			st, err := r.parseStage(toks, col)
-			if err != nil {
-				errs = append(errs, err)
-			} else {
-				steps = append(steps, st)
-			}
+			st = r.parseStage(toks, col)
 		}
+		if st.Err != nil {
+			errs = append(errs, st.Err)
+		}
+		steps = append(steps, st)
 		start = i + 1
 	}
-	if err := joinErrors(errs); err != nil {
+	return steps, joinErrors(errs)
+}
+
+// CompileSpec parses a spec and compiles its chain, reporting every problem of both in one
+// pass; see ParseSpec and Compile.
+func CompileSpec(spec string) (*Plan, error) { return Builtin.CompileSpec(spec) }
+
+// CompileSpec is the package-level CompileSpec over r's stages.
+func (r *Registry) CompileSpec(spec string) (*Plan, error) {
+	steps, err := r.ParseSpec(spec)
+	if steps == nil {
 		return nil, err
 	}
-	return steps, nil
+	return r.Compile(steps) // it reports the failed steps' Err too
+}
+
+// failedStep is a step that holds only a problem at pos.
+func failedStep(pos Pos, format string, args ...any) Step {
+	return Step{Pos: pos, Err: errorAt(pos, format, args...)}
 }
 
 type token struct {
@@ -117,11 +140,12 @@ func tokens(s string, off int) []token {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // parseStage parses "name k=v k=v".
-func (r *Registry) parseStage(toks []token, col func(int) int) (Step, error) {
+func (r *Registry) parseStage(toks []token, col func(int) int) Step {
 	name := toks[0]
-	def, err := r.LookupAt(name.text, Pos{Col: col(name.off)})
+	at := Pos{Col: col(name.off)}
+	def, err := r.LookupAt(name.text, at)
 	if err != nil {
-		return Step{}, err
+		return Step{Pos: at, Err: err}
 	}
 	var errs []error
 	args := map[string]string{}
@@ -151,10 +175,7 @@ func (r *Registry) parseStage(toks []token, col func(int) int) (Step, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if err := joinErrors(errs); err != nil {
-		return Step{}, err
-	}
-	return Step{Def: def, Params: p, Pos: Pos{Col: col(name.off)}}, nil
+	return Step{Def: def, Params: p, Pos: at, Err: joinErrors(errs)}
 }
 
 // ParseParams parses parameter values written as text (in a spec, or as YAML scalars)

@@ -227,26 +227,27 @@ func TestInterruptNotice(t *testing.T) {
 func TestValidateModes(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
-	// Errors of every kind in one file: a key, a stage, a value, the order, and the input
-	// folder's path, all in one pass.
+	// Errors of every kind in one file, all in one pass: a key, a stage, a value, the
+	// order, values that fail only together, and the input folder's path.
 	write(t, dir, "bad.yaml", []byte(`input: {dir: `+filepath.Join(dir, "nope")+`}
 pipeline:
   - decode
   - blurr
   - save: {format: gif}
   - grayscale
+  - resize: {fit: inside}
 output: {dir: out, reprot: x}
 `))
-	// The chain's order is checked when its stages and values are valid (else its errors
-	// would only echo theirs): a second file, validated in the same call.
+	// The chain as a spec string: a second file, validated in the same call.
 	order := filepath.Join(dir, "order.yaml")
 	write(t, dir, "order.yaml", []byte(`input: {dir: `+filepath.Join(dir, "gone")+`}
-pipeline: decode | save | grayscale
+pipeline: decode | save format=gif | grayscale
 output: {dir: out, reprot: x}
 `))
 	code, _, stderr := cli(t, "validate", bad, order)
-	for _, want := range []string{`bad.yaml:4:5: unknown stage "blurr"`, "bad.yaml:5:20: save: format=gif", `bad.yaml:7:20: output: unknown key "reprot"`, "bad.yaml:1:14: input folder: stat",
-		"order.yaml:2:20: save must be the last stage", `order.yaml:3:20: output: unknown key "reprot"`, "order.yaml:1:14: input folder: stat"} {
+	for _, want := range []string{`bad.yaml:4:5: unknown stage "blurr"`, "bad.yaml:5:5: save must be the last stage", "bad.yaml:5:20: save: format=gif",
+		"bad.yaml:7:5: resize: give width, height or both", `bad.yaml:8:20: output: unknown key "reprot"`, "bad.yaml:1:14: input folder: stat",
+		"order.yaml:2:20: save must be the last stage", "order.yaml:2:32: save: format=gif", `order.yaml:3:20: output: unknown key "reprot"`, "order.yaml:1:14: input folder: stat"} {
 		if code != exitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("validate: exit %d, stderr lacks %q:\n%s", code, want, stderr)
 		}
@@ -259,8 +260,9 @@ output: {dir: out, reprot: x}
 	if code != exitOK || stdout != "ok: decode | blur sigma=2 | save format=npy\n" {
 		t.Errorf("validate -p: exit %d %q", code, stdout)
 	}
-	code, _, stderr = cli(t, "validate", "-p", "decode | blurr | save format=gif")
-	if code != exitUsage || !strings.Contains(stderr, "^ col 10: unknown stage") || !strings.Contains(stderr, "format=gif") {
+	code, _, stderr = cli(t, "validate", "-p", "decode | blurr | save format=gif | resize")
+	if code != exitUsage || !strings.Contains(stderr, "^ col 10: unknown stage") || !strings.Contains(stderr, "format=gif") ||
+		!strings.Contains(stderr, "^ col 18: save must be the last stage") || !strings.Contains(stderr, "^ col 36: resize: give width") {
 		t.Errorf("validate -p bad: exit %d\n%s", code, stderr)
 	}
 	if code, _, _ = cli(t, "validate"); code != exitUsage {

@@ -218,11 +218,7 @@ func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool
 	if j == nil {
 		return nil // idle before the job came
 	}
-	steps, err := pipeline.ParseSpec(j.Pipeline)
-	if err != nil {
-		return fatalError("job %s: its chain: %v", j.Name, err)
-	}
-	plan, err := pipeline.Compile(steps)
+	plan, err := pipeline.CompileSpec(j.Pipeline)
 	if err != nil {
 		return fatalError("job %s: its chain: %v", j.Name, err)
 	}

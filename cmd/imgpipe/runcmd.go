@@ -82,12 +82,12 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 		}
 	}
 	if cmd.Flags().Changed("pipeline") {
-		steps, err := pipeline.ParseSpec(f.spec)
+		plan, err := pipeline.CompileSpec(f.spec)
 		if err != nil {
 			printSpecErrors(stderr, f.spec, err)
 			return nil, nil, nil, reported{code: exitUsage}
 		}
-		job.Steps = steps
+		job.Steps = plan.Steps
 	}
 	errs := setFlags(cmd, &job.Exec)
 	if err := job.Complete(); err != nil {

@@ -47,15 +47,12 @@ func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 
 // validateSpec checks a spec as `run -p` does: every error, each under a caret at its column.
 func validateSpec(spec string, stdout, stderr io.Writer) error {
-	steps, err := pipeline.ParseSpec(spec)
-	if err == nil {
-		_, err = pipeline.Compile(steps)
-	}
+	plan, err := pipeline.CompileSpec(spec)
 	if err != nil {
 		printSpecErrors(stderr, spec, err)
 		return reported{code: exitUsage}
 	}
-	fmt.Fprintf(stdout, "ok: %s\n", pipeline.FormatSpec(steps))
+	fmt.Fprintf(stdout, "ok: %s\n", plan)
 	return nil
 }
 

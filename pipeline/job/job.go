@@ -325,7 +325,6 @@ func gpuList(n *yaml.Node) *yaml.Node {
 func (l *jobLoader) pipeline(n *yaml.Node) {
 	n = resolve(n)
 	var steps []pipeline.Step
-	before := len(l.errs)
 	switch {
 	case n.Kind == yaml.ScalarNode && n.Tag != "!!null":
 		steps = l.specScalar(n, false)
@@ -339,15 +338,14 @@ func (l *jobLoader) pipeline(n *yaml.Node) {
 			return
 		}
 		for _, item := range n.Content {
-			steps = append(steps, l.item(resolve(item))...)
+			steps = append(steps, l.item(resolve(item)))
 		}
 	default:
 		l.errorf(n, "pipeline: want a list of stages or a spec string, got %s", describe(n))
 		return
 	}
-	if len(l.errs) > before {
-		return // the planner's structural errors would only echo these
-	}
+	// Compile reports the stages that failed to parse (their Err) with the chain's own
+	// problems, so one pass shows them all.
 	if _, err := l.reg.Compile(steps); err != nil {
 		for _, e := range pipeline.Errors(err) {
 			l.errs = append(l.errs, l.inFile(e))
@@ -369,11 +367,22 @@ func (l *jobLoader) inFile(e error) error {
 	return e
 }
 
+// failed returns a step that holds the problems recorded since before (taking them out of
+// l.errs): Compile reports them and checks only the stage's place in the chain. def is nil
+// when the stage is not known.
+func (l *jobLoader) failed(before int, def *pipeline.StageDef, pos pipeline.Pos) pipeline.Step {
+	err := join(l.errs[before:])
+	l.errs = l.errs[:before]
+	return pipeline.Step{Def: def, Pos: pos, Err: err}
+}
+
 // item parses one pipeline list item.
-func (l *jobLoader) item(n *yaml.Node) []pipeline.Step {
+func (l *jobLoader) item(n *yaml.Node) pipeline.Step {
+	before := len(l.errs)
 	switch {
 	case n.Kind == yaml.ScalarNode && n.Tag != "!!null":
-		return l.specScalar(n, true)
+		steps := l.specScalar(n, true)
+		return steps[0]
 	case n.Kind == yaml.MappingNode:
 		if len(n.Content) != 2 {
 			var keys []string
@@ -381,17 +390,17 @@ func (l *jobLoader) item(n *yaml.Node) []pipeline.Step {
 				keys = append(keys, n.Content[i].Value)
 			}
 			l.errorf(n, "pipeline item: one stage per item, found keys %s (write parameters as `- blur: {sigma: 1.5}`, or indent them under the stage)", strings.Join(keys, ", "))
-			return nil
+			return l.failed(before, nil, l.pos(n))
 		}
 		k, v := resolve(n.Content[0]), resolve(n.Content[1])
 		if k.Kind != yaml.ScalarNode {
 			l.errorf(k, "pipeline item: want a stage name, got %s", describe(k))
-			return nil
+			return l.failed(before, nil, l.pos(k))
 		}
 		def, err := l.reg.LookupAt(k.Value, l.pos(k))
 		if err != nil {
 			l.errs = append(l.errs, l.inFile(err))
-			return nil
+			return l.failed(before, nil, l.pos(k))
 		}
 		args := map[string]string{}
 		argPos := map[string]pipeline.Pos{}
@@ -402,7 +411,7 @@ func (l *jobLoader) item(n *yaml.Node) []pipeline.Step {
 			}
 			if len(names) == 0 {
 				l.errorf(v, "%s takes no parameters", def.Name)
-				return nil
+				return l.failed(before, def, l.pos(k))
 			}
 			l.mapping(def.Name, v, names, func(key string, _, pv *yaml.Node) {
 				if s, ok := l.scalar(def.Name+"."+key, pv); ok {
@@ -412,20 +421,21 @@ func (l *jobLoader) item(n *yaml.Node) []pipeline.Step {
 			})
 		}
 		p, err := pipeline.ParseParams(def, args, argPos)
-		if err != nil {
-			for _, e := range pipeline.Errors(err) {
-				l.errs = append(l.errs, l.inFile(e))
-			}
-			return nil
+		for _, e := range pipeline.Errors(err) {
+			l.errs = append(l.errs, l.inFile(e))
 		}
-		return []pipeline.Step{{Def: def, Params: p, Pos: l.pos(k)}}
+		if len(l.errs) > before {
+			return l.failed(before, def, l.pos(k))
+		}
+		return pipeline.Step{Def: def, Params: p, Pos: l.pos(k)}
 	}
 	l.errorf(n, "pipeline item: want a stage name or `name: {params}`, got %s", describe(n))
-	return nil
+	return l.failed(before, nil, l.pos(n))
 }
 
 // specScalar parses a scalar as a spec, placing errors at their line:col in the file. With
-// one set, the scalar must hold exactly one stage.
+// one set, the scalar must hold exactly one stage. It returns at least one step; problems
+// are in the steps' Err.
 func (l *jobLoader) specScalar(n *yaml.Node, one bool) []pipeline.Step {
 	// Columns inside the scalar map to the file only for one-line scalars; quotes shift by one.
 	shift := n.Column - 1
@@ -439,24 +449,32 @@ func (l *jobLoader) specScalar(n *yaml.Node, one bool) []pipeline.Step {
 		}
 		return l.pos(n)
 	}
-	steps, err := l.reg.ParseSpec(n.Value)
-	if err != nil {
+	inScalar := func(err error) error {
+		var out []error
 		for _, e := range pipeline.Errors(err) {
 			var pe *pipeline.PosError
 			if errors.As(e, &pe) {
-				l.errs = append(l.errs, &pipeline.PosError{Pos: place(pe.Pos), Err: pe.Err})
-			} else {
-				l.errs = append(l.errs, l.inFile(e))
+				e = &pipeline.PosError{Pos: place(pe.Pos), Err: pe.Err}
 			}
+			out = append(out, l.inFile(e))
 		}
-		return nil
+		return join(out)
 	}
-	if one && len(steps) != 1 {
-		l.errorf(n, "pipeline item: one stage per item, found %d (make each stage its own item)", len(steps))
-		return nil
+	steps, err := l.reg.ParseSpec(n.Value)
+	if len(steps) == 0 {
+		return []pipeline.Step{{Pos: l.pos(n), Err: inScalar(err)}}
 	}
 	for i := range steps {
 		steps[i].Pos = place(steps[i].Pos)
+		steps[i].Err = inScalar(steps[i].Err)
+	}
+	if one && len(steps) != 1 {
+		before := len(l.errs)
+		l.errorf(n, "pipeline item: one stage per item, found %d (make each stage its own item)", len(steps))
+		for _, s := range steps {
+			l.errs = append(l.errs, pipeline.Errors(s.Err)...)
+		}
+		return []pipeline.Step{l.failed(before, nil, l.pos(n))}
 	}
 	return steps
 }

@@ -135,6 +135,30 @@ func TestParseErrors(t *testing.T) {
 			"3:5: save must be the last stage",
 			"4:5: decode must be the first stage, not stage 3",
 		}},
+		// Stages that fail to parse do not hide the chain's order or the values that fail
+		// only together: one pass reports them all, in file order.
+		{"planner with bad stages", `pipeline:
+  - blur: {sigma: 0}
+  - decode: {scale: auto}
+  - frobnicate
+  - save: {format: gif}
+  - resize: {}
+  - "crop x=1 gravity=center"
+`, []string{
+			"2:5: the chain must start with decode or load, not blur",
+			"2:19: blur: sigma=0 is out of range",
+			"3:5: decode must be the first stage, not stage 2",
+			`4:5: unknown stage "frobnicate"`,
+			"5:5: save must be the last stage",
+			"5:20: save: format=gif",
+			"6:5: resize: give width, height or both",
+			"7:6: crop: give either x, y or gravity=center, not both",
+		}},
+		{"spec string with bad stages", "pipeline: grayscale | blur sigma=0 | decode\n", []string{
+			"1:11: the chain must start with decode or load, not grayscale",
+			"1:34: blur: sigma=0 is out of range",
+			"1:38: decode must be the first stage, not stage 3",
+		}},
 		// Every error in the file, in file order, not just the first.
 		{"all errors", `input: {dir: in, extra: 1}
 pipeline:
