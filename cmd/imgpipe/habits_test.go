@@ -265,6 +265,14 @@ output: {dir: out, reprot: x}
 		!strings.Contains(stderr, "^ col 18: save must be the last stage") || !strings.Contains(stderr, "^ col 36: resize: give width") {
 		t.Errorf("validate -p bad: exit %d\n%s", code, stderr)
 	}
+	code, stdout, _ = cliStdin(t, "decode | resize width=8 | save\n", "validate", "-p", "-")
+	if code != exitOK || stdout != "ok: decode | resize width=8 | save\n" {
+		t.Errorf("validate -p - : exit %d %q", code, stdout)
+	}
+	code, _, stderr = cliStdin(t, "decode | resize | save\n", "validate", "-p", "-")
+	if code != exitUsage || !strings.Contains(stderr, "^ col 10: resize: give width") {
+		t.Errorf("validate -p - bad: exit %d\n%s", code, stderr)
+	}
 	if code, _, _ = cli(t, "validate"); code != exitUsage {
 		t.Errorf("validate with nothing: exit %d", code)
 	}

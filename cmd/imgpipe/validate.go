@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -11,15 +12,26 @@ import (
 	"github.com/imgpipe/imgpipe/pipeline/job"
 )
 
+// maxStdinSpec bounds what validate -p - reads: past ParseSpec's own limit, so that a longer
+// spec gets ParseSpec's error rather than a cut one.
+const maxStdinSpec = 1 << 20
+
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 	var spec string
 	cmd := withHelp("validate", &cobra.Command{
-		Use:   "validate JOB.yaml... | validate - | validate -p SPEC",
+		Use:   "validate JOB.yaml... | validate - | validate -p SPEC|-",
 		Short: "Check job files or a pipeline spec without running them",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("pipeline") {
 				if len(args) > 0 {
 					return usageError("validate: give job files or -p, not both")
+				}
+				if spec == stdinInput {
+					b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxStdinSpec+1))
+					if err != nil {
+						return fmt.Errorf("validate -p -: reading stdin: %w", err)
+					}
+					spec = strings.TrimRight(string(b), "\r\n") // echo's newline ends the spec, not a stage
 				}
 				return validateSpec(spec, stdout, stderr)
 			}
@@ -41,7 +53,7 @@ func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 			return nil
 		},
 	})
-	cmd.Flags().StringVarP(&spec, "pipeline", "p", "", "check this pipeline spec instead of job files")
+	cmd.Flags().StringVarP(&spec, "pipeline", "p", "", "check this pipeline spec instead of job files (- reads it from stdin)")
 	return cmd
 }
 
