@@ -28,7 +28,10 @@ A 0 side is derived from the other and the aspect ratio, rounded half up (at lea
 fit=inside keeps the aspect ratio within the box (the thumbnail mode), fit=cover covers
 the box and keeps its centred width×height. Filters: area (OpenCV INTER_AREA when
 shrinking, within ±1), linear (OpenCV INTER_LINEAR, half-pixel centres, within ±1),
-lanczos3 (Pillow LANCZOS, widened by the scale when shrinking, within ±1 measured).`,
+lanczos3 (Pillow LANCZOS, widened by the scale when shrinking, within ±1 measured).` +
+		fmt.Sprintf(`
+An image whose resize would take over %.2g multiply-adds (an extreme change of aspect
+ratio, as 1×1,000,000 to 16384×1) fails with that reason before it is decoded.`, float64(stages.MaxResizeWork)),
 	Params: []ParamSpec{
 		{Name: "width", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: stages.MaxResizeSide},
 			Help: "output width (0: from height and the aspect ratio)"},
@@ -42,6 +45,7 @@ lanczos3 (Pillow LANCZOS, widened by the scale when shrinking, within ±1 measur
 			Help:   "area (box average), linear (bilinear) or lanczos3 (sharpest)"},
 	},
 	Shape: func(in stages.Shape, p Params) (stages.Shape, bool) { return resizeSpec(p).Shape(in), false },
+	Limit: func(in stages.Shape, p Params) error { return resizeSpec(p).CheckWork(in) },
 	CPU: func(p Params) (CPUFunc, error) {
 		spec := resizeSpec(p)
 		if err := spec.Check(); err != nil {

@@ -27,7 +27,8 @@ func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, decoder Decod
 	return img, decoder, err == nil, release, err
 }
 
-// checkImage checks pixels given as an input against the decoder's pixel limit.
+// checkImage checks pixels given as an input against the decoder's pixel limit and the
+// stages' limits on their shapes (Plan.Check).
 func (r *runner) checkImage(m *stages.Image) error {
 	if err := m.Check(); err != nil {
 		return err
@@ -35,7 +36,8 @@ func (r *runner) checkImage(m *stages.Image) error {
 	if px := int64(m.W) * int64(m.H); px > r.plan.Decode.MaxPixels {
 		return fmt.Errorf("image is %dx%d (%.1f MP), over the %.1f MP limit", m.W, m.H, float64(px)/1e6, float64(r.plan.Decode.MaxPixels)/1e6)
 	}
-	return nil
+	_, err := r.plan.Check(m.Shape())
+	return err
 }
 
 // decodeInto turns an input into pixels in memory from alloc, which is called once, after
@@ -159,12 +161,15 @@ func (r *runner) decodeLoaded(f loaded, alloc stages.Alloc) (img *stages.Image, 
 
 // decodeNeed is the memory budget's charge for decoding a file of size bytes whose first
 // bytes are head: the decoder's working set for its format and size, the chain's own
-// buffers (ChainBytesPerPixel), and the file's bytes, or, when the file is decoded from a
+// buffers (ChainBytesPerPixel for each pixel of the largest image along the chain, which
+// a resize may make larger than the decoded one), and the file's bytes, or, when the file
+// is decoded from a
 // stream (canStream: the caller can read the file at offsets; the decoder streams the
 // format and head holds the header), only head and the stream's buffer
 // (stages.StreamBufferBytes). A header the head does not hold (it lies further on) gives
 // -1: the whole budget, the safe side. A decoder without Cost (one of the Go API's) is
-// charged the file's bytes only.
+// charged the file's bytes only. An image that a stage refuses for its shape (Plan.Check)
+// is an error here, before it is read whole.
 func (r *runner) decodeNeed(head []byte, size int64, canStream bool) (need int64, streamed bool, err error) {
 	dec := r.plan.Decode
 	if dec.Cost == nil {
@@ -173,7 +178,11 @@ func (r *runner) decodeNeed(head []byte, size int64, canStream bool) (need int64
 	c, err := dec.Cost(head, size)
 	switch {
 	case err == nil:
-		need = c.WorkBytes + int64(c.W)*int64(c.H)*ChainBytesPerPixel
+		most, err := r.plan.Check(stages.Shape{W: c.W, H: c.H, C: 3})
+		if err != nil {
+			return 0, false, err
+		}
+		need = c.WorkBytes + most*ChainBytesPerPixel
 		if canStream && dec.DecodeStream != nil && stages.Streamed(c.Format) {
 			return need + int64(len(head)) + stages.StreamBufferBytes, true, nil
 		}

@@ -12,13 +12,15 @@ import (
 // their sum, so 16 workers given 16 hostile 100 MP files do not ask for 16 × 1.6 GB at once.
 const DefaultMemoryBudget = 4 << 30
 
-// ChainBytesPerPixel is what the budget charges per decoded pixel for the chain's own
-// buffers, beyond the decoder's working set (stages.Cost.WorkBytes, which holds the RGB
-// result): one stage's output (3 bytes a pixel) and blur's 16-bit intermediate (6), rounded
-// up. An input is charged, before its file is read beyond its head: the decoder's working
-// set for its format (measured; a progressive JPEG keeps every coefficient) + this × its
-// header's width × height + its file's bytes, or for a file decoded as a stream (PNG, GIF,
-// BMP, TIFF, WebP whose header lies in the head) the head and the stream's buffer instead.
+// ChainBytesPerPixel is what the budget charges per pixel of the largest image along the
+// chain (the decoded one, or a resize's larger output) for the chain's own buffers, beyond
+// the decoder's working set (stages.Cost.WorkBytes, which holds the RGB result): one
+// stage's output (3 bytes a pixel) and blur's 16-bit intermediate (6), rounded up. An
+// input is charged, before its file is read beyond its head: the decoder's working set for
+// its format (measured; a progressive JPEG keeps every coefficient) + this × that largest
+// width × height (Plan.Check, from the header's) + its file's bytes, or for a file decoded
+// as a stream (PNG, GIF, BMP, TIFF, WebP whose header lies in the head) the head and the
+// stream's buffer instead.
 const ChainBytesPerPixel = 10
 
 // goMemoryHeadroom is what the Go memory limit allows beyond the budget: the runtime, the

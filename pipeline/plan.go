@@ -368,6 +368,23 @@ func (p *Plan) OutShape(in stages.Shape) stages.Shape {
 	return in
 }
 
+// Check walks an image of shape in through the plan's pixel stages before it is decoded:
+// it returns the most pixels an image along the chain has (in's included), or the first
+// stage's refusal of its input shape (StageDef.Limit) as a *StageError.
+func (p *Plan) Check(in stages.Shape) (maxPixels int64, err error) {
+	maxPixels = int64(in.W) * int64(in.H)
+	for _, ps := range p.Pixels {
+		if ps.Def.Limit != nil {
+			if err := ps.Def.Limit(in, ps.Params); err != nil {
+				return 0, &StageError{Stage: ps.Def.Name, Err: err}
+			}
+		}
+		in, _ = ps.Def.Shape(in, ps.Params)
+		maxPixels = max(maxPixels, int64(in.W)*int64(in.H))
+	}
+	return maxPixels, nil
+}
+
 // DeviceOps returns the plan's pixel stages (for an array chain, its array stages) as one
 // device segment's ops, for an executor that runs the whole chain on the GPU. It fails
 // when the plan has no such stage (there is nothing for a device to do) or when a stage

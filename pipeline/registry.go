@@ -168,6 +168,10 @@ type StageDef struct {
 
 	// Shape declares a PixelKind stage's output shape.
 	Shape ShapeFunc
+	// Limit, when set, refuses an input shape that the stage would take too long or too
+	// much memory over (a resize that changes the aspect ratio beyond reason). It is
+	// checked for each image from its header, before the image is decoded.
+	Limit func(in stages.Shape, p Params) error
 	// CPU binds a PixelKind stage's parameters into its CPU implementation. Binding happens
 	// once per run, so per-run work (blur taps, ...) is not repeated per image. It is nil
 	// only for a GPU-only stage.

@@ -470,7 +470,11 @@ func (r *runner) settle(it *item) bool {
 func failWith(res *Result, stage string, err error) {
 	res.Status = StatusFailed
 	res.Image = nil
-	res.Err = &StageError{Stage: stage, Err: err}
+	var se *StageError
+	if !errors.As(err, &se) { // a later stage's refusal (Plan.Check) names that stage
+		se = &StageError{Stage: stage, Err: err}
+	}
+	res.Err = se
 }
 
 // store hands res.Image, the final image, to the sink, which saves it when the chain has

@@ -42,6 +42,11 @@ const (
 	// maxScaled bounds the scaled side before a cover crop, which is never
 	// allocated, so that every product of the weight arithmetic fits int64.
 	maxScaled = 1 << 24
+	// MaxResizeWork bounds a resize's multiply-adds (ResizeSpec.Work). Real
+	// resizes stay far below it (100 MP to 16384×16384 with lanczos3 takes
+	// about 8·10^9); an extreme change of aspect ratio asks far more of a tiny
+	// image (1×1,000,000 to 16384×1: 10^11, minutes of one core).
+	MaxResizeWork = 1 << 34
 	// ResizeOne is the fixed-point one of the taps: they sum to 2^14.
 	ResizeOne = 1 << 14
 	// LanczosSteps is how many samples per unit of distance the Lanczos
@@ -72,6 +77,39 @@ func (s ResizeSpec) Check() error {
 		return fmt.Errorf("resize: unknown filter %q", string(s.Filter))
 	}
 	return nil
+}
+
+// Work returns the multiply-adds Resize does on an image of shape in: the
+// source rows that the windows read, each filtered across the output width,
+// then each output row summed over its window.
+func (s ResizeSpec) Work(in Shape) int64 {
+	ax, ay := s.Axes(in.W, in.H)
+	rows, _ := ay.span(s.Filter)
+	_, tx := ax.span(s.Filter)
+	_, ty := ay.span(s.Filter)
+	return (rows*tx + ty*int64(ax.Out)) * int64(in.C)
+}
+
+// CheckWork refuses a resize of an image of shape in that would do more than
+// MaxResizeWork multiply-adds; a caller checks it before decoding the image.
+func (s ResizeSpec) CheckWork(in Shape) error {
+	if w := s.Work(in); w > MaxResizeWork {
+		ax, ay := s.Axes(in.W, in.H)
+		return fmt.Errorf("%dx%d to %dx%d would take %.3g multiply-adds, over the limit of %.3g (an extreme change of aspect ratio)",
+			in.W, in.H, ax.Out, ay.Out, float64(w), float64(MaxResizeWork))
+	}
+	return nil
+}
+
+// span returns how many source pixels the axis's windows cover together, and
+// the sum of their sizes (the taps).
+func (a ResizeAxis) span(f Filter) (covered, taps int64) {
+	first, last := a.In, 0
+	for i := range a.Out {
+		lo, hi := a.Window(f, i)
+		first, last, taps = min(first, lo), max(last, hi), taps+int64(hi-lo)
+	}
+	return int64(max(last-first, 0)), taps
 }
 
 // ResizeAxis maps one axis of a resize: the source's In pixels are scaled to
@@ -280,8 +318,13 @@ func (a ResizeAxis) Weights(f Filter) *AxisWeights {
 // clamped to [0, 255·2^14] and stored as h16 = (h+32)>>6.
 const resizeHMax = 255 * ResizeOne
 
-// resizeScratch is one Resize call's intermediate rows, pooled.
-type resizeScratch struct{ h16 []uint16 }
+// resizeScratch is one Resize call's working memory, pooled: filtered source rows (h16,
+// with rows viewing a window of them) and vertical sums (acc).
+type resizeScratch struct {
+	h16  []uint16
+	rows [][]uint16
+	acc  []int64
+}
 
 var resizePool = sync.Pool{New: func() any { return new(resizeScratch) }}
 
@@ -299,47 +342,130 @@ func Resize(dst, src *Image, spec ResizeSpec) {
 	ax, ay := spec.Axes(src.W, src.H)
 	mustBe("Resize", "dst", dst, ax.Out, ay.Out, src.C)
 	wx, wy := ax.Weights(spec.Filter), ay.Weights(spec.Filter)
-	c := src.C
-	n := ax.Out * c
-	// Only the source rows some output row reads are filtered horizontally.
-	y0, y1 := src.H, 0
-	for i := range ay.Out {
-		y0 = min(y0, int(wy.First[i]))
-		y1 = max(y1, int(wy.First[i]+wy.Count[i]))
-	}
 	s := resizePool.Get().(*resizeScratch)
 	defer resizePool.Put(s)
-	s.h16 = grow(s.h16, (y1-y0)*n)
-	for y := y0; y < y1; y++ {
-		resizeRow(s.h16[(y-y0)*n:][:n], src.Row(y), wx, c)
-	}
-	acc := make([]int64, n)
-	for i := range ay.Out {
-		f, k0, cnt := int(wy.First[i]), int(wy.Start[i]), int(wy.Count[i])
-		resizeColumns(dst.Row(i)[:n], s.h16[(f-y0)*n:][:cnt*n], wy.Taps[k0:k0+cnt], n, acc)
+	// The working set stays small whatever the sizes: a ring of the filtered rows that one
+	// output row's window spans (few when enlarging), or the sums of the output rows that
+	// one source row feeds (few when shrinking), whichever takes fewer bytes. Both add the
+	// same exact integers, so they give the same bytes.
+	n := ax.Out * src.C
+	if ring, live := wy.maxCount(), wy.maxLive(); ring*2 <= live*8 {
+		resizePull(dst, src, wx, wy, n, ring, s)
+	} else {
+		resizePush(dst, src, wx, wy, n, live, s)
 	}
 }
 
-// resizeColumns is the vertical pass of one output row: out[x] from the
-// len(taps) rows of h16 (each n long) that its window covers. Two rows are
-// added per pass over acc, which halves its loads and stores; the sums are
-// exact integers, so their order does not change the result.
-func resizeColumns(out []uint8, rows []uint16, taps []int32, n int, acc []int64) {
+// resizePull makes each output row from the filtered source rows of its window, which a
+// ring of ring rows holds: windows only move down (ResizeAxis.Window), so a row leaves
+// the ring once no later window reads it.
+func resizePull(dst, src *Image, wx, wy *AxisWeights, n, ring int, s *resizeScratch) {
+	s.h16 = grow(s.h16, ring*n)
+	s.acc = grow(s.acc, n)
+	row := func(y int) []uint16 { return s.h16[(y%ring)*n:][:n] }
+	next := 0 // the first source row not filtered yet
+	for i := range wy.First {
+		f, k0, cnt := int(wy.First[i]), int(wy.Start[i]), int(wy.Count[i])
+		for next = max(next, f); next < f+cnt; next++ {
+			resizeRow(row(next), src.Row(next), wx, src.C)
+		}
+		s.rows = grow(s.rows, cnt)
+		for k := range s.rows {
+			s.rows[k] = row(f + k)
+		}
+		resizeColumns(dst.Row(i)[:n], s.rows, wy.Taps[k0:k0+cnt], s.acc)
+	}
+}
+
+// resizeColumns is the vertical pass of one output row: out[x] from the rows of h16
+// that its window covers, one per tap. Two rows are added per pass over acc, which
+// halves its loads and stores; the sums are exact integers, so their order does not
+// change the result.
+func resizeColumns(out []uint8, rows [][]uint16, taps []int32, acc []int64) {
 	clear(acc)
 	k := 0
 	for ; k+1 < len(taps); k += 2 {
 		w0, w1 := int64(taps[k]), int64(taps[k+1])
-		r0, r1 := rows[k*n:][:len(acc)], rows[(k+1)*n:][:len(acc)]
+		r0, r1 := rows[k][:len(acc)], rows[k+1][:len(acc)]
 		for x := range acc {
 			acc[x] += w0*int64(r0[x]) + w1*int64(r1[x])
 		}
 	}
 	if k < len(taps) {
-		w0, r0 := int64(taps[k]), rows[k*n:][:len(acc)]
-		for x := range acc {
-			acc[x] += w0 * int64(r0[x])
+		addRow(acc, rows[k], int64(taps[k]))
+	}
+	roundSums(out, acc)
+}
+
+// resizePush filters each source row that a window reads once and adds it into the sums
+// of the output rows whose windows hold it, live of them at most, in a ring; an output
+// row is rounded into dst once the rows of its window are in.
+func resizePush(dst, src *Image, wx, wy *AxisWeights, n, live int, s *resizeScratch) {
+	s.h16 = grow(s.h16, n)
+	s.acc = grow(s.acc, live*n)
+	sums := func(i int) []int64 { return s.acc[(i%live)*n:][:n] }
+	wy.walk(func(y, lo, next int) {
+		read := false
+		for i := lo; i < next; i++ {
+			k := y - int(wy.First[i])
+			if k >= int(wy.Count[i]) {
+				continue
+			}
+			if k == 0 {
+				clear(sums(i))
+			}
+			if !read {
+				resizeRow(s.h16, src.Row(y), wx, src.C)
+				read = true
+			}
+			addRow(sums(i), s.h16, int64(wy.Taps[int(wy.Start[i])+k]))
+		}
+	}, func(i int) { roundSums(dst.Row(i)[:n], sums(i)) })
+}
+
+// walk visits the source rows from the first window's, in order, as resizePush sums
+// them: for row y the output rows [lo, next) are live (a window starts at its First
+// row), and done(i) follows, in order, for each output row whose window ended with y.
+func (w *AxisWeights) walk(row func(y, lo, next int), done func(i int)) {
+	out := len(w.First)
+	lo, next := 0, 0
+	for y := int(w.First[0]); lo < out; y++ {
+		for next < out && int(w.First[next]) <= y {
+			next++
+		}
+		row(y, lo, next)
+		for lo < next && int(w.First[lo]+w.Count[lo]) <= y+1 {
+			done(lo)
+			lo++
 		}
 	}
+}
+
+// maxLive is the most output rows resizePush sums at once.
+func (w *AxisWeights) maxLive() int {
+	most := 1
+	w.walk(func(_, lo, next int) { most = max(most, next-lo) }, func(int) {})
+	return most
+}
+
+// maxCount is the largest window: the rows resizePull's ring holds.
+func (w *AxisWeights) maxCount() int {
+	most := 1
+	for _, c := range w.Count {
+		most = max(most, int(c))
+	}
+	return most
+}
+
+// addRow adds w·h into acc.
+func addRow(acc []int64, h []uint16, w int64) {
+	for x, v := range h[:len(acc)] {
+		acc[x] += w * int64(v)
+	}
+}
+
+// roundSums rounds vertical sums into output pixels.
+func roundSums(out []uint8, acc []int64) {
 	for x, v := range acc {
 		out[x] = uint8(min(max((v+1<<21)>>22, 0), 255))
 	}
