@@ -250,3 +250,32 @@ func TestMultiGPUTrace(t *testing.T) {
 		}
 	}
 }
+
+// The devices start at once; when one cannot, the run fails naming it, before any input,
+// and the executors that did start are closed.
+func TestMultiGPUStartFails(t *testing.T) {
+	base := runtime.NumGoroutine()
+	plan, err := Compile(mustSteps(t, "decode | grayscale | save"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs, fakes := fakeGPUs(t, 3, func(i int) schedtest.FakeConfig {
+		c := schedtest.FakeConfig{}
+		if i == 1 {
+			c.Fault = func(call string) error {
+				if call == "NewStream" {
+					return errors.New("out of memory (injected)")
+				}
+				return nil
+			}
+		}
+		return c
+	})
+	sum, err := Run(context.Background(), plan, Inputs(slowInputs(t, 10)...), ToFolder(t.TempDir()), Options{Workers: 2,
+		GPU: &GPUOptions{Devices: devs, Streams: 2, Batch: 4, SlotBytes: 64 << 10}})
+	if err == nil || !strings.Contains(err.Error(), "device fake1: ") || !strings.Contains(err.Error(), "out of memory (injected)") || sum.OK != 0 {
+		t.Fatalf("Run = %+v, %v; want fake1's failure to start", sum, err)
+	}
+	checkNoLeaks(t, base)
+	checkNothingLive(t, fakes)
+}
