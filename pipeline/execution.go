@@ -121,6 +121,8 @@ func DefaultSlots(streams int) int { return streams + 2 }
 // page-locked budget sets it: room for batch 1080p RGB frames.
 func DefaultSlotBytes(batch int) int { return batch * int(alignTo(1920*1080*3, sched.Align)) }
 
+func alignTo(n, a int64) int64 { return (n + a - 1) / a * a }
+
 // fileHostShare is how much smaller a slot's page-locked input is than its device input
 // when files go to the device decoder (sched.Config.HostInBytes): the page-locked input
 // then holds the files' bytes (and the pixels of inputs the CPU decodes), the device input
@@ -159,8 +161,6 @@ func withHostBuffers(cfg sched.Config, files bool) sched.Config {
 	cfg.HostOutBytes = hostOutFor(cfg.Ops, cfg.SlotBytes)
 	return cfg
 }
-
-func alignTo(n, a int64) int64 { return (n + a - 1) / a * a }
 
 // hostOutRefs are the input shapes whose outputs size a slot's page-locked output
 // (hostOutFor): a 1080p frame and a 12 MP photo. Smaller inputs make more output per

@@ -163,10 +163,9 @@ func (r *runner) decodeLoaded(f loaded, alloc stages.Alloc) (img *stages.Image, 
 // bytes are head: the decoder's working set for its format and size, the chain's own
 // buffers (ChainBytesPerPixel for each pixel of the largest image along the chain, which
 // a resize may make larger than the decoded one), and the file's bytes, or, when the file
-// is decoded from a
-// stream (canStream: the caller can read the file at offsets; the decoder streams the
-// format and head holds the header), only head and the stream's buffer
-// (stages.StreamBufferBytes). A header the head does not hold (it lies further on) gives
+// is decoded from a stream (canStream: the caller can read the file at offsets; the
+// decoder streams the format and head holds the header), only head and the stream's
+// buffer (stages.StreamBufferBytes). A header the head does not hold (it lies further on) gives
 // -1: the whole budget, the safe side. A decoder without Cost (one of the Go API's) is
 // charged the file's bytes only. An image that a stage refuses for its shape (Plan.Check)
 // is an error here, before it is read whole.

@@ -251,8 +251,8 @@ func TestMultiGPUTrace(t *testing.T) {
 	}
 }
 
-// The devices start at once; when one cannot, the run fails naming it, before any input,
-// and the executors that did start are closed.
+// When a device cannot start, the run fails naming it, before any input, and the
+// executors that did start are closed.
 func TestMultiGPUStartFails(t *testing.T) {
 	base := runtime.NumGoroutine()
 	plan, err := Compile(mustSteps(t, "decode | grayscale | save"))

@@ -84,9 +84,8 @@ func (s ResizeSpec) Check() error {
 // then each output row summed over its window.
 func (s ResizeSpec) Work(in Shape) int64 {
 	ax, ay := s.Axes(in.W, in.H)
-	rows, _ := ay.span(s.Filter)
+	rows, ty := ay.span(s.Filter)
 	_, tx := ax.span(s.Filter)
-	_, ty := ay.span(s.Filter)
 	return (rows*tx + ty*int64(ax.Out)) * int64(in.C)
 }
 
