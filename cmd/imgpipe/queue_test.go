@@ -138,7 +138,7 @@ func TestQueueWorkerKilled(t *testing.T) {
 	in, out := queueFolder(t, 40), t.TempDir()
 	report := filepath.Join(t.TempDir(), "report.jsonl")
 	code, stdout, stderr := cli(t, "submit", "-i", in, "-o", out, "-p", chain, "--queue", srv.URL(), "--name", "killed",
-		// Three attempts: the kill may take one (the victim holds prefetched tasks), and a
+		// Three attempts: the kill may take one (the victim may hold the corrupt file), and a
 		// worker stalled past the ack wait by a loaded CI machine (seen once under -race,
 		// with every package's tests at once) must not take the last.
 		"--ack-wait", "1s", "--attempts", "3", "--retry-delay", "10ms")
