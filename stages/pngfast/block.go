@@ -142,9 +142,11 @@ func (e *encoder) writeBlock(dst []byte, pos int, blk []byte, last bool) int {
 
 // literals writes the codes of blk's bytes: the hot loop. After a flush at
 // most 7 bits are pending, so three codes of up to 15 bits (or four of up to
-// 14) fit the 64-bit buffer before the next eight-byte store.
+// 14) fit the 64-bit buffer before the next eight-byte store. The header
+// before it can leave up to 31 bits pending, hence the flush first.
 func (e *encoder) literals(blk []byte) {
 	w := &e.bw
+	w.flush()
 	tab := &e.lit
 	dst, pos, bits, n := w.dst, w.pos, w.bits, w.n
 	longest := uint8(0)

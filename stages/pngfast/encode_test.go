@@ -316,3 +316,48 @@ func TestHeaderFieldsOfFirstChunk(t *testing.T) {
 		t.Errorf("IHDR % x", ihdr)
 	}
 }
+
+// TestLiteralsAfterPendingBits packs literals after every count of bits a
+// block header can leave pending (0 to 31), on both of the packer's paths
+// (codes of at most 14 bits, and of 15), and reads each code back.
+func TestLiteralsAfterPendingBits(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	for _, longest := range []uint8{14, 15} {
+		for pending := range uint(32) {
+			t.Run(fmt.Sprintf("longest%d/pending%d", longest, pending), func(t *testing.T) {
+				e := new(encoder)
+				for s := range 256 {
+					l := uint8(8)
+					if s < 8 {
+						l = longest // the block starts with its longest codes
+					}
+					e.litL[s] = l
+					e.lit[s] = uint32(rng.Intn(1<<l)) | uint32(l)<<16
+				}
+				blk := make([]byte, 103)
+				for i := range blk {
+					blk[i] = byte(rng.Intn(8))
+					if i > 20 && rng.Intn(2) == 0 {
+						blk[i] = byte(rng.Intn(256))
+					}
+				}
+				head := uint32(rng.Int63()) & (1<<pending - 1)
+				e.bw = bitWriter{dst: make([]byte, 512)}
+				e.bw.write(head, pending)
+				e.literals(blk)
+				e.bw.align()
+
+				r := bitReader{p: e.bw.dst[:e.bw.pos]}
+				if got := uint32(r.bits(int(pending))); got != head {
+					t.Fatalf("pending bits %#x, want %#x", got, head)
+				}
+				for i, b := range blk {
+					c := e.lit[b]
+					if got := uint32(r.bits(int(c >> 16))); got != c&0xffff {
+						t.Fatalf("literal %d (%d): code %#x, want %#x", i, b, got, c&0xffff)
+					}
+				}
+			})
+		}
+	}
+}
