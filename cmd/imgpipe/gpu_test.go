@@ -91,6 +91,24 @@ func TestGPURunMatchesCPU(t *testing.T) {
 	})
 }
 
+// On photographs (the sample photos, and those of IMGPIPE_TEST_PHOTOS when set) the device's
+// PNG encoder and the CPU's write the same readable files, as saved and enlarged: the CPU's
+// packer once corrupted a block that started with long codes, which only real photos showed.
+func TestGPURunMatchesCPUOnPhotos(t *testing.T) {
+	requireGPU0(t)
+	in := t.TempDir()
+	copyTree(t, filepath.Join("..", "..", "samples", "images"), filepath.Join(in, "samples"))
+	if dir := os.Getenv("IMGPIPE_TEST_PHOTOS"); dir != "" {
+		copyTree(t, dir, filepath.Join(in, "more"))
+	}
+	for _, spec := range []string{
+		"decode backend=go | save",
+		"decode backend=go | resize width=2000 height=1500 filter=lanczos3 | save",
+	} {
+		t.Run(spec, func(t *testing.T) { compareDevices(t, in, spec, "cuda") })
+	}
+}
+
 // --trace on the GPU: valid JSON with a track per stream holding H2D, each kernel and D2H
 // (timed by CUDA events), and tracks for the decode and save workers.
 func TestGPUTrace(t *testing.T) {
