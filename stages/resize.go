@@ -470,23 +470,13 @@ func roundSums(out []uint8, acc []int64) {
 	}
 }
 
-// resizeRow is the horizontal pass of one source row into h16.
+// resizeRow is the horizontal pass of one source row into h16. Images have 1 or 3
+// channels (Image.Check).
 func resizeRow(out []uint16, in []byte, w *AxisWeights, c int) {
 	if c == 3 {
 		resizeRow3(out, in, w)
-		return
-	}
-	for i := range w.First {
-		f, k0, cnt := int(w.First[i])*c, int(w.Start[i]), int(w.Count[i])
-		taps := w.Taps[k0 : k0+cnt]
-		for ch := range c {
-			var h int32
-			p := in[f+ch:]
-			for k, t := range taps {
-				h += t * int32(p[k*c])
-			}
-			out[i*c+ch] = h16(h)
-		}
+	} else {
+		resizeRow1(out, in, w)
 	}
 }
 
@@ -515,6 +505,24 @@ func resizeRow3(out []uint16, in []byte, w *AxisWeights) {
 		}
 		o := out[3*i:][:3:3]
 		o[0], o[1], o[2] = h16(r), h16(g), h16(b)
+	}
+}
+
+// resizeRow1 is resizeRow for gray, two taps a round as resizeRow3.
+func resizeRow1(out []uint16, in []byte, w *AxisWeights) {
+	for i := range w.First {
+		k0, cnt := int(w.Start[i]), int(w.Count[i])
+		taps := w.Taps[k0 : k0+cnt]
+		p := in[int(w.First[i]):][:cnt]
+		var h int32
+		k := 0
+		for ; k+1 < cnt; k += 2 {
+			h += taps[k]*int32(p[k]) + taps[k+1]*int32(p[k+1])
+		}
+		if k < cnt {
+			h += taps[k] * int32(p[k])
+		}
+		out[i] = h16(h)
 	}
 }
 
