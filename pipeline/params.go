@@ -53,7 +53,12 @@ func (r *Range) String() string {
 	if r.MinOpen {
 		open = "("
 	}
-	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+	f := func(x float64) string {
+		if math.Abs(x) >= 1e21 { // float32's limits: 3.4e+38, not 39 digits
+			return formatFloat(x)
+		}
+		return strconv.FormatFloat(x, 'f', -1, 64) // whole numbers stay whole: 1099511627776
+	}
 	return fmt.Sprintf("%s%s, %s]", open, f(r.Min), f(r.Max))
 }
 
