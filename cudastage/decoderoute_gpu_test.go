@@ -7,7 +7,7 @@ import (
 )
 
 // routeFixtures are files of every route: engines (or CUDA without them),
-// CUDA only (progressive), none (CMYK, corrupt, not a JPEG).
+// CUDA only (progressive), none (CMYK, arithmetic-coded, corrupt, not a JPEG).
 func routeFixtures(t testing.TB) map[string][]byte {
 	st := func(name string) []byte {
 		return readFixture(t, filepath.Join("..", "stages", "testdata", name))
@@ -17,6 +17,7 @@ func routeFixtures(t testing.TB) map[string][]byte {
 		"sub420": good, "sub444": st("sub444.jpg"), "orient_6": st("orient_6.jpg"),
 		"progressive": st("progressive.jpg"), "cmyk": st("cmyk.jpg"),
 		"truncated header": good[:40], "soi only": {0xFF, 0xD8},
+		"arithmetic": st(filepath.Join("arith", "arith420.jpg")), "arithmetic progressive": st(filepath.Join("arith", "arith_progressive.jpg")),
 	}
 }
 
@@ -32,8 +33,10 @@ func TestDecodeRouteConcurrent(t *testing.T) {
 		want[name] = d.DecodeRoute(f)
 		t.Logf("%s: %q", name, want[name])
 	}
-	if want["cmyk"] != "" || want["truncated header"] != "" || want["soi only"] != "" {
-		t.Errorf("routes %v: CMYK and corrupt files must go to the CPU", want)
+	for _, name := range []string{"cmyk", "arithmetic", "arithmetic progressive", "truncated header", "soi only"} {
+		if want[name] != "" {
+			t.Errorf("%s: route %q; CMYK, arithmetic-coded and corrupt files must go to the CPU", name, want[name])
+		}
 	}
 	if want["sub420"] == "" {
 		t.Errorf("sub420.jpg has no device route")

@@ -8,6 +8,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/nvjpeg"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 // The device's JPEG decoders, as DecodeRoute names them (and the report
@@ -201,7 +202,8 @@ func (d *Device) WarmDecoder(s sched.Stream, batch int) error {
 // DecodeRoute implements sched.FileDecoder: RouteHW when nvJPEG parses the
 // file and nvjpegDecodeBatchedSupported accepts it for the hardware engines,
 // else RouteCUDA when the CUDA decoder takes it, else "" (not a JPEG,
-// corrupt headers, CMYK, no nvJPEG: the CPU decodes it).
+// corrupt headers, CMYK, arithmetic-coded or lossless, no nvJPEG: the CPU
+// decodes it).
 //
 // Decode workers call it for every file, concurrently: the common case (the
 // hardware engines take the file) parses the header once, on the calling
@@ -214,6 +216,9 @@ func (d *Device) DecodeRoute(data []byte) string {
 	c, err := d.jpeg()
 	if err != nil || len(data) < 2 || data[0] != 0xFF || data[1] != 0xD8 {
 		return "" // the SOI check only spares nvJPEG the other formats
+	}
+	if stages.JPEGCoding(data) != "" {
+		return "" // nvJPEG decodes Huffman-coded sequential and progressive JPEGs only
 	}
 	p, err := d.parser(c)
 	if err != nil {

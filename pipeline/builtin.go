@@ -35,7 +35,8 @@ allocated; bigger images fail with a clear error. JPEG EXIF orientation is appli
 unless orient=false. Inputs that are already pixels (Go API) only get the pixel check.
 backend=turbo decodes JPEG with libjpeg-turbo (libturbojpeg.so.0, loaded at run time),
 4-5x faster than Go's decoder but not bit-identical to it (a different IDCT and chroma
-upsampling); backend=go gives the same pixels on every machine. The default, auto, is
+upsampling), and it reads arithmetic-coded JPEGs, which Go's decoder does not; backend=go
+gives the same pixels on every machine. The default, auto, is
 turbo where the library loads and go otherwise (saying once how to install it); the
 report names each input's decoder.
 scale=1/2, 1/4 or 1/8 decodes JPEG at that size (each side rounded up) through

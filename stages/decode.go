@@ -260,6 +260,9 @@ func readHeaderSized(data []byte, size int64, opt DecodeOptions) (Header, *forma
 		return Header{}, nil, image.Point{}, ErrUnknownFormat
 	}
 	cfg, err := f.config(bytes.NewReader(data))
+	if _, beyondGo := err.(jpeg.UnsupportedError); beyondGo {
+		cfg, err = jpegConfigBeyondGo(data, opt.JPEG, err)
+	}
 	if err != nil {
 		return Header{}, nil, image.Point{}, plainError(err)
 	}
@@ -283,6 +286,28 @@ func readHeaderSized(data []byte, size int64, opt DecodeOptions) (Header, *forma
 		}
 	}
 	return hd, f, image.Pt(w, h), nil
+}
+
+// jpegConfigBeyondGo reads the header of a JPEG that Go's decoder refused as unsupported
+// (goErr). libjpeg-turbo reads arithmetic-coded JPEGs, so where it is the backend its own
+// header parser answers, and it decodes the pixels; otherwise the error names the coding
+// (JPEGCoding) rather than Go's "unknown marker".
+func jpegConfigBeyondGo(data []byte, b JPEGBackend, goErr error) (image.Config, error) {
+	coding := JPEGCoding(data)
+	if backend, _ := ResolveJPEGBackend(b); backend == JPEGTurbo {
+		th, err := jpegturbo.DecodeHeader(data)
+		switch {
+		case err == nil:
+			return image.Config{Width: th.W, Height: th.H}, nil
+		case coding != "":
+			return image.Config{}, fmt.Errorf("%s JPEG: %w", coding, err)
+		}
+		return image.Config{}, err
+	}
+	if coding != "" {
+		return image.Config{}, fmt.Errorf("%s JPEG: Go's decoder cannot read it (decode backend=turbo reads arithmetic-coded ones)", coding)
+	}
+	return image.Config{}, goErr
 }
 
 // minEncodedSize is a lower bound on the size of any valid file of cfg's

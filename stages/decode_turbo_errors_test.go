@@ -239,6 +239,9 @@ func FuzzDecodeTurbo(f *testing.F) {
 			f.Add(data)
 		}
 	}
+	for _, data := range arithFixtures(f) {
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		requireTurbo(t)
 		opt := DecodeOptions{MaxPixels: 1 << 20, Orient: true, JPEG: JPEGTurbo}

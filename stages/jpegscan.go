@@ -1,9 +1,13 @@
 package stages
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // jpegFrame is what a walk over a JPEG's markers finds.
 type jpegFrame struct {
+	sof         byte // the frame header's marker (0xC0..0xCF), 0 before one is found
 	progressive bool
 	components  int     // in the frame (SOF)
 	scans       int     // SOS markers
@@ -38,6 +42,7 @@ func walkJPEG(data []byte, stop func(*jpegFrame) bool) jpegFrame {
 		seg := data[i+4 : i+2+n]
 		switch {
 		case m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc: // SOFn
+			f.sof = m
 			f.progressive = m == 0xc2 || m == 0xc6 || m == 0xca || m == 0xce
 			if len(seg) >= 6 {
 				f.components = int(seg[5])
@@ -70,6 +75,25 @@ func skipEntropy(data []byte, i int) int {
 // jpegProgressive reports whether the frame header found in data is progressive.
 func jpegProgressive(data []byte) bool {
 	return walkJPEG(data, func(f *jpegFrame) bool { return f.components > 0 }).progressive
+}
+
+// JPEGCoding names what a JPEG's frame header says beyond the Huffman-coded sequential
+// and progressive modes that every decoder reads (SOF0-2): "arithmetic-coded", "lossless",
+// "hierarchical", or several of them joined by spaces. It returns "" for those modes, and
+// when data has no frame header.
+func JPEGCoding(data []byte) string {
+	m := walkJPEG(data, func(f *jpegFrame) bool { return f.sof != 0 }).sof
+	var words []string
+	if m >= 0xc5 && m != 0xc8 && m != 0xc9 && m != 0xca && m != 0xcb { // SOF5-7, 13-15
+		words = append(words, "hierarchical")
+	}
+	if m&3 == 3 { // SOF3, 7, 11, 15
+		words = append(words, "lossless")
+	}
+	if m >= 0xc9 { // SOF9-15
+		words = append(words, "arithmetic-coded")
+	}
+	return strings.Join(words, " ")
 }
 
 // checkJPEGWork refuses a JPEG whose scans would take far more decoding work than its

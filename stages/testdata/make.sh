@@ -23,6 +23,13 @@ for s in 1x1:444 2x1:422 1x2:440 2x2:420 4x1:411 4x2:410; do
 	cjpeg -quality 90 -sample "${s%:*}" "$tmp/p23x13.ppm" > "sub${s#*:}.jpg"
 done
 
+# Arithmetic-coded JPEGs (sequential and progressive), which libjpeg-turbo reads and Go's
+# decoder does not: jpegtran keeps sub420.jpg's coefficients, so they decode to its pixels.
+# They live in arith/, out of the fixtures every decoder is tested on.
+mkdir -p arith
+jpegtran -arithmetic sub420.jpg > arith/arith420.jpg
+jpegtran -arithmetic -progressive sub420.jpg > arith/arith_progressive.jpg
+
 # JPEG with EXIF orientation 1..8 (big-endian "MM" EXIF, exiftool's default),
 # and two with little-endian "II" EXIF.
 cjpeg -quality 90 "$tmp/p24x16.ppm" > "$tmp/base.jpg"
