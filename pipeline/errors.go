@@ -123,6 +123,8 @@ func Errors(err error) []error {
 // Nearest returns the candidate closest to s by edit distance (s compared without case), if
 // it is close enough to be a plausible typo, and "" otherwise. It gives the "did you mean"
 // of every unknown-name error, so loaders built on the registry suggest names the same way.
+// Close enough is one edit per three letters, at least one: "pgn" suggests png, "gif" (two
+// edits from tiff) suggests nothing.
 func Nearest(s string, candidates []string) string {
 	best, bestD := "", -1
 	for _, c := range candidates {
@@ -131,19 +133,22 @@ func Nearest(s string, candidates []string) string {
 			best, bestD = c, d
 		}
 	}
-	limit := 1 + len(s)/3
+	limit := max(1, len(s)/3)
 	if best == "" || bestD > limit || bestD >= len(best) {
 		return ""
 	}
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
+// editDistance is the number of insertions, deletions, substitutions and swaps of two
+// neighbouring bytes that turn a into b (the optimal string alignment distance): a swap,
+// the commonest typo ("pgn"), counts one.
 func editDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		// Names are short; a long word is not a typo of one, and this bounds the work.
 		return len(a) + len(b)
 	}
+	prev2 := make([]int, len(b)+1) // row i-2, for swaps
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -157,8 +162,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }

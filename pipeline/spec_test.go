@@ -166,6 +166,14 @@ func TestNearest(t *testing.T) {
 			t.Errorf("Nearest(%q) = %q, want %q", in, got, want)
 		}
 	}
+	formats := []string{"png", "jpeg", "webp", "tiff", "npy"}
+	for in, want := range map[string]string{
+		"pgn": "png", "jpg": "jpeg", "JPEG": "jpeg", "tif": "tiff", "wepb": "webp", "gif": "", "bmp": "", "np": "npy",
+	} {
+		if got := Nearest(in, formats); got != want {
+			t.Errorf("Nearest(%q, formats) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 func TestLookupAt(t *testing.T) {
