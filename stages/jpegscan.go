@@ -7,11 +7,10 @@ import (
 
 // jpegFrame is what a walk over a JPEG's markers finds.
 type jpegFrame struct {
-	sof         byte // the frame header's marker (0xC0..0xCF), 0 before one is found
-	progressive bool
-	components  int     // in the frame (SOF)
-	scans       int     // SOS markers
-	passes      float64 // Σ over scans of the scan's components ÷ the frame's
+	sof        byte    // the frame header's marker (0xC0..0xCF), 0 before one is found
+	components int     // in the frame (SOF)
+	scans      int     // SOS markers
+	passes     float64 // Σ over scans of the scan's components ÷ the frame's
 }
 
 // walkJPEG walks the markers of a JPEG (data starts with SOI) up to EOI or the end of
@@ -43,7 +42,6 @@ func walkJPEG(data []byte, stop func(*jpegFrame) bool) jpegFrame {
 		switch {
 		case m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc: // SOFn
 			f.sof = m
-			f.progressive = m == 0xc2 || m == 0xc6 || m == 0xca || m == 0xce
 			if len(seg) >= 6 {
 				f.components = int(seg[5])
 			}
@@ -74,7 +72,16 @@ func skipEntropy(data []byte, i int) int {
 
 // jpegProgressive reports whether the frame header found in data is progressive.
 func jpegProgressive(data []byte) bool {
-	return walkJPEG(data, func(f *jpegFrame) bool { return f.components > 0 }).progressive
+	switch jpegSOF(data) {
+	case 0xc2, 0xc6, 0xca, 0xce:
+		return true
+	}
+	return false
+}
+
+// jpegSOF returns the marker of data's frame header (SOFn), or 0 when it has none.
+func jpegSOF(data []byte) byte {
+	return walkJPEG(data, func(f *jpegFrame) bool { return f.sof != 0 }).sof
 }
 
 // JPEGCoding names what a JPEG's frame header says beyond the Huffman-coded sequential
@@ -82,7 +89,7 @@ func jpegProgressive(data []byte) bool {
 // "hierarchical", or several of them joined by spaces. It returns "" for those modes, and
 // when data has no frame header.
 func JPEGCoding(data []byte) string {
-	m := walkJPEG(data, func(f *jpegFrame) bool { return f.sof != 0 }).sof
+	m := jpegSOF(data)
 	var words []string
 	if m >= 0xc5 && m != 0xc8 && m != 0xc9 && m != 0xca && m != 0xcb { // SOF5-7, 13-15
 		words = append(words, "hierarchical")
