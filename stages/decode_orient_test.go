@@ -48,13 +48,17 @@ func orientRef(src *Image, o int) *Image {
 	return out
 }
 
+// orientFixtures are the EXIF orientation fixtures' names (without .jpg): orientation N is
+// the digit after "orient_"; _le has little-endian EXIF.
+var orientFixtures = []string{"orient_1", "orient_2", "orient_3", "orient_4", "orient_5", "orient_6", "orient_7", "orient_8", "orient_3_le", "orient_6_le"}
+
 func TestDecodeOrientation(t *testing.T) {
 	fx := fixtures(t)
 	upright, err := Decode(fx["orient_1.jpg"], DecodeOptions{Orient: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"orient_1", "orient_2", "orient_3", "orient_4", "orient_5", "orient_6", "orient_7", "orient_8", "orient_3_le", "orient_6_le"} {
+	for _, name := range orientFixtures {
 		t.Run(name, func(t *testing.T) {
 			data := fx[name+".jpg"]
 			o := int(name[len("orient_")] - '0')

@@ -229,7 +229,7 @@ func TestDecodeTurboOrientation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"orient_1", "orient_2", "orient_3", "orient_4", "orient_5", "orient_6", "orient_7", "orient_8", "orient_3_le", "orient_6_le"} {
+	for _, name := range orientFixtures {
 		t.Run(name, func(t *testing.T) {
 			data := fx[name+".jpg"]
 			o := int(name[len("orient_")] - '0')
