@@ -23,10 +23,31 @@ import (
 // any other failure of a single file's decode is the device's. The returned
 // error is a device failure.
 func (d *Device) Decode(s sched.Stream, call *sched.DecodeCall) error {
+	var turbo []int
+	nv := false
+	for i, im := range call.Images {
+		switch {
+		case im.Err != nil:
+		case im.Decoder == RouteTurbo:
+			turbo = append(turbo, i)
+		default:
+			nv = true
+		}
+	}
+	if len(turbo) > 0 {
+		if err := d.decodeTurbo(s, call, turbo); err != nil {
+			return err
+		}
+	}
+	if !nv {
+		return nil
+	}
 	c, err := d.jpeg()
 	if err != nil {
 		for i := range call.Images {
-			call.Images[i].Err = err
+			if call.Images[i].Decoder != RouteTurbo {
+				call.Images[i].Err = err
+			}
 		}
 		return nil
 	}
@@ -43,7 +64,7 @@ func (d *Device) Decode(s sched.Stream, call *sched.DecodeCall) error {
 	for i := range call.Images {
 		im := &call.Images[i]
 		switch {
-		case im.Err != nil:
+		case im.Err != nil, im.Decoder == RouteTurbo:
 		case im.Decoder == RouteHW && sc.batch != nil:
 			hw = append(hw, i)
 		case im.Decoder == RouteCUDA || im.Decoder == RouteHW:
@@ -71,7 +92,7 @@ func (d *Device) Decode(s sched.Stream, call *sched.DecodeCall) error {
 		hw = hw[n:]
 	}
 	for i, im := range call.Images {
-		if im.Err != nil || im.Orient == 1 {
+		if im.Err != nil || im.Orient == 1 || im.Decoder == RouteTurbo {
 			continue
 		}
 		sw, sh := im.Shape.W, im.Shape.H
@@ -132,7 +153,7 @@ func (sc *streamCodec) plan(call *sched.DecodeCall) ([]nvjpeg.Dst, error) {
 	var scratch uint64
 	for i := range call.Images {
 		im := &call.Images[i]
-		if im.Err != nil {
+		if im.Err != nil || im.Decoder == RouteTurbo {
 			continue
 		}
 		sw, sh, err := sc.storedSize(im)

@@ -22,7 +22,8 @@ type Device struct {
 	g     *GPU
 	k     *Kernels
 	name  string
-	codec jpegCodec // nvJPEG, opened on first use (filedecode.go)
+	codec jpegCodec  // nvJPEG, opened on first use (filedecode.go)
+	turbo turboCodec // the turbo-cuda decoder's buffers (turbodecode.go)
 }
 
 // NewDevice loads the kernels into g's context. Close unloads them, after
@@ -45,7 +46,7 @@ func NewDevice(g *GPU) (*Device, error) {
 // Close releases nvJPEG's handles (when they were opened) and unloads the
 // kernels.
 func (d *Device) Close() error {
-	return d.g.Do(func() error { return errors.Join(d.codec.close(), d.k.Unload()) })
+	return d.g.Do(func() error { return errors.Join(d.codec.close(), d.turbo.close(), d.k.Unload()) })
 }
 
 // GPU returns the device's GPU.
@@ -73,7 +74,7 @@ func (d *Device) NewStream() (sched.Stream, error) {
 // kept for the next stream made.
 func (d *Device) DestroyStream(s sched.Stream) error {
 	d.codec.dropStream(s)
-	return d.g.Check(cu.Stream(s).Destroy())
+	return d.g.Check(errors.Join(d.turbo.dropStream(s), cu.Stream(s).Destroy()))
 }
 
 // SyncStream implements sched.Device.

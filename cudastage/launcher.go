@@ -276,7 +276,7 @@ func NewKernels(image []byte) (*Kernels, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the imgpipe kernels: %w", err)
 	}
-	names := []string{orientKernel}
+	names := append([]string{orientKernel}, jpegKernels...)
 	for _, l := range launchers {
 		for _, p := range l.passes {
 			names = append(names, p.kernel)

@@ -59,6 +59,8 @@ func TestKernelConstants(t *testing.T) {
 		"RESIZE_RECORD":   kResizeRecord,
 		"CROP_RECORD":     kCropRecord,
 		"NAN_BITS":        kNaNBits,
+		"JPEG_SUB_BITS":   jpegSubBits,
+		"JPEG_BAD_SHORT":  jpegBadShort,
 	}
 	defineRe := regexp.MustCompile(`(?m)^[ \t]*#[ \t]*define[ \t]+IMGPIPE_(\w+)[ \t]+(\S+)`)
 	globalRe := regexp.MustCompile(`extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(`)
@@ -100,6 +102,12 @@ func TestKernelConstants(t *testing.T) {
 	}
 	// The file decoder's orientation kernel is launched by Kernels.Orient.
 	launched := map[string]bool{orientKernel: true}
+	for _, k := range jpegKernels { // the turbo-cuda decoder's, launched by turboLaunch
+		launched[k] = true
+		if f := kernelIn[k]; f != "jpegdec.cu" {
+			t.Errorf("kernel %s is in %q, want kernels/jpegdec.cu", k, f)
+		}
+	}
 	if f := kernelIn[orientKernel]; f != "orient.cu" {
 		t.Errorf("kernel %s is in %q, want kernels/orient.cu", orientKernel, f)
 	}

@@ -44,11 +44,13 @@ libjpeg-turbo's DCT scaling, which changes pixels: much less work for a thumbnai
 scale=auto needs a resize right after decode, and takes the smallest scale that leaves
 the image at least the resize's own size with the same output size (never enlarging;
 see docs/geometry.md). Only libjpeg-turbo scales: JPEGs that Go's decoder (backend=go,
-CMYK fallbacks) or the GPU's decoder take, and other formats, are decoded at full size. On
-a GPU run, backend=auto leaves a JPEG that gets a scale to libjpeg-turbo on the CPU
-workers (same pixels as the CPU run; faster than the GPU's full decode for thumbnails) and
-opens the GPU's decoder only for a JPEG that gets none; backend=nvjpeg sends it to the
-GPU at full size.
+CMYK fallbacks) or the GPU's decoder take, and other formats, are decoded at full size.
+On a GPU run, backend=auto decodes a baseline JPEG (8-bit, Huffman-coded, gray or YCbCr
+4:4:4, 4:2:2, 4:2:0, 4:4:0 or 4:1:1) on the GPU with turbo-cuda, imgpipe's CUDA decoder,
+which gives libjpeg-turbo's bytes (so the CPU run's, where libjpeg-turbo loads); other
+JPEGs go to nvJPEG's hardware engines when they take them, else to the CPU workers. A JPEG
+that gets a scale is decoded by libjpeg-turbo on the CPU workers (the CPU run's pixels);
+backend=nvjpeg sends every JPEG nvJPEG takes to nvJPEG, at full size.
 max_pixels applies to the full size. The report's decode_scale gives each input's scale
 (absent at full size); its width and height are the scaled ones.`,
 	Params: []ParamSpec{
@@ -57,7 +59,7 @@ max_pixels applies to the full size. The report's decode_scale gives each input'
 		{Name: "orient", Kind: Bool, Default: true,
 			Help: "apply the JPEG EXIF orientation"},
 		{Name: "backend", Kind: Enum, Default: string(stages.JPEGAuto), Values: decodeBackends(),
-			Help: "JPEG decoder: auto (GPU engines on a GPU run, else turbo if it loads, else go), go (same pixels everywhere), turbo (libjpeg-turbo) or nvjpeg (every JPEG the GPU takes)"},
+			Help: "JPEG decoder: auto (turbo if it loads, else go; on a GPU run turbo-cuda, libjpeg-turbo's bytes on the GPU, then nvJPEG's engines), go (same pixels everywhere), turbo (libjpeg-turbo) or nvjpeg (every JPEG nvJPEG takes)"},
 		{Name: "scale", Kind: Enum, Default: "1", Values: decodeScales(),
 			Help: "JPEG DCT scale (libjpeg-turbo only; changes pixels): 1, 1/2, 1/4, 1/8, or auto from the resize that follows"},
 	},

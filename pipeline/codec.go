@@ -86,17 +86,25 @@ func cpuJPEG(backend string) stages.JPEGBackend {
 // take it (route: FileDecoder.DecodeRoute, "nvjpeg-hw", "nvjpeg-cuda" or "", asked only
 // when the answer depends on it: it parses the file, and opens nvJPEG on first use), it
 // names the device decoder that decodes it, or "" for the CPU decoders (cpuJPEG). auto
-// sends only what the hardware engines take (their batched decode was measured at 2,800
+// sends a baseline JPEG to the device's turbo-cuda decoder when it takes it (turbo:
+// TurboDecoder.TurboRoute; libjpeg-turbo's bytes, and faster than the engines), and
+// otherwise only what the hardware engines take (their batched decode was measured at 2,800
 // img/s on an H200; the CUDA decoder is slower than libjpeg-turbo on CPU workers for
 // progressive files — set by measurement on the GPU host), and only at full size: a
 // scaled decode does a fraction of the work, and for 256-pixel thumbnails of 1,800 photos
 // on an H200 libjpeg-turbo's scaled decode on the CPU workers beat the engines' full one
 // (3.5 against 5.0 s end to end in one lease), and gives the CPU run's pixels. nvjpeg
 // sends every file the device accepts, at full size; go and turbo never use it.
-func deviceDecoder(backend string, scaled bool, route func() string) string {
+func deviceDecoder(backend string, scaled bool, turbo, route func() string) string {
 	switch backend {
 	case backendAuto:
-		if !scaled && route() == "nvjpeg-hw" {
+		if scaled {
+			return ""
+		}
+		if r := turbo(); r != "" {
+			return r
+		}
+		if route() == "nvjpeg-hw" {
 			return "nvjpeg-hw"
 		}
 	case backendNvJPEG:

@@ -12,28 +12,30 @@ import (
 
 func TestDeviceDecoderRule(t *testing.T) {
 	tests := []struct {
-		backend, route string
-		scaled         bool
-		want           string
-		asks           bool // whether the rule asks the device decoder
+		backend, turbo, route string
+		scaled                bool
+		want                  string
+		asks                  bool // whether the rule asks nvJPEG's route
 	}{
-		{"auto", "nvjpeg-hw", false, "nvjpeg-hw", true},
-		{"auto", "nvjpeg-hw", true, "", false},   // a thumbnail: libjpeg-turbo's scaled decode on CPU workers
-		{"auto", "nvjpeg-cuda", false, "", true}, // progressive: libjpeg-turbo on CPU workers
-		{"auto", "", false, "", true},
-		{"nvjpeg", "nvjpeg-hw", false, "nvjpeg-hw", true},
-		{"nvjpeg", "nvjpeg-hw", true, "nvjpeg-hw", true},
-		{"nvjpeg", "nvjpeg-cuda", false, "nvjpeg-cuda", true},
-		{"nvjpeg", "", false, "", true},
-		{"go", "nvjpeg-hw", false, "", false},
-		{"turbo", "nvjpeg-hw", true, "", false},
+		{"auto", "", "nvjpeg-hw", false, "nvjpeg-hw", true},
+		{"auto", "turbo-cuda", "nvjpeg-hw", false, "turbo-cuda", false}, // libjpeg-turbo's bytes, on the device
+		{"auto", "turbo-cuda", "nvjpeg-hw", true, "", false},            // a thumbnail: libjpeg-turbo's scaled decode on CPU workers
+		{"auto", "", "nvjpeg-hw", true, "", false},
+		{"auto", "", "nvjpeg-cuda", false, "", true}, // progressive: libjpeg-turbo on CPU workers
+		{"auto", "", "", false, "", true},
+		{"nvjpeg", "turbo-cuda", "nvjpeg-hw", false, "nvjpeg-hw", true},
+		{"nvjpeg", "", "nvjpeg-hw", true, "nvjpeg-hw", true},
+		{"nvjpeg", "", "nvjpeg-cuda", false, "nvjpeg-cuda", true},
+		{"nvjpeg", "", "", false, "", true},
+		{"go", "turbo-cuda", "nvjpeg-hw", false, "", false},
+		{"turbo", "turbo-cuda", "nvjpeg-hw", true, "", false},
 	}
 	for _, tt := range tests {
 		asked := false
-		got := deviceDecoder(tt.backend, tt.scaled, func() string { asked = true; return tt.route })
+		got := deviceDecoder(tt.backend, tt.scaled, func() string { return tt.turbo }, func() string { asked = true; return tt.route })
 		if got != tt.want || asked != tt.asks {
-			t.Errorf("deviceDecoder(%q, scaled %v, route %q) = %q (asked %v), want %q (asked %v)",
-				tt.backend, tt.scaled, tt.route, got, asked, tt.want, tt.asks)
+			t.Errorf("deviceDecoder(%q, scaled %v, turbo %q, route %q) = %q (asked %v), want %q (asked %v)",
+				tt.backend, tt.scaled, tt.turbo, tt.route, got, asked, tt.want, tt.asks)
 		}
 	}
 }

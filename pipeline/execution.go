@@ -203,7 +203,7 @@ var executionSettings = []ParamSpec{
 	{Name: "streams", Kind: Int, Default: int64(DefaultStreams), Range: &Range{Min: 1, Max: sched.MaxStreams},
 		Help: "CUDA streams (GPU only)"},
 	{Name: "batch", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: sched.MaxBatch},
-		Help: fmt.Sprintf("images per GPU batch (GPU only); 0: %d, or the JPEG decoder's call size (engines x 8: 56 on an H100 or H200) when the GPU decodes the files", DefaultBatch)},
+		Help: fmt.Sprintf("images per GPU batch (GPU only); 0: %d, or 56 when the GPU decodes the files (turbo-cuda's calls, and 8 per nvJPEG engine on an H100 or H200)", DefaultBatch)},
 	{Name: "pinned_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: sched.MaxSlotBytes >> 20},
 		Help: "page-locked memory for the GPU's batch slots, in MiB (GPU only); 0 sizes each slot for batch 1080p frames"},
 	{Name: "max_memory_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 1 << 24},

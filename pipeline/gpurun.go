@@ -147,6 +147,14 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	if lazy {
 		batchFiles = nil
 	}
+	// backend=auto sends baseline JPEGs to the device's turbo-cuda decoder when it has one: it
+	// needs no warm-up, and nvJPEG opens only for a file that needs it.
+	if td, ok := g.files.(sched.TurboDecoder); ok && plan.Decode.Backend == backendAuto {
+		lazy = true
+		if o.Batch == 0 && !scalesOnCPU(plan.Decode) {
+			o.Batch = td.TurboBatch()
+		}
+	}
 	cfg := sched.Config{Ops: ops, Streams: cmp.Or(o.Streams, DefaultStreams), Batch: gpuBatch(o.Batch, batchFiles),
 		SlotBytes: o.SlotBytes, Linger: cmp.Or(o.Linger, DefaultLinger), HostPool: o.HostPool, DevicePool: o.DevicePool}
 	cfg.Slots = cmp.Or(o.Slots, DefaultSlots(cfg.Streams))
@@ -539,7 +547,13 @@ func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, comm
 		return nil, true, false
 	}
 	scaled := scalesOnCPU(dec) && dec.Scale(hd.W, hd.H) > 1
-	route := deviceDecoder(dec.Backend, scaled, func() string { return b.run.files.DecodeRoute(data) })
+	turbo := func() string {
+		if td, ok := b.run.files.(sched.TurboDecoder); ok {
+			return td.TurboRoute(data)
+		}
+		return ""
+	}
+	route := deviceDecoder(dec.Backend, scaled, turbo, func() string { return b.run.files.DecodeRoute(data) })
 	shape := sched.Shape{W: hd.W, H: hd.H, C: 3}
 	if route == "" || sched.CheckShape(shape) != nil {
 		handedOn = true

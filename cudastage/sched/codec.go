@@ -60,6 +60,16 @@ type FileDecoder interface {
 	Decode(s Stream, call *DecodeCall) error
 }
 
+// TurboDecoder is optionally implemented by a FileDecoder that also decodes baseline JPEGs
+// with libjpeg-turbo's exact arithmetic (the CUDA device's "turbo-cuda"), so that a GPU run
+// gives the CPU run's bytes. Its decoder needs no warm-up.
+type TurboDecoder interface {
+	// TurboRoute names that decoder when it takes data, else "".
+	TurboRoute(data []byte) string
+	// TurboBatch is the files per Decode call it decodes fastest.
+	TurboBatch() int
+}
+
 // DecoderWarmer is optionally implemented by a FileDecoder whose first Decode
 // on a stream pays a one-time setup (nvJPEG: its per-stream states, and the
 // batched decoder's initialisation for a batch size, which takes hundreds of

@@ -1,0 +1,156 @@
+package cudastage
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/imgpipe/imgpipe/cudastage/cutest"
+	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/jpegturbo"
+)
+
+// GPU tests of the turbo-cuda decoder: libjpeg-turbo's bytes, for every file it takes.
+
+// turboDevice opens the GPU for turbo-cuda tests, which compare with libjpeg-turbo on the CPU.
+func turboDevice(t *testing.T) *Device {
+	t.Helper()
+	if err := jpegturbo.Available(); err != nil {
+		t.Skipf("libjpeg-turbo, the reference, is missing: %v", err)
+	}
+	d, closeDev, err := Open(cutest.Require(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := closeDev(); err != nil {
+			t.Error(err)
+		}
+	})
+	return d
+}
+
+// turboFixtures are baseline JPEGs of every sampling libjpeg-turbo's API takes (and 4:1:0,
+// which turbo-cuda leaves to the CPU), odd sizes,
+// gray, EXIF orientations, restart markers, and the photos of IMGPIPE_TEST_PHOTOS when set.
+func turboFixtures(t *testing.T) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	for _, pattern := range []string{"../stages/testdata/sub4*.jpg", "../stages/testdata/orient_*.jpg", "jpegdec/testdata/*.jpg"} {
+		paths, _ := filepath.Glob(pattern)
+		for _, p := range paths {
+			files[filepath.Base(p)] = readFixture(t, p)
+		}
+	}
+	for _, sz := range [][2]int{{1, 1}, {2, 3}, {7, 3}, {17, 1}, {33, 17}, {640, 481}} {
+		for _, gray := range []bool{false, true} {
+			name := fmt.Sprintf("go-%dx%d-gray=%v", sz[0], sz[1], gray)
+			files[name] = goJPEG(t, sz[0], sz[1], gray)
+		}
+	}
+	if dir := os.Getenv("IMGPIPE_TEST_PHOTOS"); dir != "" {
+		paths, _ := filepath.Glob(filepath.Join(dir, "*", "*.jpg"))
+		for _, p := range paths {
+			files[filepath.Base(p)] = readFixture(t, p)
+		}
+	}
+	return files
+}
+
+// TestTurboDecodeExact decodes every fixture the turbo-cuda decoder takes in one call and
+// compares its bytes with libjpeg-turbo's (orientation applied by both).
+func TestTurboDecodeExact(t *testing.T) {
+	d := turboDevice(t)
+	var names []string
+	var files [][]byte
+	var routes []string
+	for name, f := range turboFixtures(t) {
+		if d.TurboRoute(f) != RouteTurbo {
+			if strings.HasPrefix(name, "sub4") && name != "sub410.jpg" || strings.HasPrefix(name, "go-") || strings.HasPrefix(name, "orient_") {
+				t.Errorf("%s: not taken by %s", name, RouteTurbo)
+			}
+			continue
+		}
+		names, files, routes = append(names, name), append(files, f), append(routes, RouteTurbo)
+	}
+	imgs, out := decodeOnDevice(t, d, files, routes)
+	for i, im := range imgs {
+		if im.Err != nil {
+			t.Errorf("%s: %v", names[i], im.Err)
+			continue
+		}
+		want, err := stages.Decode(files[i], stages.DecodeOptions{Orient: true, JPEG: stages.JPEGTurbo}, nil)
+		if err != nil {
+			t.Errorf("%s: libjpeg-turbo: %v", names[i], err)
+			continue
+		}
+		if !bytes.Equal(out[i], want.Pix) {
+			mean, most := diff(out[i], want.Pix)
+			t.Errorf("%s (%dx%d): differs from libjpeg-turbo (mean %.3f, max %d)", names[i], im.Shape.W, im.Shape.H, mean, most)
+		}
+	}
+	t.Logf("%d files, every one libjpeg-turbo's bytes", len(files))
+}
+
+// TestTurboDecodeDamaged damages the scans of a small fixture (which libjpeg-turbo decodes on its
+// slow path, which warns of bad codes) and of a 640x481 photo (whose first MCUs go through its
+// fast path, which does not) in many ways, and checks that turbo-cuda and libjpeg-turbo fail the
+// same files. Files both decode must mostly have the same bytes: where damage makes coefficients
+// overflow the 16-bit arithmetic of libjpeg-turbo's SIMD IDCT, its pixels differ from its own C
+// code's, and turbo-cuda follows neither exactly.
+func TestTurboDecodeDamaged(t *testing.T) {
+	d := turboDevice(t)
+	bases := [][]byte{readFixture(t, "../stages/testdata/sub420.jpg"), goJPEG(t, 640, 481, false)}
+	rng := rand.New(rand.NewPCG(7, 8))
+	var files [][]byte
+	var kinds []string
+	for len(files) < 120 {
+		kind := len(files) / 2 % 3
+		base := bases[len(files)%2]
+		sos := bytes.Index(base, []byte{0xFF, 0xDA})
+		f := bytes.Clone(base)
+		start := sos + 14
+		switch kind {
+		case 0: // a few flipped bytes
+			for range 1 + rng.IntN(3) {
+				f[start+rng.IntN(len(f)-start-2)] ^= byte(1 + rng.IntN(255))
+			}
+		case 1: // the scan cut short, EOI kept
+			cut := start + rng.IntN(len(f)-start-2)
+			f = append(f[:cut:cut], 0xFF, 0xD9)
+		case 2: // junk after the scan
+			f = append(f[:len(f)-2:len(f)-2], append(bytes.Repeat([]byte{0x5A}, 1+rng.IntN(20)), 0xFF, 0xD9)...)
+		}
+		if d.TurboRoute(f) == RouteTurbo {
+			files = append(files, f)
+			kinds = append(kinds, fmt.Sprintf("%s, %d bytes", []string{"flipped bytes", "cut short", "junk after the scan"}[kind], len(f)))
+		}
+	}
+	routes := make([]string, len(files))
+	for i := range routes {
+		routes[i] = RouteTurbo
+	}
+	imgs, out := decodeOnDevice(t, d, files, routes)
+	var failed, differ int
+	for i, im := range imgs {
+		want, err := stages.Decode(files[i], stages.DecodeOptions{Orient: true, JPEG: stages.JPEGTurbo}, nil)
+		switch {
+		case (err != nil) != (im.Err != nil):
+			t.Errorf("file %d (%s): libjpeg-turbo says %v, turbo-cuda %v", i, kinds[i], err, im.Err)
+		case err != nil:
+			failed++
+		case !bytes.Equal(out[i], want.Pix) && strings.HasPrefix(kinds[i], "flipped"):
+			differ++
+		case !bytes.Equal(out[i], want.Pix): // sound data, cut or followed by junk: exact
+			t.Errorf("file %d (%s): decoded by both, with other bytes", i, kinds[i])
+		}
+	}
+	t.Logf("%d damaged files: %d failed on both; of the rest, %d with flipped bytes decoded to other bytes", len(files), failed, differ)
+	if decoded := len(files) - failed; differ*3 > decoded {
+		t.Errorf("%d of %d damaged files that both decode have other bytes", differ, decoded)
+	}
+}
