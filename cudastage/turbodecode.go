@@ -27,10 +27,13 @@ const (
 	jpegCtxBytes  = 200  // sizeof(JCtx)
 	jpegBadShort  = 2    // IMGPIPE_JPEG_BAD_SHORT
 	jpegMaxRounds = 64   // synchronisation rounds before the unsettled segments are decoded serially
-	// jpegChunkBytes bounds the device memory of one pass over a call's images (coefficients
-	// and planes take about 3.5 bytes per pixel): a call's images are decoded in as many passes
-	// as that takes (one at least, whatever its size).
+	// jpegChunkBytes bounds the device memory of one pass over a call's images: a call's
+	// images are decoded in as many passes as that takes (one at least, whatever its size).
+	// jpegPixelBytes bounds an image's share per pixel: 128-byte coefficient blocks (3 per 64
+	// pixels in 4:4:4, 1.5 in 4:2:0), its component planes, and its upright copy when the
+	// EXIF orientation turns it: 6 + 3 + 3.
 	jpegChunkBytes = 1 << 30
+	jpegPixelBytes = 12
 )
 
 var jpegKernels = []string{"jpeg_sync", "jpeg_mark", "jpeg_count", "jpeg_scan", "jpeg_write", "jpeg_serial", "jpeg_idct", "jpeg_rgb"}
@@ -267,7 +270,7 @@ func (d *Device) decodeTurbo(s sched.Stream, call *sched.DecodeCall, idx []int) 
 		n, bytes := 0, 0
 		for n < len(idx) {
 			im := &call.Images[idx[n]]
-			b := 4 * im.Shape.W * im.Shape.H // coefficients, planes and an oriented copy, about
+			b := jpegPixelBytes * im.Shape.W * im.Shape.H
 			if n > 0 && bytes+b > jpegChunkBytes {
 				break
 			}
