@@ -146,6 +146,12 @@ func fileDecoderFor(plan *Plan, dev sched.Device) (sched.FileDecoder, error) {
 		return fd, nil
 	}
 	fd, err := sched.FileDecoderOf(dev)
+	if di, ok := dev.(sched.DecoderInfo); ok && err == nil && b == backendNvJPEG {
+		// FileDecoderOf takes a TurboDecoder as usable without nvJPEG; nvjpeg needs it.
+		if e := di.DecoderAvailable(); e != nil {
+			err = fmt.Errorf("%s cannot decode files: %w", dev.Name(), e)
+		}
+	}
 	if err != nil && b == backendNvJPEG {
 		return nil, fmt.Errorf("%w: %v", ErrNoDeviceDecoder, err)
 	}

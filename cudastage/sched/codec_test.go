@@ -447,6 +447,10 @@ func TestFileErrors(t *testing.T) {
 		if _, err := FileDecoderOf(fake); err == nil || !strings.Contains(err.Error(), "libnvjpeg") {
 			t.Errorf("unavailable decoder: %v", err)
 		}
+		// A device with a decoder of its own decodes files whether nvJPEG loads or not.
+		if fd, err := FileDecoderOf(turboFake{fake}); err != nil || fd == nil {
+			t.Errorf("unavailable nvJPEG beside a TurboDecoder: %v, %v", fd, err)
+		}
 	})
 	t.Run("encode op placement", func(t *testing.T) {
 		fake := schedtest.NewFake(schedtest.FakeConfig{})
@@ -585,3 +589,9 @@ func TestJPEGEncoderOf(t *testing.T) {
 		}
 	})
 }
+
+// turboFake is a fake device that also has a decoder of its own (sched.TurboDecoder).
+type turboFake struct{ *schedtest.FakeDevice }
+
+func (turboFake) TurboRoute([]byte) string { return "turbo" }
+func (turboFake) TurboBatch() int          { return 8 }
