@@ -10,8 +10,9 @@ import (
 )
 
 // Decode implements sched.FileDecoder. On stream s it decodes the images
-// routed RouteHW in batched calls of at most the decoder's capacity, and
-// those routed RouteCUDA one by one. An upright image (Orient 1) is decoded
+// routed RouteTurbo with turbo-cuda (decodeTurbo; nvJPEG is not opened for
+// them), those routed RouteHW in batched calls of at most nvJPEG's capacity,
+// and those routed RouteCUDA one by one. An upright image (Orient 1) is decoded
 // straight into call.Dst at its DstOff; the others are decoded into the
 // stream's scratch and turned into place by the orientation kernel.
 //
