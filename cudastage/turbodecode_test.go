@@ -2,6 +2,8 @@ package cudastage
 
 import (
 	"encoding/binary"
+	"os"
+	"sync"
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/jpegdec"
@@ -76,5 +78,43 @@ func TestJPEGGeometry(t *testing.T) {
 				t.Errorf("%s %v: upsamplers %v, want %v", c.name, sz, g.Up, want)
 			}
 		}
+	}
+}
+
+// TestTurboRoute: turbo-cuda takes the baseline JPEGs of every sampling it decodes and leaves
+// the rest, and the route is safe to ask from many decode workers at once (no GPU needed).
+func TestTurboRoute(t *testing.T) {
+	var d Device
+	cases := []struct {
+		file, want string
+	}{
+		{"sub420.jpg", RouteTurbo}, {"sub422.jpg", RouteTurbo}, {"sub444.jpg", RouteTurbo},
+		{"sub440.jpg", RouteTurbo}, {"sub411.jpg", RouteTurbo}, {"orient_6.jpg", RouteTurbo},
+		{"sub410.jpg", ""}, {"progressive.jpg", ""}, {"cmyk.jpg", ""}, {"arith/arith420.jpg", ""},
+		{"lossy.webp", ""}, {"lzw.tif", ""},
+	}
+	files := make([][]byte, len(cases))
+	for i, c := range cases {
+		b, err := os.ReadFile("../stages/testdata/" + c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[i] = b
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, c := range cases {
+				if got := d.TurboRoute(files[i]); got != c.want {
+					t.Errorf("%s: route %q, want %q", c.file, got, c.want)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := d.TurboRoute(nil); got != "" {
+		t.Errorf("no bytes: route %q", got)
 	}
 }
