@@ -78,9 +78,8 @@ func TestOrientKernel(t *testing.T) {
 	}
 }
 
-// jpegDevice opens the test GPU as a Device with nvJPEG, or skips (fails
-// under IMGPIPE_REQUIRE_GPU=1) when nvJPEG is missing.
-func jpegDevice(t testing.TB) *Device {
+// testDevice opens the GPU (cutest.Require) as a Device, closed when the test ends.
+func testDevice(t testing.TB) *Device {
 	t.Helper()
 	d, closeDev, err := Open(cutest.Require(t))
 	if err != nil {
@@ -91,6 +90,14 @@ func jpegDevice(t testing.TB) *Device {
 			t.Error(err)
 		}
 	})
+	return d
+}
+
+// jpegDevice opens the test GPU as a Device with nvJPEG, or skips (fails
+// under IMGPIPE_REQUIRE_GPU=1) when nvJPEG is missing.
+func jpegDevice(t testing.TB) *Device {
+	t.Helper()
+	d := testDevice(t)
 	if err := d.DecoderAvailable(); err != nil {
 		if cutest.Required() {
 			t.Fatalf("nvJPEG required on the GPU machine: %v", err)

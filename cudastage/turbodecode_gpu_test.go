@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/imgpipe/imgpipe/cudastage/cutest"
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
@@ -22,16 +21,7 @@ func turboDevice(t *testing.T) *Device {
 	if err := jpegturbo.Available(); err != nil {
 		t.Skipf("libjpeg-turbo, the reference, is missing: %v", err)
 	}
-	d, closeDev, err := Open(cutest.Require(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := closeDev(); err != nil {
-			t.Error(err)
-		}
-	})
-	return d
+	return testDevice(t)
 }
 
 // turboFixtures are baseline JPEGs of every sampling libjpeg-turbo's API takes (and 4:1:0,
