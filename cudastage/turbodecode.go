@@ -21,7 +21,7 @@ const RouteTurbo = "turbo-cuda"
 // reads them from the source).
 const (
 	jpegSubBits   = 2048 // IMGPIPE_JPEG_SUB_BITS: bits per subsequence
-	jpegImgBytes  = 1080 // sizeof(JImg)
+	jpegImgBytes  = 1064 // sizeof(JImg)
 	jpegTabBytes  = 1424 // sizeof(JTab)
 	jpegSegBytes  = 48   // sizeof(JSeg)
 	jpegCtxBytes  = 200  // sizeof(JCtx)
@@ -232,7 +232,7 @@ func (d *Device) turboPass(ts *turboStream, s cu.Stream, call *sched.DecodeCall,
 		}
 		scan = grown
 		t := turboImage{call: i, f: f, scanOff: off}
-		if err := jpegGeometry(&t.rec, f, 1); err != nil {
+		if err := jpegGeometry(&t.rec, f); err != nil {
 			im.Err = fmt.Errorf("%s: %w", RouteTurbo, err)
 			continue
 		}
