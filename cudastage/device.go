@@ -123,7 +123,7 @@ func (d *Device) Elapsed(start, end sched.Event) (time.Duration, error) {
 	return time.Duration(float64(ms) * float64(time.Millisecond)), nil
 }
 
-// HostAlloc implements sched.Device with cuMemHostAlloc.
+// HostAlloc implements sched.Device with cu.MemHostAlloc.
 func (d *Device) HostAlloc(n int) ([]byte, error) {
 	b, err := cu.MemHostAlloc(n)
 	return b, d.g.Check(err)

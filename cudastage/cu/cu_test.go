@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"golang.org/x/sys/unix"
 )
 
 func TestErrorFormatAndSticky(t *testing.T) {
@@ -83,7 +84,7 @@ func TestPinnedRegistry(t *testing.T) {
 	// Synthetic spans: the registry is only arithmetic on addresses.
 	buf := make([]byte, 3000)
 	base := uintptr(unsafe.Pointer(&buf[0]))
-	addPinned(base+1000, 1000)
+	addPinned(span{base: base + 1000, end: base + 2000, mapped: 1000})
 	defer removePinned(base + 1000)
 	for _, tc := range []struct {
 		lo, hi int
@@ -99,7 +100,7 @@ func TestPinnedRegistry(t *testing.T) {
 	if IsPinned(nil) || IsPinned(buf[1000:1000]) {
 		t.Error("empty slices are not pinned")
 	}
-	if removePinned(base + 1001) {
+	if _, ok := removePinned(base + 1001); ok {
 		t.Error("removePinned of an interior address succeeded")
 	}
 }
@@ -338,6 +339,41 @@ func TestCopiesWithFake(t *testing.T) {
 	}
 	if err := MemFreeHost(h); err == nil {
 		t.Error("double MemFreeHost accepted")
+	}
+	// More than the machine has is refused before anything is mapped or locked.
+	if _, err := MemHostAlloc(int(min(physicalMemory(), 1<<60)) + 1); err == nil || !IsOutOfMemory(err) {
+		t.Errorf("MemHostAlloc(more than RAM) = %v, want out of memory", err)
+	}
+}
+
+func TestMapHost(t *testing.T) {
+	page := uintptr(unix.Getpagesize())
+	for _, tc := range []struct {
+		n           uintptr
+		align, size uintptr // the mapping's alignment and length
+	}{
+		{1, page, page},
+		{page + 1, page, 2 * page},
+		{hugePage - 1, page, hugePage},
+		{hugePage, hugePage, hugePage},
+		{hugePage + 1, hugePage, 2 * hugePage},
+		{5*hugePage + 12345, hugePage, 6 * hugePage},
+	} {
+		p, mapped, err := mapHost(tc.n)
+		if err != nil {
+			t.Fatalf("mapHost(%d): %v", tc.n, err)
+		}
+		if uintptr(p)%tc.align != 0 || mapped != tc.size {
+			t.Errorf("mapHost(%d) = %p, %d mapped; want aligned to %d, %d mapped", tc.n, p, mapped, tc.align, tc.size)
+		}
+		b := unsafe.Slice((*byte)(p), mapped)
+		if b[0] != 0 || b[len(b)-1] != 0 {
+			t.Errorf("mapHost(%d): memory not zeroed", tc.n)
+		}
+		b[0], b[len(b)-1] = 1, 1 // the whole mapping is writable
+		if err := unix.MunmapPtr(p, mapped); err != nil {
+			t.Errorf("mapHost(%d): unmapping: %v", tc.n, err)
+		}
 	}
 }
 

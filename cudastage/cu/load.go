@@ -19,19 +19,19 @@ const LibraryName = "libcuda.so.1"
 type driver struct {
 	handle uintptr
 
-	cuInit, cuDriverGetVersion, cuGetErrorName, cuGetErrorString            uintptr
-	cuDeviceGetCount, cuDeviceGet, cuDeviceGetName, cuDeviceGetAttribute    uintptr
-	cuDeviceTotalMem, cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRelease   uintptr
-	cuCtxSetCurrent, cuCtxGetCurrent, cuCtxSynchronize                      uintptr
-	cuStreamCreate, cuStreamDestroy, cuStreamSynchronize, cuStreamQuery     uintptr
-	cuStreamWaitEvent                                                       uintptr
-	cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventQuery          uintptr
-	cuEventDestroy, cuEventElapsedTime                                      uintptr
-	cuMemAlloc, cuMemFree, cuMemHostAlloc, cuMemFreeHost, cuMemGetInfo      uintptr
-	cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync        uintptr
-	cuMemcpyDtoDAsync, cuMemsetD8Async                                      uintptr
-	cuModuleLoadDataEx, cuModuleGetFunction, cuModuleUnload, cuLaunchKernel uintptr
-	cuFuncGetAttribute                                                      uintptr
+	cuInit, cuDriverGetVersion, cuGetErrorName, cuGetErrorString                uintptr
+	cuDeviceGetCount, cuDeviceGet, cuDeviceGetName, cuDeviceGetAttribute        uintptr
+	cuDeviceTotalMem, cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRelease       uintptr
+	cuCtxSetCurrent, cuCtxGetCurrent, cuCtxSynchronize                          uintptr
+	cuStreamCreate, cuStreamDestroy, cuStreamSynchronize, cuStreamQuery         uintptr
+	cuStreamWaitEvent                                                           uintptr
+	cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventQuery              uintptr
+	cuEventDestroy, cuEventElapsedTime                                          uintptr
+	cuMemAlloc, cuMemFree, cuMemHostRegister, cuMemHostUnregister, cuMemGetInfo uintptr
+	cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync            uintptr
+	cuMemcpyDtoDAsync, cuMemsetD8Async                                          uintptr
+	cuModuleLoadDataEx, cuModuleGetFunction, cuModuleUnload, cuLaunchKernel     uintptr
+	cuFuncGetAttribute                                                          uintptr
 }
 
 // symbols lists, for each entry point, the exported names to try in order
@@ -70,8 +70,8 @@ func (d *driver) symbols() []struct {
 		s(&d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
 		s(&d.cuMemAlloc, "cuMemAlloc_v2"),
 		s(&d.cuMemFree, "cuMemFree_v2"),
-		s(&d.cuMemHostAlloc, "cuMemHostAlloc"),
-		s(&d.cuMemFreeHost, "cuMemFreeHost"),
+		s(&d.cuMemHostRegister, "cuMemHostRegister_v2"),
+		s(&d.cuMemHostUnregister, "cuMemHostUnregister"),
 		s(&d.cuMemGetInfo, "cuMemGetInfo_v2"),
 		s(&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
 		s(&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"),

@@ -2,8 +2,6 @@ package cu
 
 import (
 	"fmt"
-	"sort"
-	"sync"
 	"unsafe"
 )
 
@@ -51,93 +49,6 @@ func MemGetInfo() (free, total uint64, err error) {
 		return 0, 0, err
 	}
 	return free, total, nil
-}
-
-// pinned records the page-locked allocations of this process, so that async
-// copies can refuse memory that is not page-locked and MemFreeHost can refuse
-// slices it did not hand out.
-var pinned struct {
-	sync.RWMutex
-	spans []span // sorted by base, non-overlapping
-}
-
-type span struct{ base, end uintptr }
-
-func addPinned(base, n uintptr) {
-	pinned.Lock()
-	defer pinned.Unlock()
-	i := sort.Search(len(pinned.spans), func(i int) bool { return pinned.spans[i].base >= base })
-	pinned.spans = append(pinned.spans, span{})
-	copy(pinned.spans[i+1:], pinned.spans[i:])
-	pinned.spans[i] = span{base, base + n}
-}
-
-// removePinned forgets the allocation starting exactly at base and reports
-// whether there was one.
-func removePinned(base uintptr) bool {
-	pinned.Lock()
-	defer pinned.Unlock()
-	i := sort.Search(len(pinned.spans), func(i int) bool { return pinned.spans[i].base >= base })
-	if i == len(pinned.spans) || pinned.spans[i].base != base {
-		return false
-	}
-	pinned.spans = append(pinned.spans[:i], pinned.spans[i+1:]...)
-	return true
-}
-
-// IsPinned reports whether b lies entirely inside memory from MemHostAlloc.
-// An empty slice is not pinned.
-func IsPinned(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	pinned.RLock()
-	defer pinned.RUnlock()
-	i := sort.Search(len(pinned.spans), func(i int) bool { return pinned.spans[i].end > p })
-	return i < len(pinned.spans) && pinned.spans[i].base <= p && p+uintptr(len(b)) <= pinned.spans[i].end
-}
-
-// MemHostAlloc allocates n bytes of page-locked host memory, usable by every
-// context (CU_MEMHOSTALLOC_PORTABLE), and returns it as a slice over that
-// memory. It needs a current context. The memory is outside the Go heap: it
-// is never moved or collected, and must be freed with MemFreeHost; the slice
-// must not be used after that.
-func MemHostAlloc(n int) ([]byte, error) {
-	d, err := get()
-	if err != nil {
-		return nil, err
-	}
-	if n <= 0 {
-		return nil, &Error{Call: "cuMemHostAlloc", Code: ErrorInvalidValue, Name: codeNames[ErrorInvalidValue], Msg: fmt.Sprintf("invalid size %d", n)}
-	}
-	var p unsafe.Pointer
-	if err := d.call("cuMemHostAlloc", d.cuMemHostAlloc, uintptr(unsafe.Pointer(&p)), uintptr(n), 1 /* CU_MEMHOSTALLOC_PORTABLE */); err != nil {
-		return nil, err
-	}
-	if p == nil {
-		return nil, newError(d, "cuMemHostAlloc", ErrorOutOfMemory)
-	}
-	b := unsafe.Slice((*byte)(p), n)
-	addPinned(uintptr(p), uintptr(n))
-	return b, nil
-}
-
-// MemFreeHost frees memory from MemHostAlloc. b must be the slice that
-// MemHostAlloc returned (or a reslice starting at its first byte).
-func MemFreeHost(b []byte) error {
-	d, err := get()
-	if err != nil {
-		return err
-	}
-	if cap(b) == 0 {
-		return fmt.Errorf("cuMemFreeHost: empty slice")
-	}
-	p := unsafe.Pointer(unsafe.SliceData(b))
-	if !removePinned(uintptr(p)) {
-		return fmt.Errorf("cuMemFreeHost: %p was not returned by MemHostAlloc (or was freed already)", p)
-	}
-	return d.call("cuMemFreeHost", d.cuMemFreeHost, uintptr(p))
 }
 
 // errNotPinned explains why an async copy was refused.

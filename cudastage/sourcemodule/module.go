@@ -149,8 +149,8 @@ func StageArgs(source, fn string, out userkernel.Out, params ...userkernel.Scala
 	return pipeline.Args{"source": source, "fn": fn, "out": string(out), "args": strings.Join(texts, ",")}
 }
 
-// float32s views b as float32s. Host buffers come from cuMemHostAlloc,
-// which returns page-aligned memory, so a misaligned one is a bug here.
+// float32s views b as float32s. Host buffers come from cu.MemHostAlloc,
+// which maps page-aligned memory, so a misaligned one is a bug here.
 func float32s(b []byte) []float32 {
 	if len(b) < 4 {
 		return nil

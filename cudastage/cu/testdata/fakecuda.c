@@ -63,8 +63,8 @@ int cuMemAlloc_v2(uint64_t *p, size_t n) {
 	*p = (uint64_t)(uintptr_t)m; return 0;
 }
 int cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
-int cuMemHostAlloc(void **p, size_t n, unsigned f) { *p = malloc(n); return *p ? 0 : 2; }
-int cuMemFreeHost(void *p) { free(p); return 0; }
+int cuMemHostRegister_v2(void *p, size_t n, unsigned f) { return 0; }
+int cuMemHostUnregister(void *p) { return 0; }
 int cuMemGetInfo_v2(size_t *f, size_t *t) { *f = 1 << 30; *t = (size_t)80 << 30; return 0; }
 int cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) { memcpy((void *)(uintptr_t)d, s, n); return 0; }
 int cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) { memcpy(d, (void *)(uintptr_t)s, n); return 0; }
