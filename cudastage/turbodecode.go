@@ -458,7 +458,7 @@ func (d *Device) turboLaunch(ts *turboStream, s cu.Stream, call *sched.DecodeCal
 		args []any
 	}{
 		{"jpeg_count", ctx.NSub, []any{&final}},
-		{"jpeg_scan", ctx.NSeg, nil},
+		{"jpeg_scan", 32 * ctx.NSeg, nil}, // a warp per segment
 		{"jpeg_write", ctx.NSub, []any{&final}},
 		{"jpeg_serial", ctx.NSeg, nil},
 		{"jpeg_idct", ctx.NBlk, nil},

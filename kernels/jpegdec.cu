@@ -279,28 +279,60 @@ extern "C" __global__ void __launch_bounds__(IMGPIPE_THREADS) jpeg_count(const J
         x.sums[t * 3 + c] = v.sum[c];
 }
 
-// jpeg_scan turns each segment's counts into its subsequences' first blocks and DC predictors.
-// Past the subsequence where the last block begins and the next one (a block spans at most two:
-// 64 codes of at most 27 bits are fewer than IMGPIPE_JPEG_SUB_BITS), a subsequence decodes only
-// junk after the segment's data: it gets the end as its block, so it writes nothing.
+// jpeg_scan turns each segment's counts into its subsequences' first blocks and DC predictors:
+// one warp per segment, scanning its subsequences 32 at a time (a photo without restart markers
+// is one segment of thousands). Past the subsequence where the last block begins and the next
+// one (a block spans at most two: 64 codes of at most 27 bits are fewer than
+// IMGPIPE_JPEG_SUB_BITS), a subsequence decodes only junk after the segment's data: it gets the
+// end as its block, so it writes nothing. The blocks begun before t only grow with t, so that is
+// "the blocks begun up to t - 2 reach the last one".
 extern "C" __global__ void __launch_bounds__(IMGPIPE_THREADS) jpeg_scan(const JCtx* __restrict__ xp)
 {
     const JCtx& x = *xp;
-    const long long i = (long long)blockIdx.x * IMGPIPE_THREADS + threadIdx.x;
+    const long long i = ((long long)blockIdx.x * IMGPIPE_THREADS + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
     if (i >= x.nseg || (x.segslow[i] & 1))
-        return;
+        return; // the whole warp: one segment
     const JSeg& s = x.segs[i];
     const long long end = s.blk0 + s.blocks;
-    long long b = s.blk0 - 1;
-    int p[3] = {0, 0, 0}, after = 0;
-    for (long long t = s.sub0; t < s.sub0 + s.nsub; t++) {
-        x.blk[t] = after >= 2 ? end : b;
-        for (int c = 0; c < 3; c++) {
-            x.pred[t * 3 + c] = p[c];
-            p[c] += x.sums[t * 3 + c];
+    const long long none = -(1LL << 62); // no subsequence two back
+    long long b = s.blk0 - 1, back1 = none, back2 = none; // back: blocks begun up to t - 1, t - 2
+    int p[3] = {0, 0, 0};
+    for (long long t0 = s.sub0; t0 < s.sub0 + s.nsub; t0 += 32) {
+        const long long t = t0 + lane;
+        const bool in = t < s.sub0 + s.nsub;
+        long long n = in ? x.cnt[t] : 0;
+        int v[3];
+        for (int c = 0; c < 3; c++)
+            v[c] = in ? x.sums[t * 3 + c] : 0;
+        // inclusive warp scans
+        long long incl = n;
+        int iv[3] = {v[0], v[1], v[2]};
+        for (int d = 1; d < 32; d <<= 1) {
+            const long long o = __shfl_up_sync(0xffffffffu, incl, d);
+            int ov[3];
+            for (int c = 0; c < 3; c++)
+                ov[c] = __shfl_up_sync(0xffffffffu, iv[c], d);
+            if (lane >= d) {
+                incl += o;
+                for (int c = 0; c < 3; c++)
+                    iv[c] += ov[c];
+            }
         }
-        b += x.cnt[t];
-        after += b >= end - 1;
+        const long long upto = b + incl; // the last block begun in subsequences up to t
+        long long two = __shfl_up_sync(0xffffffffu, upto, 2);
+        if (lane < 2)
+            two = lane == 0 ? back2 : back1;
+        if (in) {
+            x.blk[t] = two >= end - 1 ? end : upto - n;
+            for (int c = 0; c < 3; c++)
+                x.pred[t * 3 + c] = p[c] + iv[c] - v[c];
+        }
+        back1 = __shfl_sync(0xffffffffu, upto, 31);
+        back2 = __shfl_sync(0xffffffffu, upto, 30);
+        b = back1;
+        for (int c = 0; c < 3; c++)
+            p[c] += __shfl_sync(0xffffffffu, iv[c], 31);
     }
 }
 
