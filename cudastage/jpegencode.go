@@ -14,8 +14,8 @@ import (
 var _ sched.JPEGEncoder = (*Device)(nil)
 
 // jpegSubsampling is the chroma subsampling of the device's colour JPEGs:
-// 4:2:0, what stages' CPU encoder (Go's image/jpeg) writes, so that a file's
-// layout does not depend on the device; only the encoders' rounding differs
+// 4:2:0, what stages' CPU encoders (libjpeg-turbo, or Go's image/jpeg) write, so
+// that a file's layout does not depend on the device; only the encoders' rounding differs
 // (TestGPUJPEGEncodePSNR bounds it).
 const jpegSubsampling = nvjpeg.Sub420
 

@@ -181,10 +181,13 @@ func pngFastOp() *sched.Op {
 	}}
 }
 
-// encoderName names save's encoding for the report: png-fast, png-store, png-zlibN, or the
-// format for the others (jpeg, webp or webp-lossless, tiff, npy).
+// encoderName names save's encoding for the report: png-fast, png-store, png-zlibN,
+// jpeg-turbo or jpeg (stages.JPEGEncoder), or the format for the others (webp or
+// webp-lossless, tiff, npy).
 func encoderName(opt stages.SaveOptions) string {
 	switch {
+	case opt.Format == "jpeg":
+		return stages.JPEGEncoder()
 	case opt.Format == "webp" && opt.Lossless:
 		return "webp-lossless"
 	case opt.Format != "png":
@@ -244,9 +247,11 @@ func encodedBy(save *Encoder, file []byte) *Encoder {
 // the device's JPEG encoder; smaller ones, thumbnails, go to the CPU encoder. A device
 // encode has a fixed cost (an upload, the kernels, a download and a synchronisation:
 // 2.5 ms for a 256×192 thumbnail with 16 save workers on an H200) and takes the device
-// from the decoder, while the CPU encoder takes about 30 ns per pixel, 1.5 ms for that
-// thumbnail. 1,800 thumbnails of 2.7 MP photos on an H200: 3.1 s end to end against
-// 3.9-4.2 s with every one encoded on the device. A variable for the tests.
+// from the decoder. It was set against Go's encoder (about 30 ns per pixel: 1,800
+// thumbnails of 2.7 MP photos on an H200 took 3.1 s end to end against 3.9-4.2 s with every
+// one encoded on the device); libjpeg-turbo's takes about 3.5 ns per pixel (a 256×171
+// thumbnail in 0.15 ms on the development machine), so the CPU now wins up to larger
+// outputs than this. A variable for the tests.
 var deviceJPEGMinPixels = 1 << 18
 
 // workerJPEG is one save worker's device JPEG encoder, made for its first output that

@@ -105,7 +105,7 @@ func TestStreamedInputs(t *testing.T) {
 // The budget's charge for a streamed file leaves out the file's bytes, and only for one.
 func TestDecodeNeedStreamed(t *testing.T) {
 	_, png := bigPNG(t)
-	jpg := encode(t, randImage(rand.New(rand.NewSource(2)), 400, 300, 3), "jpeg")
+	jpg := encode(t, randImage(rand.New(rand.NewSource(2)), 640, 480, 3), "jpeg") // longer than HeadBytes
 	r := &runner{plan: compileWith(t, Builtin, "decode")}
 	withoutFile := func(data []byte) int64 {
 		c, err := r.plan.Decode.Cost(data[:HeadBytes], int64(len(data)))

@@ -112,6 +112,8 @@ const (
 	// PixelRGBX is 4 bytes a pixel: R, G, B and 255, the layout of an
 	// opaque image.RGBA.
 	PixelRGBX PixelFormat = 2
+	// PixelGray is 1 byte a pixel: luma.
+	PixelGray PixelFormat = 6
 )
 
 // bytesPerPixel returns the pixel size of f, or 0 for an unknown format.
@@ -121,6 +123,8 @@ func (f PixelFormat) bytesPerPixel() int {
 		return 3
 	case PixelRGBX:
 		return 4
+	case PixelGray:
+		return 1
 	}
 	return 0
 }
@@ -134,6 +138,7 @@ const (
 // library holds the entry points of the opened libturbojpeg.
 type library struct {
 	initDecompress, decompressHeader3, decompress2 uintptr
+	initCompress, compress2, bufSize               uintptr
 	getErrorStr2, getErrorCode, destroy            uintptr
 }
 
@@ -148,6 +153,9 @@ func (l *library) symbols() []struct {
 		{&l.initDecompress, "tjInitDecompress"},
 		{&l.decompressHeader3, "tjDecompressHeader3"},
 		{&l.decompress2, "tjDecompress2"},
+		{&l.initCompress, "tjInitCompress"},
+		{&l.compress2, "tjCompress2"},
+		{&l.bufSize, "tjBufSize"},
 		{&l.getErrorStr2, "tjGetErrorStr2"}, // 2.0
 		{&l.getErrorCode, "tjGetErrorCode"}, // 2.0
 		{&l.destroy, "tjDestroy"},

@@ -1,0 +1,83 @@
+package jpegturbo
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// TurboJPEG's chroma subsampling and flags for compression (turbojpeg.h).
+const (
+	tjsamp420          = 2    // TJSAMP_420
+	tjsampGray         = 3    // TJSAMP_GRAY
+	tjflagNoRealloc    = 1024 // TJFLAG_NOREALLOC: write into the buffer given, sized by tjBufSize
+	tjflagAccurateDCT  = 4096 // TJFLAG_ACCURATEDCT: the islow forward DCT
+	maxEncodeDimension = 65535
+)
+
+// compressor is one TurboJPEG compression handle; idle ones wait in compressors (a
+// compression handle is independent of the one before, so any idle one serves).
+type compressor struct {
+	h       uintptr
+	cleanup runtime.Cleanup // destroys h once the pool has dropped c
+}
+
+var compressors sync.Pool
+
+// Encode compresses a w×h image into a baseline JPEG file at quality (1..100): row y is the
+// w*bytes-per-pixel bytes from pix[y*stride], in format f (PixelRGB, encoded in 4:2:0, or
+// PixelGray). Sizes and the buffer are checked before the library is called.
+func Encode(pix []byte, w, h, stride int, f PixelFormat, quality int) ([]byte, error) {
+	sub := tjsamp420
+	switch f {
+	case PixelRGB:
+	case PixelGray:
+		sub = tjsampGray
+	default:
+		return nil, fmt.Errorf("encoding pixel format %d is not supported", int(f))
+	}
+	bpp := f.bytesPerPixel()
+	switch {
+	case quality < 1 || quality > 100:
+		return nil, fmt.Errorf("quality %d is not in 1..100", quality)
+	case w <= 0 || h <= 0 || w > maxEncodeDimension || h > maxEncodeDimension:
+		return nil, fmt.Errorf("image is %dx%d, over JPEG's 65535 limit or empty", w, h)
+	case stride < w*bpp || stride > math.MaxInt32:
+		return nil, fmt.Errorf("stride %d for a row of %d bytes", stride, w*bpp)
+	case int64(len(pix)) < int64(h-1)*int64(stride)+int64(w*bpp):
+		return nil, fmt.Errorf("buffer holds %d bytes, a %dx%d image needs %d", len(pix), w, h, int64(h-1)*int64(stride)+int64(w*bpp))
+	}
+	l, err := load()
+	if err != nil {
+		return nil, err
+	}
+	runtime.LockOSThread() // the error message of a failed call is per thread
+	defer runtime.UnlockOSThread()
+	c, _ := compressors.Get().(*compressor)
+	if c == nil {
+		hd := l.call(l.initCompress)
+		if hd == 0 {
+			return nil, fmt.Errorf("tjInitCompress: %s", l.errorString(0))
+		}
+		c = &compressor{h: hd}
+		c.cleanup = runtime.AddCleanup(c, func(h uintptr) { l.call(l.destroy, h) }, hd)
+	}
+	out := make([]byte, l.call(l.bufSize, uintptr(w), uintptr(h), uintptr(sub)))
+	dst := unsafe.Pointer(unsafe.SliceData(out))
+	size := uint64(len(out)) // unsigned long
+	r := l.call(l.compress2, c.h, uintptr(unsafe.Pointer(unsafe.SliceData(pix))), uintptr(w), uintptr(stride), uintptr(h), uintptr(f),
+		uintptr(unsafe.Pointer(&dst)), uintptr(unsafe.Pointer(&size)), uintptr(sub), uintptr(quality), tjflagNoRealloc|tjflagAccurateDCT)
+	if int32(uint32(r)) != 0 {
+		err := &Error{Msg: l.errorString(c.h)}
+		c.cleanup.Stop() // a failed handle may be left mid-stream: destroy it
+		l.call(l.destroy, c.h)
+		return nil, err
+	}
+	compressors.Put(c)
+	if size > uint64(len(out)) {
+		return nil, fmt.Errorf("tjCompress2 wrote %d bytes into a buffer of %d", size, len(out))
+	}
+	return out[:size], nil
+}
