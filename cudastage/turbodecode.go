@@ -27,13 +27,18 @@ const (
 	jpegCtxBytes  = 200  // sizeof(JCtx)
 	jpegBadShort  = 2    // IMGPIPE_JPEG_BAD_SHORT
 	jpegMaxRounds = 64   // synchronisation rounds before the unsettled segments are decoded serially
+	// jpegRoundsPerCheck is how many rounds run between two reads of the "moved" flag: a round
+	// after the one where nothing moved only copies the states, so the host waits for the
+	// device every few rounds instead of every round (photos need up to about 9).
+	jpegRoundsPerCheck = 4
 	// jpegChunkBytes bounds the device memory of one pass over a call's images: a call's
 	// images are decoded in as many passes as that takes (one at least, whatever its size).
-	// jpegPixelBytes bounds an image's share per pixel: 128-byte coefficient blocks (3 per 64
-	// pixels in 4:4:4, 1.5 in 4:2:0), its component planes, and its upright copy when the
-	// EXIF orientation turns it: 6 + 3 + 3.
-	jpegChunkBytes = 1 << 30
-	jpegPixelBytes = 12
+	// An image's share per pixel is at most jpegPixelBytes: 128-byte coefficient blocks (3
+	// per 64 pixels in 4:4:4, 1.5 in 4:2:0) and its component planes, 6 + 3, and
+	// jpegOrientBytes more for its upright copy when the EXIF orientation turns it.
+	jpegChunkBytes  = 1 << 30
+	jpegPixelBytes  = 9
+	jpegOrientBytes = 3
 )
 
 var jpegKernels = []string{"jpeg_sync", "jpeg_mark", "jpeg_count", "jpeg_scan", "jpeg_write", "jpeg_serial", "jpeg_idct", "jpeg_rgb"}
@@ -187,6 +192,9 @@ func (d *Device) decodeTurbo(s sched.Stream, call *sched.DecodeCall, idx []int) 
 		for n < len(idx) {
 			im := &call.Images[idx[n]]
 			b := jpegPixelBytes * im.Shape.W * im.Shape.H
+			if im.Orient != 1 {
+				b += jpegOrientBytes * im.Shape.W * im.Shape.H
+			}
 			if n > 0 && bytes+b > jpegChunkBytes {
 				break
 			}
@@ -432,6 +440,9 @@ func (d *Device) turboLaunch(ts *turboStream, s cu.Stream, call *sched.DecodeCal
 		}
 		if err := launch("jpeg_sync", ctx.NSub, &round); err != nil {
 			return d.g.Check(err)
+		}
+		if (round+1)%jpegRoundsPerCheck != 0 {
+			continue
 		}
 		if err := cu.MemcpyDtoHAsync(readback[:4], cu.DevicePtr(ctx.Flag), s); err != nil {
 			return d.g.Check(err)

@@ -25,6 +25,10 @@ func TestJPEGRecordSizes(t *testing.T) {
 			t.Errorf("%s: %d bytes, want %d", c.name, c.got, c.want)
 		}
 	}
+	// The host reads the flag every jpegRoundsPerCheck rounds, and must read it at the last.
+	if jpegMaxRounds%jpegRoundsPerCheck != 0 {
+		t.Errorf("jpegMaxRounds %d is not a multiple of jpegRoundsPerCheck %d", jpegMaxRounds, jpegRoundsPerCheck)
+	}
 }
 
 // TestJPEGGeometry: each sampling gets the upsampler jdsample.c picks for it at full size, and
