@@ -134,12 +134,13 @@ func compareDevices(t *testing.T, in, spec, dev string, args ...string) (cpuSum,
 	linesCPU, cpuSum := readReport(t, filepath.Join(outCPU, defaultReportName))
 	linesDev, devSum := readReport(t, filepath.Join(outDev, defaultReportName))
 	// A GPU run writes JPEG with nvJPEG: the same pixels encoded by another encoder, so
-	// those outputs are compared decoded (jpegClose), and the report names the encoder.
+	// those outputs are compared decoded (jpegClose), and the report names the encoder
+	// (the CPU's is stages.JPEGEncoder).
 	nvjpegOut := map[string]bool{}
 	for i := range linesDev {
 		if linesDev[i].Encoder == "nvjpeg" {
 			nvjpegOut[linesDev[i].Output] = true
-			linesDev[i].Encoder = "jpeg"
+			linesDev[i].Encoder = stages.JPEGEncoder()
 		}
 	}
 	a, _ := json.Marshal(linesCPU)
