@@ -183,25 +183,61 @@ type turboImage struct {
 }
 
 // decodeTurbo decodes images idx of call (routed RouteTurbo) on stream s, in passes of at most
-// jpegChunkBytes of device memory. A file the parser now refuses, or whose data the kernels
-// find corrupt, fails alone; the returned error is the device's.
+// jpegChunkBytes of device memory (turboPasses). A file the parser now refuses, whose data the
+// kernels find corrupt, or that alone does not fit in the device's memory, fails alone; the
+// returned error is the device's.
 func (d *Device) decodeTurbo(s sched.Stream, call *sched.DecodeCall, idx []int) error {
 	ts := d.turbo.forStream(s)
+	bytesOf := func(i int) int {
+		im := &call.Images[i]
+		if im.Orient != 1 {
+			return (jpegPixelBytes + jpegOrientBytes) * im.Shape.W * im.Shape.H
+		}
+		return jpegPixelBytes * im.Shape.W * im.Shape.H
+	}
+	pass := func(idx []int) error { return d.turboPass(ts, cu.Stream(s), call, idx) }
+	fail := func(i int, err error) {
+		im := &call.Images[i]
+		im.Err = fmt.Errorf("%s: the %dx%d image does not fit in the memory left: %w", RouteTurbo, im.Shape.W, im.Shape.H, err)
+	}
+	release := func() error { // after the stream's work that may still use the memory
+		if err := cu.Stream(s).Synchronize(); err != nil {
+			return d.g.Check(err)
+		}
+		return d.g.Check(ts.free())
+	}
+	return turboPasses(idx, bytesOf, pass, release, fail)
+}
+
+// turboPasses runs pass over idx in order, as many images at a time as fit in jpegChunkBytes
+// by bytesOf. A pass that runs out of memory (the device's, or page-locked host memory) gives
+// its memory back (release) and is retried with half as many images, and later passes keep
+// that size: the stream's memory is outside the executor's accounting, and a smaller GPU, or
+// one shared with other work, should slow the run down rather than end it. An image that runs
+// out of memory alone fails alone (fail). Any other error ends the call.
+func turboPasses(idx []int, bytesOf func(int) int, pass func([]int) error, release func() error, fail func(int, error)) error {
+	most := len(idx) // images per pass, halved by each out-of-memory
 	for len(idx) > 0 {
 		n, bytes := 0, 0
-		for n < len(idx) {
-			im := &call.Images[idx[n]]
-			b := jpegPixelBytes * im.Shape.W * im.Shape.H
-			if im.Orient != 1 {
-				b += jpegOrientBytes * im.Shape.W * im.Shape.H
-			}
+		for n < min(len(idx), most) {
+			b := bytesOf(idx[n])
 			if n > 0 && bytes+b > jpegChunkBytes {
 				break
 			}
 			bytes += b
 			n++
 		}
-		if err := d.turboPass(ts, cu.Stream(s), call, idx[:n]); err != nil {
+		err := pass(idx[:n])
+		if cu.IsOutOfMemory(err) {
+			if rerr := release(); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			if n > 1 {
+				most = n / 2
+				continue
+			}
+			fail(idx[0], err)
+		} else if err != nil {
 			return err
 		}
 		idx = idx[n:]

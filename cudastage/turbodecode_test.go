@@ -1,11 +1,15 @@
 package cudastage
 
 import (
+	"cmp"
 	"encoding/binary"
+	"errors"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 
+	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/jpegdec"
 )
 
@@ -113,5 +117,56 @@ func TestTurboRoute(t *testing.T) {
 	wg.Wait()
 	if got := d.TurboRoute(nil); got != "" {
 		t.Errorf("no bytes: route %q", got)
+	}
+}
+
+// TestTurboPasses: passes follow jpegChunkBytes; out of memory halves them (for the rest of the
+// call too) after giving the memory back, an image that does not fit alone fails alone, and
+// other errors end the call.
+func TestTurboPasses(t *testing.T) {
+	oom := &cu.Error{Call: "cuMemAlloc", Code: cu.ErrorOutOfMemory}
+	other := errors.New("launch failed")
+	big := jpegChunkBytes / 3 // three images fill a pass
+	for _, tc := range []struct {
+		name     string
+		n        int
+		fits     int   // most images a pass holds before running out of memory
+		tooBig   int   // an image that never fits (-1: none)
+		failWith error // a pass of the image tooBig fails so (default oom)
+		passes   []int // images per pass that succeeded or failed, in order
+		failed   []int
+		releases int
+		err      error
+	}{
+		{"chunked", 7, 99, -1, nil, []int{3, 3, 1}, nil, 0, nil},
+		{"halved for the rest", 7, 1, -1, nil, []int{3, 1, 1, 1, 1, 1, 1, 1}, nil, 1, nil},
+		{"nothing fits", 3, 0, -1, nil, []int{3, 1, 1, 1}, []int{0, 1, 2}, 4, nil},
+		{"one too big", 5, 99, 4, nil, []int{3, 2, 1, 1}, []int{4}, 2, nil},
+		{"another error", 5, 99, 1, other, []int{3}, nil, 0, other},
+	} {
+		var passes, failed []int
+		releases := 0
+		pass := func(idx []int) error {
+			passes = append(passes, len(idx))
+			for _, i := range idx {
+				if i == tc.tooBig {
+					return cmp.Or(tc.failWith, error(oom))
+				}
+			}
+			if len(idx) > tc.fits {
+				return oom
+			}
+			return nil
+		}
+		idx := make([]int, tc.n)
+		for i := range idx {
+			idx[i] = i
+		}
+		err := turboPasses(idx, func(int) int { return big }, pass,
+			func() error { releases++; return nil }, func(i int, err error) { failed = append(failed, i) })
+		if !errors.Is(err, tc.err) || !slices.Equal(passes, tc.passes) || !slices.Equal(failed, tc.failed) || releases != tc.releases {
+			t.Errorf("%s: passes %v, failed %v, %d releases, error %v; want %v, %v, %d, %v",
+				tc.name, passes, failed, releases, err, tc.passes, tc.failed, tc.releases, tc.err)
+		}
 	}
 }
