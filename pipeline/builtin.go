@@ -230,11 +230,11 @@ file, fsync, rename (committed in groups, with one sync of the file system per g
 an output is never partial. When several inputs in one folder
 share a stem (a.jpg, a.png), each is saved as stem.origext.fmt (a.jpg.png, a.png.png).
 png and tiff are lossless (gray stays gray; TIFF RGB carries an opaque alpha sample);
-jpeg is baseline 4:2:0, encoded on the CPU by libjpeg-turbo where libturbojpeg.so.0
-loads (the report's encoder says "jpeg-turbo") and by Go's image/jpeg otherwise ("jpeg"),
-whose bytes differ (on a GPU run with nvJPEG, nvJPEG encodes outputs of at least 512×512
-pixels at the same quality and 4:2:0, "nvjpeg"; smaller ones, thumbnails, are encoded on
-the CPU); webp is lossy at quality, or lossless with lossless=true
+jpeg is baseline 4:2:0, encoded by libjpeg-turbo where libturbojpeg.so.0 loads (the
+report's encoder says "jpeg-turbo"), on a GPU run too, so that its files are the CPU run's
+bytes; without it by Go's image/jpeg ("jpeg"), whose bytes differ, and on a GPU run with
+nvJPEG, outputs of at least 512×512 pixels by nvJPEG at the same quality and 4:2:0
+("nvjpeg"); webp is lossy at quality, or lossless with lossless=true
 (libwebp.so.7, loaded at run time; IMGPIPE_LIBWEBP names another file; gray is
 written as RGB); npy is the uint8 array of shape (H, W, C) that numpy.load returns as
 is, C = 1 included.`,

@@ -24,8 +24,9 @@ func (noJPEGStart) NewJPEGEncoder() (sched.ImageEncoder, error) {
 }
 
 // TestGPURunJPEGEncoder checks the wiring of save format=jpeg on a GPU run with the fake
-// device's encoder hook: the device encodes (report "nvjpeg", the save's quality, the
-// hook's bytes) when it has an encoder; the CPU encoder ("jpeg-turbo" or "jpeg") when it has none, when
+// device's encoder hook: the device encodes (report "nvjpeg", the save's quality, the hook's
+// bytes) when it has an encoder and the CPU's is not libjpeg-turbo; the CPU encoder
+// ("jpeg-turbo" or "jpeg") when the CPU's is libjpeg-turbo, when the device has none, when
 // the save is not JPEG, for an image too large for a slot or smaller than
 // deviceJPEGMinPixels (then no device encoder is made at all), and when the encoder cannot
 // be made (one notice); an encoding error fails only its input; every encoder made is
@@ -58,23 +59,28 @@ func TestGPURunJPEGEncoder(t *testing.T) {
 		minPixels int               // deviceJPEGMinPixels; 0 keeps the default, which all these images are under
 		want      map[string]string // input → encoder ("" for a failed input)
 		notice    string
-		devEncs   int // encodes on the device
+		devEncs   int  // encodes on the device
+		fast      bool // cpuJPEGFast: libjpeg-turbo is the CPU's encoder
 	}{
 		{"nvjpeg", "decode backend=go | transpose | save format=jpeg quality=80", hook, false, 1,
-			map[string]string{"a.rgb": "nvjpeg", "b.rgb": "", "big.rgb": "jpeg", "c.gray": "nvjpeg"}, "", 3},
+			map[string]string{"a.rgb": "nvjpeg", "b.rgb": "", "big.rgb": "jpeg", "c.gray": "nvjpeg"}, "", 3, false},
 		{"small on the CPU", "decode backend=go | transpose | save format=jpeg quality=80", hook, false, 0,
-			map[string]string{"a.rgb": "jpeg", "b.rgb": "jpeg", "big.rgb": "jpeg", "c.gray": "jpeg"}, "", 0},
+			map[string]string{"a.rgb": "jpeg", "b.rgb": "jpeg", "big.rgb": "jpeg", "c.gray": "jpeg"}, "", 0, false},
 		{"at the limit", "decode backend=go | transpose | save format=jpeg quality=80", hook, false, 7 * 10,
-			map[string]string{"a.rgb": "nvjpeg", "b.rgb": "jpeg", "big.rgb": "jpeg", "c.gray": "jpeg"}, "", 1},
+			map[string]string{"a.rgb": "nvjpeg", "b.rgb": "jpeg", "big.rgb": "jpeg", "c.gray": "jpeg"}, "", 1, false},
 		{"no device encoder", "decode backend=go | transpose | save format=jpeg quality=80", nil, false, 1,
-			map[string]string{"a.rgb": "jpeg", "b.rgb": "jpeg", "big.rgb": "jpeg", "c.gray": "jpeg"}, "", 0},
+			map[string]string{"a.rgb": "jpeg", "b.rgb": "jpeg", "big.rgb": "jpeg", "c.gray": "jpeg"}, "", 0, false},
 		{"png", "decode backend=go | transpose | save format=png", hook, false, 1,
-			map[string]string{"a.rgb": "png-fast", "b.rgb": "png-fast", "big.rgb": "png-fast", "c.gray": "png-fast"}, "", 0},
+			map[string]string{"a.rgb": "png-fast", "b.rgb": "png-fast", "big.rgb": "png-fast", "c.gray": "png-fast"}, "", 0, false},
 		{"encoder cannot start", "decode backend=go | transpose | save format=jpeg quality=80", hook, true, 1,
-			map[string]string{"a.rgb": "jpeg", "b.rgb": "jpeg", "big.rgb": "jpeg", "c.gray": "jpeg"}, "JPEG outputs are encoded on the CPU: nvjpegEncoderStateCreate: out of memory", 0},
+			map[string]string{"a.rgb": "jpeg", "b.rgb": "jpeg", "big.rgb": "jpeg", "c.gray": "jpeg"}, "JPEG outputs are encoded on the CPU: nvjpegEncoderStateCreate: out of memory", 0, false},
+		{"libjpeg-turbo on the CPU", "decode backend=go | transpose | save format=jpeg quality=80", hook, false, 1,
+			map[string]string{"a.rgb": "jpeg", "b.rgb": "jpeg", "big.rgb": "jpeg", "c.gray": "jpeg"}, "", 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			qualities = nil
+			defer func(f func() bool) { cpuJPEGFast = f }(cpuJPEGFast)
+			cpuJPEGFast = func() bool { return c.fast }
 			if c.minPixels > 0 {
 				defer func(v int) { deviceJPEGMinPixels = v }(deviceJPEGMinPixels)
 				deviceJPEGMinPixels = c.minPixels
