@@ -112,12 +112,7 @@ func encodeJPEG(w io.Writer, m *Image, quality int) error {
 		if m.C == 1 {
 			f = jpegturbo.PixelGray
 		}
-		file, err := jpegturbo.Encode(m.Pix, m.W, m.H, m.Stride, f, quality)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(file)
-		return err
+		return jpegturbo.Encode(w, m.Pix, m.W, m.H, m.Stride, f, quality)
 	}
 	rect := image.Rect(0, 0, m.W, m.H)
 	jo := &jpeg.Options{Quality: quality}

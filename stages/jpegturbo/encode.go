@@ -2,6 +2,7 @@ package jpegturbo
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"runtime"
 	"sync"
@@ -26,32 +27,49 @@ type compressor struct {
 
 var compressors sync.Pool
 
-// Encode compresses a w×h image into a baseline JPEG file at quality (1..100): row y is the
-// w*bytes-per-pixel bytes from pix[y*stride], in format f (PixelRGB, encoded in 4:2:0, or
-// PixelGray). Sizes and the buffer are checked before the library is called.
-func Encode(pix []byte, w, h, stride int, f PixelFormat, quality int) ([]byte, error) {
+// outputs recycles the buffers files are compressed into (*[]byte): tjBufSize's worst case,
+// 3 bytes a pixel in 4:2:0, which allocated and zeroed afresh for each file would cost more
+// than a thumbnail's encoding.
+var outputs sync.Pool
+
+// Encode compresses a w×h image into a baseline JPEG file at quality (1..100) and writes it
+// to dst: row y is the w*bytes-per-pixel bytes from pix[y*stride], in format f (PixelRGB,
+// encoded in 4:2:0, or PixelGray). Sizes and the buffer are checked before the library is
+// called.
+func Encode(dst io.Writer, pix []byte, w, h, stride int, f PixelFormat, quality int) error {
+	file, release, err := compress(pix, w, h, stride, f, quality)
+	if err != nil {
+		return err
+	}
+	defer release()
+	_, err = dst.Write(file)
+	return err
+}
+
+// compress is Encode into a pooled buffer, which release gives back.
+func compress(pix []byte, w, h, stride int, f PixelFormat, quality int) (file []byte, release func(), err error) {
 	sub := tjsamp420
 	switch f {
 	case PixelRGB:
 	case PixelGray:
 		sub = tjsampGray
 	default:
-		return nil, fmt.Errorf("encoding pixel format %d is not supported", int(f))
+		return nil, nil, fmt.Errorf("encoding pixel format %d is not supported", int(f))
 	}
 	bpp := f.bytesPerPixel()
 	switch {
 	case quality < 1 || quality > 100:
-		return nil, fmt.Errorf("quality %d is not in 1..100", quality)
+		return nil, nil, fmt.Errorf("quality %d is not in 1..100", quality)
 	case w <= 0 || h <= 0 || w > maxEncodeDimension || h > maxEncodeDimension:
-		return nil, fmt.Errorf("image is %dx%d, over JPEG's 65535 limit or empty", w, h)
+		return nil, nil, fmt.Errorf("image is %dx%d, over JPEG's 65535 limit or empty", w, h)
 	case stride < w*bpp || stride > math.MaxInt32:
-		return nil, fmt.Errorf("stride %d for a row of %d bytes", stride, w*bpp)
+		return nil, nil, fmt.Errorf("stride %d for a row of %d bytes", stride, w*bpp)
 	case int64(len(pix)) < int64(h-1)*int64(stride)+int64(w*bpp):
-		return nil, fmt.Errorf("buffer holds %d bytes, a %dx%d image needs %d", len(pix), w, h, int64(h-1)*int64(stride)+int64(w*bpp))
+		return nil, nil, fmt.Errorf("buffer holds %d bytes, a %dx%d image needs %d", len(pix), w, h, int64(h-1)*int64(stride)+int64(w*bpp))
 	}
 	l, err := load()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	runtime.LockOSThread() // the error message of a failed call is per thread
 	defer runtime.UnlockOSThread()
@@ -59,12 +77,20 @@ func Encode(pix []byte, w, h, stride int, f PixelFormat, quality int) ([]byte, e
 	if c == nil {
 		hd := l.call(l.initCompress)
 		if hd == 0 {
-			return nil, fmt.Errorf("tjInitCompress: %s", l.errorString(0))
+			return nil, nil, fmt.Errorf("tjInitCompress: %s", l.errorString(0))
 		}
 		c = &compressor{h: hd}
 		c.cleanup = runtime.AddCleanup(c, func(h uintptr) { l.call(l.destroy, h) }, hd)
 	}
-	out := make([]byte, l.call(l.bufSize, uintptr(w), uintptr(h), uintptr(sub)))
+	bp, _ := outputs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	if n := int(l.call(l.bufSize, uintptr(w), uintptr(h), uintptr(sub))); cap(*bp) < n {
+		*bp = make([]byte, n)
+	}
+	out := (*bp)[:cap(*bp)]
+	release = func() { outputs.Put(bp) }
 	dst := unsafe.Pointer(unsafe.SliceData(out))
 	size := uint64(len(out)) // unsigned long
 	r := l.call(l.compress2, c.h, uintptr(unsafe.Pointer(unsafe.SliceData(pix))), uintptr(w), uintptr(stride), uintptr(h), uintptr(f),
@@ -73,11 +99,13 @@ func Encode(pix []byte, w, h, stride int, f PixelFormat, quality int) ([]byte, e
 		err := &Error{Msg: l.errorString(c.h)}
 		c.cleanup.Stop() // a failed handle may be left mid-stream: destroy it
 		l.call(l.destroy, c.h)
-		return nil, err
+		release()
+		return nil, nil, err
 	}
 	compressors.Put(c)
 	if size > uint64(len(out)) {
-		return nil, fmt.Errorf("tjCompress2 wrote %d bytes into a buffer of %d", size, len(out))
+		release()
+		return nil, nil, fmt.Errorf("tjCompress2 wrote %d bytes into a buffer of %d", size, len(out))
 	}
-	return out[:size], nil
+	return out[:size], release, nil
 }

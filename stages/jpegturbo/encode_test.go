@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"image"
 	"image/jpeg"
+	"io"
 	"strings"
 	"testing"
 )
@@ -43,7 +44,9 @@ func TestEncode(t *testing.T) {
 	} {
 		src := photoLike(tc.w, tc.h, tc.gray, int64(tc.w*tc.h))
 		pix, stride, f := packed(src, tc.pad)
-		file, err := Encode(pix, tc.w, tc.h, stride, f, tc.q)
+		var b bytes.Buffer
+		err := Encode(&b, pix, tc.w, tc.h, stride, f, tc.q)
+		file := b.Bytes()
 		if err != nil {
 			t.Fatalf("%dx%d gray=%v: %v", tc.w, tc.h, tc.gray, err)
 		}
@@ -106,7 +109,7 @@ func TestEncodeChecks(t *testing.T) {
 		{"short stride", 4, 2, 11, PixelRGB, 90, pix, "stride 11"},
 		{"short buffer", 4, 3, 12, PixelRGB, 90, pix, "buffer holds 30 bytes"},
 	} {
-		_, err := Encode(tc.buf, tc.w, tc.h, tc.stride, tc.f, tc.q)
+		err := Encode(io.Discard, tc.buf, tc.w, tc.h, tc.stride, tc.f, tc.q)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Encode = %v, want an error with %q", tc.name, err, tc.want)
 		}
@@ -119,7 +122,7 @@ func BenchmarkEncodeThumbnail(b *testing.B) {
 	}
 	pix, stride, f := packed(photoLike(256, 171, false, 1), 0)
 	for b.Loop() {
-		if _, err := Encode(pix, 256, 171, stride, f, 95); err != nil {
+		if err := Encode(io.Discard, pix, 256, 171, stride, f, 95); err != nil {
 			b.Fatal(err)
 		}
 	}
