@@ -11,10 +11,11 @@ import (
 
 // Decode implements sched.FileDecoder. On stream s it decodes the images
 // routed RouteTurbo with turbo-cuda (decodeTurbo; nvJPEG is not opened for
-// them), those routed RouteHW in batched calls of at most nvJPEG's capacity,
-// and those routed RouteCUDA one by one. An upright image (Orient 1) is decoded
-// straight into call.Dst at its DstOff; the others are decoded into the
-// stream's scratch and turned into place by the orientation kernel.
+// them; it alone decodes at a DCT scale), those routed RouteHW in batched
+// calls of at most nvJPEG's capacity, and those routed RouteCUDA one by one.
+// An upright image (Orient 1) is decoded straight into call.Dst at its
+// DstOff; the others are decoded into the stream's scratch and turned into
+// place by the orientation kernel.
 //
 // Bad input fails only its image: a size that does not match the reserved
 // shape is refused before decoding (nothing is written out of bounds), a
@@ -31,6 +32,9 @@ func (d *Device) Decode(s sched.Stream, call *sched.DecodeCall) error {
 		case im.Err != nil:
 		case im.Decoder == RouteTurbo:
 			turbo = append(turbo, i)
+		case im.Scale > 1:
+			im := &call.Images[i]
+			im.Err = fmt.Errorf("%s does not decode at a DCT scale (1/%d): only %s does", im.Decoder, im.Scale, RouteTurbo)
 		default:
 			nv = true
 		}

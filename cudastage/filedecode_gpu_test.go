@@ -16,6 +16,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/cutest"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
 
 // GPU tests of the device's JPEG decoding (nvJPEG) and of the orientation
@@ -111,14 +112,14 @@ func jpegDevice(t testing.TB) *Device {
 
 // decodeOnDevice decodes files as the executor would (see decodeFiles), with
 // one Decode call on a fresh stream.
-func decodeOnDevice(t *testing.T, d *Device, files [][]byte, route []string) ([]sched.DecodeImage, [][]byte) {
+func decodeOnDevice(t *testing.T, d *Device, files [][]byte, route []string, scale int) ([]sched.DecodeImage, [][]byte) {
 	t.Helper()
 	var s sched.Stream
 	if err := d.g.Do(func() (err error) { s, err = d.NewStream(); return err }); err != nil {
 		t.Fatal(err)
 	}
 	defer d.g.Do(func() error { return d.DestroyStream(s) })
-	imgs, out, err := decodeFiles(d, s, files, route, func(n int) cu.DevicePtr { return devMem(t, d.g, uint64(n)) })
+	imgs, out, err := decodeFiles(d, s, files, route, scale, func(n int) cu.DevicePtr { return devMem(t, d.g, uint64(n)) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,10 +128,11 @@ func decodeOnDevice(t *testing.T, d *Device, files [][]byte, route []string) ([]
 
 // decodeFiles decodes files with one Decode call on stream s, as the executor
 // would: routes from DecodeRoute (or route[i], when set), data in page-locked
-// memory, shapes from stages' header, the images into dst(total bytes),
-// called on the GPU's bound thread. It
-// returns the images, each with its Err, and every image's pixels.
-func decodeFiles(d *Device, s sched.Stream, files [][]byte, route []string, dst func(n int) cu.DevicePtr) ([]sched.DecodeImage, [][]byte, error) {
+// memory, shapes from stages' header at DCT scale 1/scale (applied as
+// libjpeg-turbo does: jpegturbo.AppliedDenom), the images into dst(total
+// bytes), called on the GPU's bound thread. It returns the images, each with
+// its Err, and every image's pixels.
+func decodeFiles(d *Device, s sched.Stream, files [][]byte, route []string, scale int, dst func(n int) cu.DevicePtr) ([]sched.DecodeImage, [][]byte, error) {
 	imgs := make([]sched.DecodeImage, len(files))
 	var total int
 	for i, f := range files {
@@ -138,11 +140,16 @@ func decodeFiles(d *Device, s sched.Stream, files [][]byte, route []string, dst 
 		if err != nil {
 			return nil, nil, fmt.Errorf("file %d: header: %w", i, err)
 		}
-		imgs[i] = sched.DecodeImage{Shape: sched.Shape{W: hd.W, H: hd.H, C: 3}, Orient: hd.Orientation, DstOff: total, Decoder: d.DecodeRoute(f)}
+		w, h := jpegturbo.ScaledSize(hd.W, hd.H, scale)
+		idct, ok := jpegturbo.AppliedDenom(hd.W, hd.H, scale)
+		if !ok {
+			return nil, nil, fmt.Errorf("file %d: libjpeg-turbo decodes %dx%d at 1/%d at a scale turbo-cuda has not", i, hd.W, hd.H, scale)
+		}
+		imgs[i] = sched.DecodeImage{Shape: sched.Shape{W: w, H: h, C: 3}, Orient: hd.Orientation, Scale: idct, DstOff: total, Decoder: d.DecodeRoute(f)}
 		if route != nil && route[i] != "" {
 			imgs[i].Decoder = route[i]
 		}
-		total += 3 * hd.W * hd.H
+		total += 3 * w * h
 	}
 	out := make([][]byte, len(files))
 	err := d.g.Do(func() error {
@@ -277,7 +284,7 @@ func TestDecodeFixtures(t *testing.T) {
 	for _, f := range fx {
 		files = append(files, f.data)
 	}
-	imgs, got := decodeOnDevice(t, d, files, nil)
+	imgs, got := decodeOnDevice(t, d, files, nil, 1)
 	for i, f := range fx {
 		im := imgs[i]
 		ok := false
@@ -328,8 +335,8 @@ func TestDecodeBadFilesIsolated(t *testing.T) {
 	if c.hw == nil {
 		route = []string{"", "", RouteCUDA, "", RouteCUDA, ""}
 	}
-	imgs, got := decodeOnDevice(t, d, files, route)
-	alone, aloneGot := decodeOnDevice(t, d, [][]byte{good}, nil)
+	imgs, got := decodeOnDevice(t, d, files, route, 1)
+	alone, aloneGot := decodeOnDevice(t, d, [][]byte{good}, nil, 1)
 	if alone[0].Err != nil {
 		t.Fatal(alone[0].Err)
 	}

@@ -21,7 +21,7 @@ const RouteTurbo = "turbo-cuda"
 // reads them from the source).
 const (
 	jpegSubBits   = 2048 // IMGPIPE_JPEG_SUB_BITS: bits per subsequence
-	jpegImgBytes  = 1064 // sizeof(JImg)
+	jpegImgBytes  = 1080 // sizeof(JImg)
 	jpegTabBytes  = 1424 // sizeof(JTab)
 	jpegSegBytes  = 48   // sizeof(JSeg)
 	jpegCtxBytes  = 200  // sizeof(JCtx)
@@ -33,11 +33,13 @@ const (
 	jpegRoundsPerCheck = 4
 	// jpegChunkBytes bounds the device memory of one pass over a call's images: a call's
 	// images are decoded in as many passes as that takes (one at least, whatever its size).
-	// An image's share per pixel is at most jpegPixelBytes: 128-byte coefficient blocks (3
-	// per 64 pixels in 4:4:4, 1.5 in 4:2:0) and its component planes, 6 + 3, and
-	// jpegOrientBytes more for its upright copy when the EXIF orientation turns it.
+	// An image's share is at most jpegCoefBytes per pixel of the full size (128-byte
+	// coefficient blocks, 3 per 64 pixels in 4:4:4, 1.5 in 4:2:0), jpegPlaneBytes per output
+	// pixel for its component planes, and jpegOrientBytes more for its upright copy when the
+	// EXIF orientation turns it.
 	jpegChunkBytes  = 1 << 30
-	jpegPixelBytes  = 9
+	jpegCoefBytes   = 6
+	jpegPlaneBytes  = 3
 	jpegOrientBytes = 3
 )
 
@@ -190,10 +192,12 @@ func (d *Device) decodeTurbo(s sched.Stream, call *sched.DecodeCall, idx []int) 
 	ts := d.turbo.forStream(s)
 	bytesOf := func(i int) int {
 		im := &call.Images[i]
+		out, s := im.Shape.W*im.Shape.H, max(1, im.Scale)
+		n := jpegCoefBytes*out*s*s + jpegPlaneBytes*out // the coefficients are the full size's
 		if im.Orient != 1 {
-			return (jpegPixelBytes + jpegOrientBytes) * im.Shape.W * im.Shape.H
+			n += jpegOrientBytes * out
 		}
-		return jpegPixelBytes * im.Shape.W * im.Shape.H
+		return n
 	}
 	pass := func(idx []int) error { return d.turboPass(ts, cu.Stream(s), call, idx) }
 	fail := func(i int, err error) {
@@ -276,7 +280,7 @@ func (d *Device) turboPass(ts *turboStream, s cu.Stream, call *sched.DecodeCall,
 		}
 		scan = grown
 		t := turboImage{call: i, f: f, scanOff: off}
-		if err := jpegGeometry(&t.rec, f); err != nil {
+		if err := jpegGeometry(&t.rec, f, max(1, im.Scale)); err != nil {
 			im.Err = fmt.Errorf("%s: %w", RouteTurbo, err)
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/jpegdec"
+	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
 
 // TestJPEGRecordSizes: the Go mirrors of kernels/jpegdec.cu's structs have the sizes the
@@ -35,24 +36,29 @@ func TestJPEGRecordSizes(t *testing.T) {
 	}
 }
 
-// TestJPEGGeometry: each sampling gets the upsampler jdsample.c picks for it at full size, and
-// the component planes cover the MCU grid.
+// TestJPEGGeometry: output sizes are libjpeg-turbo's scaled sizes, each sampling gets the
+// upsampler jdsample.c picks for it at each scale, and the component planes cover the output.
 func TestJPEGGeometry(t *testing.T) {
 	comps := func(h, v int) []jpegdec.Component {
 		return []jpegdec.Component{{H: h, V: v}, {H: 1, V: 1}, {H: 1, V: 1}}
 	}
 	for _, c := range []struct {
-		name string
-		h, v int
-		gray bool
-		up   [3]int32
+		name  string
+		h, v  int
+		gray  bool
+		denom int
+		up    [3]int32
 	}{
-		{"4:4:4", 1, 1, false, [3]int32{upFull, upFull, upFull}},
-		{"4:2:0", 2, 2, false, [3]int32{upFull, upH2V2Fancy, upH2V2Fancy}},
-		{"4:2:2", 2, 1, false, [3]int32{upFull, upH2V1Fancy, upH2V1Fancy}},
-		{"4:4:0", 1, 2, false, [3]int32{upFull, upH1V2Fancy, upH1V2Fancy}},
-		{"4:1:1", 4, 1, false, [3]int32{upFull, upInt, upInt}},
-		{"gray", 1, 1, true, [3]int32{upFull}},
+		{"4:4:4", 1, 1, false, 1, [3]int32{upFull, upFull, upFull}},
+		{"4:2:0", 2, 2, false, 1, [3]int32{upFull, upH2V2Fancy, upH2V2Fancy}},
+		{"4:2:0 at 1/2", 2, 2, false, 2, [3]int32{upFull, upFull, upFull}},
+		{"4:2:0 at 1/8", 2, 2, false, 8, [3]int32{upFull, upFull, upFull}},
+		{"4:2:2", 2, 1, false, 1, [3]int32{upFull, upH2V1Fancy, upH2V1Fancy}},
+		{"4:2:2 at 1/8", 2, 1, false, 8, [3]int32{upFull, upH2V1, upH2V1}},
+		{"4:4:0", 1, 2, false, 1, [3]int32{upFull, upH1V2Fancy, upH1V2Fancy}},
+		{"4:4:0 at 1/8", 1, 2, false, 8, [3]int32{upFull, upInt, upInt}},
+		{"4:1:1", 4, 1, false, 1, [3]int32{upFull, upInt, upInt}},
+		{"gray", 1, 1, true, 4, [3]int32{upFull}},
 	} {
 		for _, sz := range [][2]int{{1, 1}, {3, 2}, {17, 9}, {1001, 667}} {
 			f := &jpegdec.Frame{Width: sz[0], Height: sz[1], Comps: comps(c.h, c.v), HMax: c.h, VMax: c.v}
@@ -61,12 +67,13 @@ func TestJPEGGeometry(t *testing.T) {
 			}
 			f.MCUsX, f.MCUsY = (sz[0]+8*f.HMax-1)/(8*f.HMax), (sz[1]+8*f.VMax-1)/(8*f.VMax)
 			var g jpegImg
-			if err := jpegGeometry(&g, f); err != nil {
+			if err := jpegGeometry(&g, f, c.denom); err != nil {
 				t.Errorf("%s %v: %v", c.name, sz, err)
 				continue
 			}
-			if int(g.OW) != sz[0] || int(g.OH) != sz[1] || int(g.PW[0]) < sz[0] || int(g.PH[0]) < sz[1] {
-				t.Errorf("%s %v: output %dx%d, luma plane %dx%d", c.name, sz, g.OW, g.OH, g.PW[0], g.PH[0])
+			w, h := jpegturbo.ScaledSize(sz[0], sz[1], c.denom)
+			if int(g.OW) != w || int(g.OH) != h || int(g.PW[0]) < w || int(g.PH[0]) < h {
+				t.Errorf("%s %v: output %dx%d, luma plane %dx%d, libjpeg-turbo's %dx%d", c.name, sz, g.OW, g.OH, g.PW[0], g.PH[0], w, h)
 			}
 			want := c.up
 			if sz[0] <= 4 && want[1] == upH2V2Fancy { // jdsample.c: fancy only for more than 2 chroma columns

@@ -14,8 +14,8 @@ type jpegImg struct {
 	W, H, NC, MX, MY, RI, NSeg, HMax, VMax, BPM int32
 	SlotC                                       [10]int32
 	HS, VS, DCT, ACT                            [3]int32
-	OW, OH, Gray                                int32
-	DW, DH, PW, PH                              [3]int32
+	Min, OW, OH, Gray                           int32
+	SS, DW, DH, PW, PH                          [3]int32
 	Up, HE, VE                                  [3]int32
 	Pad                                         [2]int32
 	Blk0, NBlk, RGB0, NRGB                      int64
@@ -47,38 +47,45 @@ const (
 	upInt
 )
 
-// jpegGeometry fills g's sizes and upsamplers for a full-size decode, as libjpeg-turbo's
-// jdmaster.c and jdsample.c choose them (at full size every component's IDCT is 8x8, and
-// libjpeg-turbo upsamples "fancily").
-func jpegGeometry(g *jpegImg, f *jpegdec.Frame) error {
+// jpegGeometry fills g's sizes, per-component DCT sizes and upsamplers for a decode at scale
+// 1/denom, as libjpeg-turbo's jdmaster.c and jdsample.c choose them.
+func jpegGeometry(g *jpegImg, f *jpegdec.Frame, denom int) error {
 	hmax, vmax := int32(f.HMax), int32(f.VMax)
-	g.OW, g.OH = int32(f.Width), int32(f.Height)
+	g.Min = int32(8 / denom)
+	g.OW = int32((int64(f.Width)*int64(g.Min) + 7) / 8)
+	g.OH = int32((int64(f.Height)*int64(g.Min) + 7) / 8)
+	fancy := g.Min > 1
 	for c, comp := range f.Comps {
-		h, v := int32(comp.H), int32(comp.V)
+		h, v, ss := int32(comp.H), int32(comp.V), g.Min
 		if len(f.Comps) == 1 {
 			h, v = 1, 1
 		}
-		g.DW[c] = int32((int64(f.Width)*int64(h) + int64(hmax) - 1) / int64(hmax))
-		g.DH[c] = int32((int64(f.Height)*int64(v) + int64(vmax) - 1) / int64(vmax))
-		g.PW[c], g.PH[c] = int32(f.MCUsX)*h*8, int32(f.MCUsY)*v*8
+		for ss < 8 && (hmax*g.Min)%(h*ss*2) == 0 && (vmax*g.Min)%(v*ss*2) == 0 {
+			ss *= 2
+		}
+		g.SS[c] = ss
+		g.DW[c] = int32((int64(f.Width)*int64(h*ss) + int64(hmax*8) - 1) / int64(hmax*8))
+		g.DH[c] = int32((int64(f.Height)*int64(v*ss) + int64(vmax*8) - 1) / int64(vmax*8))
+		g.PW[c], g.PH[c] = int32(f.MCUsX)*h*ss, int32(f.MCUsY)*v*ss
+		hin, vin := h*ss/g.Min, v*ss/g.Min
 		g.HE[c], g.VE[c] = 1, 1
 		switch {
-		case h == hmax && v == vmax:
+		case hin == hmax && vin == vmax:
 			g.Up[c] = upFull
-		case h*2 == hmax && v == vmax:
+		case hin*2 == hmax && vin == vmax:
 			g.Up[c] = upH2V1
-			if g.DW[c] > 2 {
+			if fancy && g.DW[c] > 2 {
 				g.Up[c] = upH2V1Fancy
 			}
-		case h == hmax && v*2 == vmax:
+		case hin == hmax && vin*2 == vmax && fancy:
 			g.Up[c] = upH1V2Fancy
-		case h*2 == hmax && v*2 == vmax:
+		case hin*2 == hmax && vin*2 == vmax:
 			g.Up[c] = upH2V2
-			if g.DW[c] > 2 {
+			if fancy && g.DW[c] > 2 {
 				g.Up[c] = upH2V2Fancy
 			}
-		case hmax%h == 0 && vmax%v == 0:
-			g.Up[c], g.HE[c], g.VE[c] = upInt, hmax/h, vmax/v
+		case hin > 0 && vin > 0 && hmax%hin == 0 && vmax%vin == 0:
+			g.Up[c], g.HE[c], g.VE[c] = upInt, hmax/hin, vmax/vin
 		default:
 			return fmt.Errorf("%w: no upsampler for %dx%d in %dx%d", jpegdec.ErrUnsupported, h, v, hmax, vmax)
 		}

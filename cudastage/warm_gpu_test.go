@@ -93,7 +93,7 @@ func TestGPUWarmThenConcurrentDecode(t *testing.T) {
 // decodeOnStream decodes files into dst with one Decode call on stream s
 // (decodeFiles), failing on any file's error, and returns the pixels.
 func decodeOnStream(d *Device, s sched.Stream, dst cu.DevicePtr, files [][]byte) ([][]byte, error) {
-	imgs, out, err := decodeFiles(d, s, files, nil, func(int) cu.DevicePtr { return dst })
+	imgs, out, err := decodeFiles(d, s, files, nil, 1, func(int) cu.DevicePtr { return dst })
 	for i := range imgs {
 		if err == nil && imgs[i].Err != nil {
 			err = fmt.Errorf("file %d: %w", i, imgs[i].Err)

@@ -1,5 +1,5 @@
 // jpegdec.cu: baseline JPEG decoding on CUDA cores that gives libjpeg-turbo's bytes (its accurate
-// integer IDCT, fancy upsampling and YCbCr->RGB, at full size), for the CUDA device's "turbo-cuda"
+// integer IDCT, DCT scaling, fancy upsampling and YCbCr->RGB), for the CUDA device's "turbo-cuda"
 // file decoder. Package cudastage/jpegdec parses each file on the host (tables, unstuffed scan);
 // package cudastage builds the tables below and runs the passes in this order:
 //
@@ -15,22 +15,22 @@
 //  3. jpeg_scan: per segment, the counts become each subsequence's first block and DC predictors.
 //  4. jpeg_write: each subsequence decodes its coefficients into the blocks; jpeg_serial decodes
 //     the unsettled segments from their start, one thread each (slow, but exact).
-//  5. jpeg_idct: one thread per block, the 8x8 IDCT.
+//  5. jpeg_idct: one thread per block, the IDCT of the component's scaled size.
 //  6. jpeg_rgb: one thread per output pixel: upsampling and colour conversion.
 //
-// Everything is integer arithmetic transcribed from libjpeg-turbo (jidctint.c, jdsample.c,
-// jdcolor.c, jdmaster.c, jdhuff.c), so the result is the library's own, bit for bit.
+// Everything is integer arithmetic transcribed from libjpeg-turbo (jidctint.c, jidctred.c,
+// jdsample.c, jdcolor.c, jdmaster.c, jdhuff.c), so the result is the library's own, bit for bit.
 #include "common.cuh"
 
 #define IMGPIPE_JPEG_SUB_BITS 2048 // subsequence length, bits
 
-// JImg is one image of a call (mirrored in Go by jpegImg; 1064 bytes).
+// JImg is one image of a call (mirrored in Go by jpegImg; 1080 bytes).
 struct JImg {
     int w, h, nc, mx, my, ri, nseg, hmax, vmax, bpm;
     int slotc[10];                         // the component of each block of an MCU
     int hs[3], vs[3], dct[3], act[3];      // sampling factors; Huffman tables (indexes in tab)
-    int ow, oh, gray;                      // output size; grayscale
-    int dw[3], dh[3], pw[3], ph[3];        // per component: real and plane sizes in samples
+    int min, ow, oh, gray;                 // DCT size of the largest component; output size; grayscale
+    int ss[3], dw[3], dh[3], pw[3], ph[3]; // per component: IDCT size, real and plane sizes in samples
     int up[3], he[3], ve[3];               // upsampler, and its factors for JPEG_UP_INT
     int pad[2];
     long long blk0, nblk, rgb0, nrgb;      // first block in coef and count; first jpeg_rgb block and count
@@ -397,69 +397,158 @@ extern "C" __global__ void __launch_bounds__(IMGPIPE_THREADS) jpeg_serial(const 
 }
 
 __device__ __forceinline__ u8 jpeg_clamp(long long v) { return v < 0 ? 0 : v > 255 ? 255 : (u8)v; }
+// jpeg_wrap is libjpeg's post-IDCT range-limit table (v descaled and centred), which only the C
+// 1x1 IDCT uses; the SIMD IDCTs of x86-64 saturate (jpeg_clamp).
+__device__ __forceinline__ u8 jpeg_wrap(long long v)
+{
+    const int i = (int)(v & 1023);
+    return i < 128 ? i + 128 : i < 512 ? 255 : i < 896 ? 0 : i - 896;
+}
 #define JPEG_DESCALE(x, n) (((x) + (1LL << ((n) - 1))) >> (n))
 
-// jpeg_idct_islow writes the 8x8 samples of one block (coefficients in natural order), as
-// jidctint.c's jpeg_idct_islow; out of range, it saturates as libjpeg-turbo's x86-64 SIMD does.
-__device__ void jpeg_idct_islow(const short* in, const int* q, u8* out, int stride)
+// jpeg_idct_block writes the ss x ss samples of one block (coefficients in natural order).
+__device__ void jpeg_idct_block(const short* in, const int* q, int ss, u8* out, int stride)
 {
     const int CB = 13, P1 = 2;
+    if (ss == 1) {
+        out[0] = jpeg_wrap(JPEG_DESCALE((long long)in[0] * q[0], 3));
+        return;
+    }
     int ws[64];
-    for (int c = 0; c < 8; c++) {
+    if (ss == 8) { // jpeg_idct_islow
+        for (int c = 0; c < 8; c++) {
+            const short* p = in + c;
+            const int* qq = q + c;
+            int* w = ws + c;
+            if (!p[8] && !p[16] && !p[24] && !p[32] && !p[40] && !p[48] && !p[56]) {
+                const int dc = (p[0] * qq[0]) * (1 << P1);
+                for (int r = 0; r < 8; r++)
+                    w[r * 8] = dc;
+                continue;
+            }
+            long long z2 = p[16] * qq[16], z3 = p[48] * qq[48];
+            long long z1 = (z2 + z3) * 4433, t2 = z1 + z3 * -15137, t3 = z1 + z2 * 6270;
+            z2 = p[0] * qq[0];
+            z3 = p[32] * qq[32];
+            long long t0 = (z2 + z3) * (1 << CB), t1 = (z2 - z3) * (1 << CB);
+            const long long t10 = t0 + t3, t13 = t0 - t3, t11 = t1 + t2, t12 = t1 - t2;
+            t0 = p[56] * qq[56]; t1 = p[40] * qq[40]; t2 = p[24] * qq[24]; t3 = p[8] * qq[8];
+            z1 = t0 + t3; z2 = t1 + t2; z3 = t0 + t2;
+            long long z4 = t1 + t3;
+            const long long z5 = (z3 + z4) * 9633;
+            t0 *= 2446; t1 *= 16819; t2 *= 25172; t3 *= 12299;
+            z1 *= -7373; z2 *= -20995; z3 *= -16069; z4 *= -3196;
+            z3 += z5; z4 += z5;
+            t0 += z1 + z3; t1 += z2 + z4; t2 += z2 + z3; t3 += z1 + z4;
+            w[0] = (int)JPEG_DESCALE(t10 + t3, CB - P1); w[56] = (int)JPEG_DESCALE(t10 - t3, CB - P1);
+            w[8] = (int)JPEG_DESCALE(t11 + t2, CB - P1); w[48] = (int)JPEG_DESCALE(t11 - t2, CB - P1);
+            w[16] = (int)JPEG_DESCALE(t12 + t1, CB - P1); w[40] = (int)JPEG_DESCALE(t12 - t1, CB - P1);
+            w[24] = (int)JPEG_DESCALE(t13 + t0, CB - P1); w[32] = (int)JPEG_DESCALE(t13 - t0, CB - P1);
+        }
+        for (int r = 0; r < 8; r++) {
+            const int* w = ws + r * 8;
+            u8* o = out + r * stride;
+            if (!w[1] && !w[2] && !w[3] && !w[4] && !w[5] && !w[6] && !w[7]) {
+                const u8 v = jpeg_clamp(JPEG_DESCALE((long long)w[0], P1 + 3) + 128);
+                for (int k = 0; k < 8; k++)
+                    o[k] = v;
+                continue;
+            }
+            long long z2 = w[2], z3 = w[6];
+            long long z1 = (z2 + z3) * 4433, t2 = z1 + z3 * -15137, t3 = z1 + z2 * 6270;
+            long long t0 = ((long long)w[0] + w[4]) * (1 << CB), t1 = ((long long)w[0] - w[4]) * (1 << CB);
+            const long long t10 = t0 + t3, t13 = t0 - t3, t11 = t1 + t2, t12 = t1 - t2;
+            t0 = w[7]; t1 = w[5]; t2 = w[3]; t3 = w[1];
+            z1 = t0 + t3; z2 = t1 + t2; z3 = t0 + t2;
+            long long z4 = t1 + t3;
+            const long long z5 = (z3 + z4) * 9633;
+            t0 *= 2446; t1 *= 16819; t2 *= 25172; t3 *= 12299;
+            z1 *= -7373; z2 *= -20995; z3 *= -16069; z4 *= -3196;
+            z3 += z5; z4 += z5;
+            t0 += z1 + z3; t1 += z2 + z4; t2 += z2 + z3; t3 += z1 + z4;
+            const int S = CB + P1 + 3;
+            o[0] = jpeg_clamp(JPEG_DESCALE(t10 + t3, S) + 128); o[7] = jpeg_clamp(JPEG_DESCALE(t10 - t3, S) + 128);
+            o[1] = jpeg_clamp(JPEG_DESCALE(t11 + t2, S) + 128); o[6] = jpeg_clamp(JPEG_DESCALE(t11 - t2, S) + 128);
+            o[2] = jpeg_clamp(JPEG_DESCALE(t12 + t1, S) + 128); o[5] = jpeg_clamp(JPEG_DESCALE(t12 - t1, S) + 128);
+            o[3] = jpeg_clamp(JPEG_DESCALE(t13 + t0, S) + 128); o[4] = jpeg_clamp(JPEG_DESCALE(t13 - t0, S) + 128);
+        }
+        return;
+    }
+    if (ss == 4) { // jpeg_idct_4x4
+        for (int c = 0; c < 8; c++) {
+            if (c == 4)
+                continue;
+            const short* p = in + c;
+            const int* qq = q + c;
+            int* w = ws + c;
+            if (!p[8] && !p[16] && !p[24] && !p[40] && !p[48] && !p[56]) {
+                const int dc = (p[0] * qq[0]) * (1 << P1);
+                for (int r = 0; r < 4; r++)
+                    w[r * 8] = dc;
+                continue;
+            }
+            long long t0 = (long long)(p[0] * qq[0]) * (1 << (CB + 1));
+            long long z2 = p[16] * qq[16], z3 = p[48] * qq[48];
+            long long t2 = z2 * 15137 + z3 * -6270;
+            const long long t10 = t0 + t2, t12 = t0 - t2;
+            const long long z1 = p[56] * qq[56];
+            z2 = p[40] * qq[40]; z3 = p[24] * qq[24];
+            const long long z4 = p[8] * qq[8];
+            t0 = z1 * -1730 + z2 * 11893 + z3 * -17799 + z4 * 8697;
+            t2 = z1 * -4176 + z2 * -4926 + z3 * 7373 + z4 * 20995;
+            w[0] = (int)JPEG_DESCALE(t10 + t2, CB - P1 + 1); w[24] = (int)JPEG_DESCALE(t10 - t2, CB - P1 + 1);
+            w[8] = (int)JPEG_DESCALE(t12 + t0, CB - P1 + 1); w[16] = (int)JPEG_DESCALE(t12 - t0, CB - P1 + 1);
+        }
+        for (int r = 0; r < 4; r++) {
+            const int* w = ws + r * 8;
+            u8* o = out + r * stride;
+            if (!w[1] && !w[2] && !w[3] && !w[5] && !w[6] && !w[7]) {
+                const u8 v = jpeg_clamp(JPEG_DESCALE((long long)w[0], P1 + 3) + 128);
+                for (int k = 0; k < 4; k++)
+                    o[k] = v;
+                continue;
+            }
+            long long t0 = (long long)w[0] * (1 << (CB + 1));
+            long long t2 = (long long)w[2] * 15137 + (long long)w[6] * -6270;
+            const long long t10 = t0 + t2, t12 = t0 - t2;
+            const long long z1 = w[7], z2 = w[5], z3 = w[3], z4 = w[1];
+            t0 = z1 * -1730 + z2 * 11893 + z3 * -17799 + z4 * 8697;
+            t2 = z1 * -4176 + z2 * -4926 + z3 * 7373 + z4 * 20995;
+            const int S = CB + P1 + 3 + 1;
+            o[0] = jpeg_clamp(JPEG_DESCALE(t10 + t2, S) + 128); o[3] = jpeg_clamp(JPEG_DESCALE(t10 - t2, S) + 128);
+            o[1] = jpeg_clamp(JPEG_DESCALE(t12 + t0, S) + 128); o[2] = jpeg_clamp(JPEG_DESCALE(t12 - t0, S) + 128);
+        }
+        return;
+    }
+    for (int c = 0; c < 8; c++) { // ss == 2: jpeg_idct_2x2
+        if (c == 2 || c == 4 || c == 6)
+            continue;
         const short* p = in + c;
         const int* qq = q + c;
         int* w = ws + c;
-        if (!p[8] && !p[16] && !p[24] && !p[32] && !p[40] && !p[48] && !p[56]) {
+        if (!p[8] && !p[24] && !p[40] && !p[56]) {
             const int dc = (p[0] * qq[0]) * (1 << P1);
-            for (int r = 0; r < 8; r++)
-                w[r * 8] = dc;
+            w[0] = w[8] = dc;
             continue;
         }
-        long long z2 = p[16] * qq[16], z3 = p[48] * qq[48];
-        long long z1 = (z2 + z3) * 4433, t2 = z1 + z3 * -15137, t3 = z1 + z2 * 6270;
-        z2 = p[0] * qq[0];
-        z3 = p[32] * qq[32];
-        long long t0 = (z2 + z3) * (1 << CB), t1 = (z2 - z3) * (1 << CB);
-        const long long t10 = t0 + t3, t13 = t0 - t3, t11 = t1 + t2, t12 = t1 - t2;
-        t0 = p[56] * qq[56]; t1 = p[40] * qq[40]; t2 = p[24] * qq[24]; t3 = p[8] * qq[8];
-        z1 = t0 + t3; z2 = t1 + t2; z3 = t0 + t2;
-        long long z4 = t1 + t3;
-        const long long z5 = (z3 + z4) * 9633;
-        t0 *= 2446; t1 *= 16819; t2 *= 25172; t3 *= 12299;
-        z1 *= -7373; z2 *= -20995; z3 *= -16069; z4 *= -3196;
-        z3 += z5; z4 += z5;
-        t0 += z1 + z3; t1 += z2 + z4; t2 += z2 + z3; t3 += z1 + z4;
-        w[0] = (int)JPEG_DESCALE(t10 + t3, CB - P1); w[56] = (int)JPEG_DESCALE(t10 - t3, CB - P1);
-        w[8] = (int)JPEG_DESCALE(t11 + t2, CB - P1); w[48] = (int)JPEG_DESCALE(t11 - t2, CB - P1);
-        w[16] = (int)JPEG_DESCALE(t12 + t1, CB - P1); w[40] = (int)JPEG_DESCALE(t12 - t1, CB - P1);
-        w[24] = (int)JPEG_DESCALE(t13 + t0, CB - P1); w[32] = (int)JPEG_DESCALE(t13 - t0, CB - P1);
+        const long long t10 = (long long)(p[0] * qq[0]) * (1 << (CB + 2));
+        const long long t0 = (long long)(p[56] * qq[56]) * -5906 + (long long)(p[40] * qq[40]) * 6967 +
+                             (long long)(p[24] * qq[24]) * -10426 + (long long)(p[8] * qq[8]) * 29692;
+        w[0] = (int)JPEG_DESCALE(t10 + t0, CB - P1 + 2);
+        w[8] = (int)JPEG_DESCALE(t10 - t0, CB - P1 + 2);
     }
-    for (int r = 0; r < 8; r++) {
+    for (int r = 0; r < 2; r++) {
         const int* w = ws + r * 8;
         u8* o = out + r * stride;
-        if (!w[1] && !w[2] && !w[3] && !w[4] && !w[5] && !w[6] && !w[7]) {
-            const u8 v = jpeg_clamp(JPEG_DESCALE((long long)w[0], P1 + 3) + 128);
-            for (int k = 0; k < 8; k++)
-                o[k] = v;
+        if (!w[1] && !w[3] && !w[5] && !w[7]) {
+            o[0] = o[1] = jpeg_clamp(JPEG_DESCALE((long long)w[0], P1 + 3) + 128);
             continue;
         }
-        long long z2 = w[2], z3 = w[6];
-        long long z1 = (z2 + z3) * 4433, t2 = z1 + z3 * -15137, t3 = z1 + z2 * 6270;
-        long long t0 = ((long long)w[0] + w[4]) * (1 << CB), t1 = ((long long)w[0] - w[4]) * (1 << CB);
-        const long long t10 = t0 + t3, t13 = t0 - t3, t11 = t1 + t2, t12 = t1 - t2;
-        t0 = w[7]; t1 = w[5]; t2 = w[3]; t3 = w[1];
-        z1 = t0 + t3; z2 = t1 + t2; z3 = t0 + t2;
-        long long z4 = t1 + t3;
-        const long long z5 = (z3 + z4) * 9633;
-        t0 *= 2446; t1 *= 16819; t2 *= 25172; t3 *= 12299;
-        z1 *= -7373; z2 *= -20995; z3 *= -16069; z4 *= -3196;
-        z3 += z5; z4 += z5;
-        t0 += z1 + z3; t1 += z2 + z4; t2 += z2 + z3; t3 += z1 + z4;
-        const int S = CB + P1 + 3;
-        o[0] = jpeg_clamp(JPEG_DESCALE(t10 + t3, S) + 128); o[7] = jpeg_clamp(JPEG_DESCALE(t10 - t3, S) + 128);
-        o[1] = jpeg_clamp(JPEG_DESCALE(t11 + t2, S) + 128); o[6] = jpeg_clamp(JPEG_DESCALE(t11 - t2, S) + 128);
-        o[2] = jpeg_clamp(JPEG_DESCALE(t12 + t1, S) + 128); o[5] = jpeg_clamp(JPEG_DESCALE(t12 - t1, S) + 128);
-        o[3] = jpeg_clamp(JPEG_DESCALE(t13 + t0, S) + 128); o[4] = jpeg_clamp(JPEG_DESCALE(t13 - t0, S) + 128);
+        const long long t10 = (long long)w[0] * (1 << (CB + 2));
+        const long long t0 = (long long)w[7] * -5906 + (long long)w[5] * 6967 + (long long)w[3] * -10426 + (long long)w[1] * 29692;
+        const int S = CB + P1 + 3 + 2;
+        o[0] = jpeg_clamp(JPEG_DESCALE(t10 + t0, S) + 128);
+        o[1] = jpeg_clamp(JPEG_DESCALE(t10 - t0, S) + 128);
     }
 }
 
@@ -500,8 +589,8 @@ extern "C" __global__ void __launch_bounds__(IMGPIPE_THREADS) jpeg_idct(const JC
     for (int j = 0; j < c; j++)
         k -= g->hs[j] * g->vs[j];
     const int bx = (int)(m % g->mx) * g->hs[c] + k % g->hs[c], by = (int)(m / g->mx) * g->vs[c] + k / g->hs[c];
-    const int pw = g->pw[c];
-    jpeg_idct_islow(x.coef + b * 64, g->qt[c], x.planes + g->poff[c] + (long long)by * 8 * pw + (long long)bx * 8, pw);
+    const int ss = g->ss[c], pw = g->pw[c];
+    jpeg_idct_block(x.coef + b * 64, g->qt[c], ss, x.planes + g->poff[c] + (long long)by * ss * pw + (long long)bx * ss, pw);
 }
 
 // jpeg_sample returns component c's value at output pixel (x, y), upsampled as jdsample.c does

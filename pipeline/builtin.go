@@ -43,14 +43,15 @@ scale=1/2, 1/4 or 1/8 decodes JPEG at that size (each side rounded up) through
 libjpeg-turbo's DCT scaling, which changes pixels: much less work for a thumbnail.
 scale=auto needs a resize right after decode, and takes the smallest scale that leaves
 the image at least the resize's own size with the same output size (never enlarging;
-see docs/geometry.md). Only libjpeg-turbo scales: JPEGs that Go's decoder (backend=go,
-CMYK fallbacks) or the GPU's decoder take, and other formats, are decoded at full size.
+see docs/geometry.md). Only libjpeg-turbo scales (turbo-cuda, below, as it does): JPEGs
+that Go's decoder (backend=go, CMYK fallbacks) or nvJPEG take, and other formats, are
+decoded at full size.
 On a GPU run, backend=auto decodes a baseline JPEG (8-bit, Huffman-coded, gray or YCbCr
 4:4:4, 4:2:2, 4:2:0, 4:4:0 or 4:1:1) on the GPU with turbo-cuda, imgpipe's CUDA decoder,
-which gives libjpeg-turbo's bytes (so the CPU run's, where libjpeg-turbo loads); other
-JPEGs go to nvJPEG's hardware engines when they take them, else to the CPU workers. A JPEG
-that gets a scale is decoded by libjpeg-turbo on the CPU workers (the CPU run's pixels);
-backend=nvjpeg sends every JPEG nvJPEG takes to nvJPEG, at full size.
+which gives libjpeg-turbo's bytes at libjpeg-turbo's scales (so the CPU run's, where
+libjpeg-turbo loads); other JPEGs go to nvJPEG's hardware engines when those take them and
+they get no scale, else to the CPU workers. backend=nvjpeg sends every JPEG nvJPEG takes to
+nvJPEG, at full size.
 max_pixels applies to the full size. The report's decode_scale gives each input's scale
 (absent at full size); its width and height are the scaled ones.`,
 	Params: []ParamSpec{

@@ -81,28 +81,27 @@ func cpuJPEG(backend string) stages.JPEGBackend {
 }
 
 // deviceDecoder is THE routing rule of a GPU run: given the decode backend, whether the
-// CPU decoder would decode the JPEG at a DCT scale (scaled: decode scale=... resolved to
-// 1/2, 1/4 or 1/8 with libjpeg-turbo, see scalesOnCPU), and the device decoder that would
-// take it (route: FileDecoder.DecodeRoute, "nvjpeg-hw", "nvjpeg-cuda" or "", asked only
-// when the answer depends on it: it parses the file, and opens nvJPEG on first use), it
-// names the device decoder that decodes it, or "" for the CPU decoders (cpuJPEG). auto
-// sends a baseline JPEG to the device's turbo-cuda decoder when it takes it (turbo:
-// TurboDecoder.TurboRoute; libjpeg-turbo's bytes, and faster than the engines), and
-// otherwise only what the hardware engines take (their batched decode was measured at 2,800
-// img/s on an H200; the CUDA decoder is slower than libjpeg-turbo on CPU workers for
-// progressive files — set by measurement on the GPU host), and only at full size: a
-// scaled decode does a fraction of the work, and for 256-pixel thumbnails of 1,800 photos
-// on an H200 libjpeg-turbo's scaled decode on the CPU workers beat the engines' full one
-// (3.5 against 5.0 s end to end in one lease), and gives the CPU run's pixels. nvjpeg
-// sends every file the device accepts, at full size; go and turbo never use it.
+// JPEG decodes at a DCT scale (scaled: decode scale=... resolved to 1/2, 1/4 or 1/8, see
+// decodesScaled), and the device decoders that would take it (turbo: TurboDecoder.TurboRoute;
+// route: FileDecoder.DecodeRoute, "nvjpeg-hw", "nvjpeg-cuda" or "", asked only when the
+// answer depends on it: it parses the file, and opens nvJPEG on first use), it names the
+// device decoder that decodes it, or "" for the CPU decoders (cpuJPEG). auto sends a baseline
+// JPEG to the device's turbo-cuda decoder when it takes it, scaled or not (libjpeg-turbo's
+// bytes at libjpeg-turbo's scales, and faster than the engines), and otherwise only what the
+// hardware engines take (their batched decode was measured at 2,800 img/s on an H200; the
+// CUDA decoder is slower than libjpeg-turbo on CPU workers for progressive files — set by
+// measurement on the GPU host), and only at full size: the engines do not give libjpeg-turbo's
+// scaled pixels, and libjpeg-turbo's scaled decode on the CPU workers beat their full one for
+// 256-pixel thumbnails of 1,800 photos on an H200 (3.5 against 5.0 s end to end in one
+// lease). nvjpeg sends every file the device accepts, at full size; go and turbo never use it.
 func deviceDecoder(backend string, scaled bool, turbo, route func() string) string {
 	switch backend {
 	case backendAuto:
-		if scaled {
-			return ""
-		}
 		if r := turbo(); r != "" {
 			return r
+		}
+		if scaled {
+			return ""
 		}
 		if route() == "nvjpeg-hw" {
 			return "nvjpeg-hw"
@@ -113,12 +112,13 @@ func deviceDecoder(backend string, scaled bool, turbo, route func() string) stri
 	return ""
 }
 
-// scalesOnCPU reports whether a GPU run of dec decodes on the CPU workers every JPEG that
-// gets a DCT scale (backend=auto, a scale, libjpeg-turbo loaded: see deviceDecoder). Such a
-// run, a thumbnail job, opens the device decoder only at the first JPEG that gets none:
-// opening and warming nvJPEG up took about 1.3 s of a run on an H200 (2.1 against 0.96 s
-// for one file), which a folder of photos all shrunk by the CPU would pay for nothing.
-func scalesOnCPU(dec *Decoder) bool {
+// decodesScaled reports whether dec decodes JPEGs at a DCT scale on a GPU run as on the CPU:
+// backend=auto, a scale, and libjpeg-turbo loaded (Go's decoder does not scale). On the GPU,
+// turbo-cuda decodes them at that scale; the others decode scaled on the CPU workers (see
+// deviceDecoder). Such a run, a thumbnail job, opens nvJPEG only at the first JPEG that
+// needs it: opening and warming nvJPEG up took about 1.3 s of a run on an H200 (2.1 against
+// 0.96 s for one file), which a folder of baseline photos would pay for nothing.
+func decodesScaled(dec *Decoder) bool {
 	return dec != nil && dec.Backend == backendAuto && dec.Scale != nil && dec.CPUJPEG == string(stages.JPEGTurbo)
 }
 
@@ -139,7 +139,7 @@ func fileDecoderFor(plan *Plan, dev sched.Device) (sched.FileDecoder, error) {
 		}
 		return nil, nil
 	}
-	if scalesOnCPU(plan.Decode) {
+	if decodesScaled(plan.Decode) {
 		// Not opened here (FileDecoderOf would): without nvJPEG, DecodeRoute answers ""
 		// and every file decodes on the CPU, as auto does anyway.
 		fd, _ := dev.(sched.FileDecoder)

@@ -19,9 +19,9 @@ func TestDeviceDecoderRule(t *testing.T) {
 	}{
 		{"auto", "", "nvjpeg-hw", false, "nvjpeg-hw", true},
 		{"auto", "turbo-cuda", "nvjpeg-hw", false, "turbo-cuda", false}, // libjpeg-turbo's bytes, on the device
-		{"auto", "turbo-cuda", "nvjpeg-hw", true, "", false},            // a thumbnail: libjpeg-turbo's scaled decode on CPU workers
-		{"auto", "", "nvjpeg-hw", true, "", false},
-		{"auto", "", "nvjpeg-cuda", false, "", true}, // progressive: libjpeg-turbo on CPU workers
+		{"auto", "turbo-cuda", "nvjpeg-hw", true, "turbo-cuda", false},  // a thumbnail: libjpeg-turbo's scaled pixels, on the device
+		{"auto", "", "nvjpeg-hw", true, "", false},                      // the engines do not scale as libjpeg-turbo: CPU workers
+		{"auto", "", "nvjpeg-cuda", false, "", true},                    // progressive: libjpeg-turbo on CPU workers
 		{"auto", "", "", false, "", true},
 		{"nvjpeg", "turbo-cuda", "nvjpeg-hw", false, "nvjpeg-hw", true},
 		{"nvjpeg", "", "nvjpeg-hw", true, "nvjpeg-hw", true},

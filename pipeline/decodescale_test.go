@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -75,11 +77,12 @@ func smoothImage(w, h int, seed int64) *stages.Image {
 	return m
 }
 
-// TestDecodeScaleRun runs thumbnail chains over a JPEG and a PNG, on the CPU and on a fake
-// GPU (where a JPEG that gets a scale decodes on CPU workers, and one that gets none on
-// the device's decoder): the scale each input got is in its result and
-// its report line (absent at full size), width and height are the decoded (scaled) size,
-// and the output is the size the full decode gives.
+// TestDecodeScaleRun runs thumbnail chains over a JPEG and a PNG, on the CPU, on a fake GPU
+// with nvJPEG only (where a JPEG that gets a scale decodes on CPU workers, and one that gets
+// none on the device's decoder) and on one with turbo-cuda too (which decodes the JPEG, at
+// its scale): the scale each input got is in its result and its report line (absent at full
+// size), width and height are the decoded (scaled) size, the output is the size the full
+// decode gives, and the outputs are the CPU run's bytes (the fake's decoders are the CPU's).
 func TestDecodeScaleRun(t *testing.T) {
 	jpg := encode(t, smoothImage(517, 389, 1), "jpeg")
 	png := encode(t, smoothImage(517, 389, 2), "png")
@@ -104,7 +107,8 @@ func TestDecodeScaleRun(t *testing.T) {
 		{"decode | resize width=64 height=64 fit=inside | save", full, false},
 		{"decode backend=go scale=auto | resize width=64 height=64 fit=inside | save", full, false},
 	} {
-		for _, device := range []string{"cpu", "fake GPU"} {
+		cpuOut := map[string][]byte{}
+		for _, device := range []string{"cpu", "fake GPU", "fake GPU with turbo-cuda"} {
 			t.Run(device+" "+tc.spec, func(t *testing.T) {
 				if tc.needsLib && !turbo {
 					t.Skip("libjpeg-turbo not usable here: every JPEG decodes at full size")
@@ -118,13 +122,17 @@ func TestDecodeScaleRun(t *testing.T) {
 					dev = fakeGPU(t, schedtest.FakeConfig{Name: "fake0"})
 					opt.GPU = &GPUOptions{Device: dev, Streams: 2, Batch: 2}
 				}
+				withTurbo := strings.HasSuffix(device, "turbo-cuda")
+				if withTurbo {
+					opt.GPU.Device = schedtest.Turbo{FakeDevice: dev}
+				}
 				sum, err := Run(context.Background(), plan, Inputs(inputs...), sink, opt)
 				if err != nil {
 					t.Fatal(err)
 				}
-				// The device decoder is warmed up only when backend=auto may send it every
-				// JPEG: with a scale, it is opened at the first JPEG that gets none.
-				if wantWarm := !strings.Contains(tc.spec, "backend=") && !strings.Contains(tc.spec, "scale="); dev != nil && (dev.Calls()["WarmDecoder"] > 0) != wantWarm {
+				// nvJPEG is warmed up only when backend=auto may send it every JPEG: with a
+				// scale or turbo-cuda, it is opened at the first JPEG that needs it.
+				if wantWarm := !withTurbo && !strings.Contains(tc.spec, "backend=") && !strings.Contains(tc.spec, "scale="); dev != nil && (dev.Calls()["WarmDecoder"] > 0) != wantWarm {
 					t.Errorf("%d decoder warm-ups, want them: %v", dev.Calls()["WarmDecoder"], wantWarm)
 				}
 				if wantDev := map[bool]string{true: "cpu", false: "fake0"}[device == "cpu"]; sum.Device != wantDev {
@@ -138,12 +146,15 @@ func TestDecodeScaleRun(t *testing.T) {
 					if r.Input == "b.png" {
 						w = full
 					}
-					// On a GPU run backend=auto sends a JPEG that gets no scale to the device's
-					// decoder; one that gets a scale decodes on the CPU workers, as on the CPU.
+					// On a GPU run backend=auto sends the JPEG to turbo-cuda, at its scale, or
+					// else to nvJPEG when it gets no scale, else to the CPU workers.
 					if device != "cpu" && r.Input == "a.jpg" && !strings.Contains(tc.spec, "backend=") {
 						wantDec := string(stages.JPEGTurbo)
-						if w.scale == "" {
-							wantDec = "nvjpeg-hw"
+						switch {
+						case withTurbo:
+							wantDec = schedtest.RouteTurbo
+						case w.scale == "":
+							wantDec = schedtest.RouteHW
 						}
 						if r.Decoder != wantDec {
 							t.Errorf("a.jpg decoded by %q, want %q", r.Decoder, wantDec)
@@ -167,8 +178,61 @@ func TestDecodeScaleRun(t *testing.T) {
 					if m.W != outShape.W || m.H != outShape.H {
 						t.Errorf("%s: output %dx%d, want %dx%d as from the full size", r.Input, m.W, m.H, outShape.W, outShape.H)
 					}
+					if device == "cpu" {
+						cpuOut[r.Input] = r.Encoded
+					} else if !bytes.Equal(r.Encoded, cpuOut[r.Input]) {
+						t.Errorf("%s decoded by %q: output differs from the CPU run's", r.Input, r.Decoder)
+					}
 				}
 			})
 		}
+	}
+}
+
+// TestDecodeScaleTinyOnDevice: on sides of a few pixels libjpeg-turbo applies a larger scale
+// that gives the same size (jpegturbo.AppliedDenom); a GPU run decodes such a JPEG with
+// turbo-cuda at that scale when it has it, and on the CPU workers when it has not, so that the
+// outputs are the CPU run's either way.
+func TestDecodeScaleTinyOnDevice(t *testing.T) {
+	if jpegturbo.Available() != nil {
+		t.Skip("libjpeg-turbo not usable here: every JPEG decodes at full size")
+	}
+	rng := rand.New(rand.NewSource(9))
+	var inputs []Input
+	for _, sz := range [][2]int{{2, 3}, {5, 5}, {3, 3}, {2, 2}, {40, 24}} {
+		inputs = append(inputs, Input{Name: fmt.Sprintf("%dx%d.jpg", sz[0], sz[1]), Data: encode(t, randImage(rng, sz[0], sz[1], 3), "jpeg")})
+	}
+	cpuWorkers := string(stages.JPEGTurbo)
+	for _, tc := range []struct {
+		spec    string
+		decoder map[string]string // by input; the others go to turbo-cuda
+	}{
+		// 2x3 and 3x3 decode at 1/4, 2x2 at 1/2: scales turbo-cuda has.
+		{"decode scale=1/8 | flip axis=h | save format=png", nil},
+		// 5x5 decodes at 3/8, and 3x3 at 5/8 (below): the CPU workers decode them.
+		{"decode scale=1/4 | flip axis=h | save format=png", map[string]string{"5x5.jpg": cpuWorkers}},
+		{"decode scale=1/2 | flip axis=h | save format=png", map[string]string{"3x3.jpg": cpuWorkers}},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			plan := compileWith(t, Builtin, tc.spec)
+			cpu, gpu := Collect(), Collect()
+			if _, err := Run(context.Background(), plan, Inputs(inputs...), cpu, Options{Workers: 2}); err != nil {
+				t.Fatal(err)
+			}
+			dev := schedtest.Turbo{FakeDevice: fakeGPU(t, schedtest.FakeConfig{Name: "fake0"})}
+			if _, err := Run(context.Background(), plan, Inputs(inputs...), gpu, Options{Workers: 2, GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 2}}); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string][]byte{}
+			for _, r := range cpu.Results {
+				want[r.Input] = r.Encoded
+			}
+			for _, r := range gpu.Results {
+				dec := cmp.Or(tc.decoder[r.Input], schedtest.RouteTurbo)
+				if r.Status != StatusOK || r.Decoder != dec || !bytes.Equal(r.Encoded, want[r.Input]) {
+					t.Errorf("%s: %s by %q (%v), want ok by %q with the CPU run's bytes (same: %v)", r.Input, r.Status, r.Decoder, r.Err, dec, bytes.Equal(r.Encoded, want[r.Input]))
+				}
+			}
+		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/memory/pinned"
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
 
 // GPUOptions runs a plan's pixel stages on an accelerator as one device segment: decode
@@ -140,9 +141,9 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	if g.files, err = fileDecoderFor(plan, devs[0]); err != nil {
 		return nil, err
 	}
-	// A run whose JPEGs decode scaled on the CPU opens the device decoder only when a file
-	// needs it (scalesOnCPU): its batches are sized and warmed as for pixels.
-	lazy := scalesOnCPU(plan.Decode)
+	// A run whose JPEGs decode scaled opens nvJPEG only when a file needs it (decodesScaled):
+	// without turbo-cuda, its batches are sized and warmed as for pixels.
+	lazy := decodesScaled(plan.Decode)
 	batchFiles := g.files
 	if lazy {
 		batchFiles = nil
@@ -151,7 +152,7 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	// needs no warm-up, and nvJPEG opens only for a file that needs it.
 	if td, ok := g.files.(sched.TurboDecoder); ok && plan.Decode.Backend == backendAuto {
 		lazy = true
-		if o.Batch == 0 && !scalesOnCPU(plan.Decode) {
+		if o.Batch == 0 {
 			o.Batch = td.TurboBatch()
 		}
 	}
@@ -546,21 +547,29 @@ func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, comm
 		failWith(res, stage, err)
 		return nil, true, false
 	}
-	scaled := scalesOnCPU(dec) && dec.Scale(hd.W, hd.H) > 1
+	scale := 1 // as the CPU run decodes it, and its report says
+	if decodesScaled(dec) {
+		scale = dec.Scale(hd.W, hd.H)
+	}
+	// On sides of a few pixels libjpeg-turbo applies a larger scale of the same size, which
+	// the device applies too when it is one of its own; else the CPU workers decode the file.
+	idct, ok := jpegturbo.AppliedDenom(hd.W, hd.H, scale)
 	turbo := func() string {
-		if td, ok := b.run.files.(sched.TurboDecoder); ok {
+		if td, isTurbo := b.run.files.(sched.TurboDecoder); isTurbo && ok {
 			return td.TurboRoute(data)
 		}
 		return ""
 	}
-	route := deviceDecoder(dec.Backend, scaled, turbo, func() string { return b.run.files.DecodeRoute(data) })
-	shape := sched.Shape{W: hd.W, H: hd.H, C: 3}
+	route := deviceDecoder(dec.Backend, scale > 1, turbo, func() string { return b.run.files.DecodeRoute(data) })
+	sw, sh := jpegturbo.ScaledSize(hd.W, hd.H, scale)
+	shape := sched.Shape{W: sw, H: sh, C: 3}
 	if route == "" || sched.CheckShape(shape) != nil {
 		handedOn = true
 		return &f, false, false
 	}
+	want := sched.File{Size: len(data), Shape: shape, Orient: hd.Orientation, Scale: idct, Decoder: route}
 	rsv, err := b.x.reserve(r.ctx, func(e *sched.Executor) (*sched.Reservation, error) {
-		return e.ReserveFile(r.ctx, len(data), shape, hd.Orientation, route, it)
+		return e.ReserveFile(r.ctx, want, it)
 	})
 	switch {
 	case errors.Is(err, sched.ErrTooLarge):
@@ -572,6 +581,9 @@ func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, comm
 	}
 	copy(rsv.Bytes(), data)
 	res.Decoder = route
+	if scale > 1 {
+		res.DecodeScale = scaleName(scale)
+	}
 	b.inExec.Store(it.idx, it)
 	rsv.Commit()
 	return nil, true, true

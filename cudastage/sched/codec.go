@@ -24,6 +24,11 @@ type DecodeImage struct {
 	// Orient is the EXIF orientation, 1 to 8, that the device applies after
 	// decoding (1: none), with the meaning stages.Orient gives it.
 	Orient int
+	// Scale is the DCT scale the decoder applies, as a denominator of
+	// jpegturbo.ScaleDenoms (0 or 1: full size), as libjpeg-turbo scales:
+	// each side is divided, rounded up. Of the CUDA device's decoders only
+	// turbo-cuda scales; the others fail a scaled image.
+	Scale int
 	// DstOff is the byte offset of the decoded image in DecodeCall.Dst,
 	// tightly packed (row stride W·C).
 	DstOff int
@@ -35,6 +40,20 @@ type DecodeImage struct {
 	// Err is set by FileDecoder.Decode when this image could not be decoded (its
 	// bytes in Dst are then undefined); the batch's other images go on.
 	Err error
+}
+
+// File is an encoded file that the device decodes (ReserveFile).
+type File struct {
+	// Size is the file's length in bytes.
+	Size int
+	// Shape is the decoded image after DCT scaling and orientation, as the
+	// header says; C is 3.
+	Shape Shape
+	// Orient and Scale are as in DecodeImage.
+	Orient, Scale int
+	// Decoder is the device decoder that takes the file, as
+	// FileDecoder.DecodeRoute or TurboDecoder.TurboRoute named it.
+	Decoder string
 }
 
 // DecodeCall decodes the encoded images of one batch into the segment's

@@ -109,7 +109,7 @@ func pushInputs(ctx context.Context, e *Executor, dev *schedtest.FakeDevice, in 
 		if err != nil {
 			return fmt.Errorf("input %d: %w", i, err)
 		}
-		r, err := e.ReserveFile(ctx, len(x.file), Shape{W: hd.W, H: hd.H, C: 3}, hd.Orientation, dev.DecodeRoute(x.file), i)
+		r, err := e.ReserveFile(ctx, File{Size: len(x.file), Shape: Shape{W: hd.W, H: hd.H, C: 3}, Orient: hd.Orientation, Decoder: dev.DecodeRoute(x.file)}, i)
 		if err != nil {
 			return fmt.Errorf("input %d: %w", i, err)
 		}
@@ -348,7 +348,7 @@ func TestFileSlotAccounting(t *testing.T) {
 	// device input would take 16 decoded images.
 	var rs []*Reservation
 	for i := range 5 {
-		r, err := e.ReserveFile(ctx, 1000, small, 1, schedtest.RouteHW, i)
+		r, err := e.ReserveFile(ctx, File{Size: 1000, Shape: small, Orient: 1, Decoder: schedtest.RouteHW}, i)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,7 +372,7 @@ func TestFileSlotAccounting(t *testing.T) {
 		{"image over a slot", 100, Shape{W: 40, H: 40, C: 3}},
 	}
 	for _, c := range tooLarge {
-		if _, err := e.ReserveFile(ctx, c.size, c.out, 1, schedtest.RouteHW, nil); !errors.Is(err, ErrTooLarge) {
+		if _, err := e.ReserveFile(ctx, File{Size: c.size, Shape: c.out, Orient: 1, Decoder: schedtest.RouteHW}, nil); !errors.Is(err, ErrTooLarge) {
 			t.Errorf("%s: %v, want ErrTooLarge", c.name, err)
 		}
 	}
@@ -398,22 +398,25 @@ func TestFileErrors(t *testing.T) {
 	t.Run("reserve", func(t *testing.T) {
 		dev := schedtest.NewFake(schedtest.FakeConfig{})
 		e := startExec(t, ctx, dev, Config{Ops: []Op{GrayscaleOp()}, Streams: 1, Slots: 1, Batch: 2, SlotBytes: 4096})
+		hw := func(size int, out Shape, orient, scale int) File {
+			return File{Size: size, Shape: out, Orient: orient, Scale: scale, Decoder: schedtest.RouteHW}
+		}
 		cases := []struct {
-			name    string
-			size    int
-			out     Shape
-			orient  int
-			decoder string
+			name string
+			file File
 		}{
-			{"gray", 10, Shape{W: 8, H: 8, C: 1}, 1, schedtest.RouteHW},
-			{"orientation 0", 10, good, 0, schedtest.RouteHW},
-			{"orientation 9", 10, good, 9, schedtest.RouteHW},
-			{"no decoder", 10, good, 1, ""},
-			{"empty file", 0, good, 1, schedtest.RouteHW},
-			{"zero width", 10, Shape{H: 8, C: 3}, 1, schedtest.RouteHW},
+			{"gray", hw(10, Shape{W: 8, H: 8, C: 1}, 1, 1)},
+			{"orientation 0", hw(10, good, 0, 1)},
+			{"orientation 9", hw(10, good, 9, 1)},
+			{"scale 1/3", hw(10, good, 1, 3)},
+			{"scale 1/16", hw(10, good, 1, 16)},
+			{"scale -2", hw(10, good, 1, -2)},
+			{"no decoder", File{Size: 10, Shape: good, Orient: 1}},
+			{"empty file", hw(0, good, 1, 1)},
+			{"zero width", hw(10, Shape{H: 8, C: 3}, 1, 1)},
 		}
 		for _, c := range cases {
-			if _, err := e.ReserveFile(ctx, c.size, c.out, c.orient, c.decoder, nil); err == nil || errors.Is(err, ErrTooLarge) {
+			if _, err := e.ReserveFile(ctx, c.file, nil); err == nil || errors.Is(err, ErrTooLarge) {
 				t.Errorf("%s: %v, want a plain error", c.name, err)
 			}
 		}
@@ -434,7 +437,7 @@ func TestFileErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = e.ReserveFile(ctx, 10, good, 1, schedtest.RouteHW, nil)
+			_, err = e.ReserveFile(ctx, File{Size: 10, Shape: good, Orient: 1, Decoder: schedtest.RouteHW}, nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s: %v, want %q", c.name, err, c.want)
 			}
@@ -448,7 +451,7 @@ func TestFileErrors(t *testing.T) {
 			t.Errorf("unavailable decoder: %v", err)
 		}
 		// A device with a decoder of its own decodes files whether nvJPEG loads or not.
-		if fd, err := FileDecoderOf(turboFake{fake}); err != nil || fd == nil {
+		if fd, err := FileDecoderOf(schedtest.Turbo{FakeDevice: fake}); err != nil || fd == nil {
 			t.Errorf("unavailable nvJPEG beside a TurboDecoder: %v, %v", fd, err)
 		}
 	})
@@ -589,9 +592,3 @@ func TestJPEGEncoderOf(t *testing.T) {
 		}
 	})
 }
-
-// turboFake is a fake device that also has a decoder of its own (sched.TurboDecoder).
-type turboFake struct{ *schedtest.FakeDevice }
-
-func (turboFake) TurboRoute([]byte) string { return "turbo" }
-func (turboFake) TurboBatch() int          { return 8 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
 
 // Reservation is room for one image in a slot: its pixels (Reserve) or its
@@ -25,11 +26,9 @@ type Reservation struct {
 // fileRoom is a file's place in a slot: its bytes in the page-locked input,
 // and how the device decodes it.
 type fileRoom struct {
-	size    int
-	data    []byte // the file's bytes in the page-locked input
-	decOff  int    // offset of the decoded image among the batch's decoded images
-	orient  int
-	decoder string
+	File
+	data   []byte // the file's bytes in the page-locked input
+	decOff int    // offset of the decoded image among the batch's decoded images
 }
 
 const (
@@ -78,19 +77,17 @@ func (e *Executor) Reserve(ctx context.Context, w, h, c int, tag any) (*Reservat
 	return e.reserve(ctx, req)
 }
 
-// ReserveFile takes room for an encoded file of size bytes that the device
-// decodes (FileDecoder) into an RGB image of shape out, as Reserve does for
+// ReserveFile takes room for the encoded file f that the device decodes
+// (FileDecoder) into an RGB image of shape f.Shape, as Reserve does for
 // pixels: Bytes is where the caller writes the file, then Commit (or Abort).
-// out is the image after EXIF orientation orient (1 to 8, applied by the
-// device), as the header says; decoder is the device decoder that takes it,
-// as FileDecoder.DecodeRoute named it. The slot's page-locked input holds the
-// file's bytes and its device input the decoded image, each accounted on its
-// own: only the file crosses the link. A file or image that cannot fit in an
-// empty slot gives ErrTooLarge at once: decode it on the CPU instead.
+// The slot's page-locked input holds the file's bytes and its device input the
+// decoded image, each accounted on its own: only the file crosses the link. A
+// file or image that cannot fit in an empty slot gives ErrTooLarge at once:
+// decode it on the CPU instead.
 //
 // The image's Result carries Decoder, and Err instead of an image when the
 // device could not decode the file; the rest of its batch is unaffected.
-func (e *Executor) ReserveFile(ctx context.Context, size int, out Shape, orient int, decoder string, tag any) (*Reservation, error) {
+func (e *Executor) ReserveFile(ctx context.Context, f File, tag any) (*Reservation, error) {
 	if _, err := FileDecoderOf(e.dev); err != nil {
 		return nil, fmt.Errorf("reserve file: %w", err)
 	}
@@ -101,27 +98,30 @@ func (e *Executor) ReserveFile(ctx context.Context, size int, out Shape, orient 
 		// The decoded image would stay on the device: no op returns it.
 		return nil, fmt.Errorf("reserve file: %q makes no image to return a decoded file in", SegmentString(e.cfg.Ops))
 	}
+	out := f.Shape
 	switch err := CheckShape(out); {
 	case err != nil:
 		return nil, fmt.Errorf("reserve file: %w", err)
 	case out.C != 3:
 		return nil, fmt.Errorf("reserve file: a decoded image has 3 channels, not %d", out.C)
-	case orient < 1 || orient > 8:
-		return nil, fmt.Errorf("reserve file: orientation %d, want 1 to 8", orient)
-	case decoder == "":
+	case f.Orient < 1 || f.Orient > 8:
+		return nil, fmt.Errorf("reserve file: orientation %d, want 1 to 8", f.Orient)
+	case f.Scale != 0 && !jpegturbo.ValidDenom(f.Scale):
+		return nil, fmt.Errorf("reserve file: DCT scale 1/%d, want one of 1/%v", f.Scale, jpegturbo.ScaleDenoms)
+	case f.Decoder == "":
 		return nil, errors.New("reserve file: no decoder named")
-	case size < 1:
-		return nil, fmt.Errorf("reserve file: a file of %d bytes", size)
-	case size > e.cfg.hostIn() || out.Bytes() > e.cfg.SlotBytes:
+	case f.Size < 1:
+		return nil, fmt.Errorf("reserve file: a file of %d bytes", f.Size)
+	case f.Size > e.cfg.hostIn() || out.Bytes() > e.cfg.SlotBytes:
 		return nil, fmt.Errorf("%w: a %d-byte file decoding to %v, a slot holds %d file bytes and %d decoded bytes",
-			ErrTooLarge, size, out, e.cfg.hostIn(), e.cfg.SlotBytes)
+			ErrTooLarge, f.Size, out, e.cfg.hostIn(), e.cfg.SlotBytes)
 	}
 	req, err := e.request(out, tag)
 	if err != nil {
 		return nil, err
 	}
-	req.hostNeed = alignUp(size)
-	req.file = &fileRoom{size: size, orient: orient, decoder: decoder}
+	req.hostNeed = alignUp(f.Size)
+	req.file = &fileRoom{File: f}
 	return e.reserve(ctx, req)
 }
 
@@ -253,7 +253,7 @@ func (e *Executor) addLocked(s *slot, req request) *Reservation {
 		// The file's bytes go at the end of the page-locked input; its decoded
 		// image after the raw images on the device, placed at submit (offs[0]
 		// then), once the raw images' extent is known.
-		size := f.size
+		size := f.Size
 		s.fileUsed += req.hostNeed
 		at := e.cfg.hostIn() - s.fileUsed
 		f.data = s.in[at : at+size : at+size]

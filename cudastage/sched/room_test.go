@@ -46,7 +46,7 @@ func TestRoomNeverWaits(t *testing.T) {
 	if _, err := e.Reserve(context.Background(), 4, 4, 3, 4); !errors.Is(err, ErrNoRoom) {
 		t.Fatalf("Reserve with every slot held: %v, want ErrNoRoom", err)
 	}
-	if _, err := e.ReserveFile(context.Background(), 10, Shape{W: 4, H: 4, C: 3}, 1, "fake", 4); !errors.Is(err, ErrNoRoom) {
+	if _, err := e.ReserveFile(context.Background(), File{Size: 10, Shape: Shape{W: 4, H: 4, C: 3}, Orient: 1, Decoder: "fake"}, 4); !errors.Is(err, ErrNoRoom) {
 		t.Fatalf("ReserveFile with every slot held: %v, want ErrNoRoom", err)
 	}
 	res[0].Release()

@@ -130,8 +130,8 @@ func (e *Executor) gather(s *slot) {
 		if f := r.file; f != nil {
 			r.lay.offs[0] = s.rawUsed + f.decOff
 			idx = len(s.dec.Images)
-			s.dec.Images = append(s.dec.Images, DecodeImage{Data: f.data, Shape: r.lay.shapes[0], Orient: f.orient,
-				DstOff: r.lay.offs[0], Decoder: f.decoder})
+			s.dec.Images = append(s.dec.Images, DecodeImage{Data: f.data, Shape: r.lay.shapes[0], Orient: f.Orient,
+				Scale: f.Scale, DstOff: r.lay.offs[0], Decoder: f.Decoder})
 		}
 		s.live = append(s.live, r)
 		s.layouts = append(s.layouts, r.lay)
@@ -347,7 +347,7 @@ func (e *Executor) complete(s *slot) error {
 		l := r.lay
 		res := &Result{Tag: r.tag, In: l.shapes[0], Err: errs[i], e: e, s: s}
 		if r.file != nil {
-			res.Decoder = r.file.decoder
+			res.Decoder = r.file.Decoder
 		}
 		off := l.offs[len(l.offs)-1]
 		switch {

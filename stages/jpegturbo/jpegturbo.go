@@ -323,6 +323,29 @@ func ScaledSize(w, h, denom int) (int, int) {
 	return (w + denom - 1) / denom, (h + denom - 1) / denom
 }
 
+// tjFactors are TurboJPEG's scaling factors (num/den), largest first, as tjDecompress2 tries them.
+var tjFactors = [...][2]int{{2, 1}, {15, 8}, {7, 4}, {13, 8}, {3, 2}, {11, 8}, {5, 4}, {9, 8},
+	{1, 1}, {7, 8}, {3, 4}, {5, 8}, {1, 2}, {3, 8}, {1, 4}, {1, 8}}
+
+// AppliedDenom is the DCT scale at which DecodeScaled(data, pix, denom, ...) decodes a w×h
+// JPEG, as a denominator, and false when that scale is none of ScaleDenoms. tjDecompress2
+// takes the largest of its factors whose result fits in ScaledSize(w, h, denom): that is
+// 1/denom except on sides of a few pixels, where a larger factor rounds to the same size (a
+// 2×3 JPEG at 1/8 decodes at 1/4, to the same 1×1; a 5×5 one at 1/4 decodes at 3/8).
+func AppliedDenom(w, h, denom int) (int, bool) {
+	tw, th := ScaledSize(w, h, denom)
+	for _, f := range tjFactors {
+		if (w*f[0]+f[1]-1)/f[1] > tw || (h*f[0]+f[1]-1)/f[1] > th {
+			continue
+		}
+		if f[0] == 1 && ValidDenom(f[1]) {
+			return f[1], true
+		}
+		return 0, false
+	}
+	return 0, false // never: 1/8 fits in any ScaledSize of a ScaleDenom
+}
+
 // Decode decodes a JPEG file at full size; it is DecodeScaled with denom 1.
 func Decode(data, pix []byte, w, h, stride int, f PixelFormat) error {
 	return DecodeScaled(data, pix, 1, w, h, stride, f)

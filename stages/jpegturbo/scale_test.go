@@ -29,6 +29,51 @@ func TestScaledSize(t *testing.T) {
 	}
 }
 
+// TestAppliedDenom: the scale tjDecompress2 really applies, for sizes where it is the asked
+// one and for sides of a few pixels where a larger factor fits the same size; each is checked
+// against djpeg at that scale, which applies exactly the scale it is given.
+func TestAppliedDenom(t *testing.T) {
+	for _, tc := range []struct {
+		w, h, d, want int
+		ok            bool
+	}{
+		{4000, 3000, 8, 8, true},
+		{301, 203, 4, 4, true},
+		{9, 9, 8, 8, true},
+		{17, 1, 2, 2, true},
+		{1, 1, 8, 1, true},  // 1/1 already gives 1x1
+		{2, 3, 8, 4, true},  // 1/4 gives 1x1
+		{2, 2, 8, 2, true},  // 1/2 gives 1x1
+		{1, 2, 4, 2, true},  // 1/2 gives 1x1
+		{5, 5, 4, 0, false}, // 3/8 gives 2x2
+		{3, 3, 2, 0, false}, // 5/8 gives 2x2
+		{7, 3, 1, 1, true},
+	} {
+		got, ok := AppliedDenom(tc.w, tc.h, tc.d)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("AppliedDenom(%d, %d, %d) = %d, %v; want %d, %v", tc.w, tc.h, tc.d, got, ok, tc.want, tc.ok)
+		}
+	}
+	requireLib(t)
+	for _, sz := range [][2]int{{2, 3}, {1, 2}, {2, 2}, {3, 5}, {4, 4}, {9, 2}, {1, 1}} {
+		data := encode(t, photoLike(sz[0], sz[1], false, 15), 95)
+		for _, d := range ScaleDenoms {
+			k, ok := AppliedDenom(sz[0], sz[1], d)
+			if !ok {
+				continue
+			}
+			w, h := ScaledSize(sz[0], sz[1], d)
+			pix := make([]byte, 3*w*h)
+			if err := DecodeScaled(data, pix, d, w, h, 3*w, PixelRGB); err != nil {
+				t.Fatal(err)
+			}
+			if dw, dh, want := djpegScaled(t, data, k); dw != w || dh != h || !bytes.Equal(pix, want) {
+				t.Errorf("%dx%d at 1/%d: differs from djpeg at 1/%d (%dx%d)", sz[0], sz[1], d, k, dw, dh)
+			}
+		}
+	}
+}
+
 // djpegScaled decodes data with libjpeg-turbo's djpeg at 1/denom into
 // packed RGB (gray files are expanded), or skips the test without djpeg.
 func djpegScaled(t *testing.T, data []byte, denom int) (w, h int, pix []byte) {

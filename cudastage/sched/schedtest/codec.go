@@ -16,7 +16,27 @@ const (
 	RouteHW = "nvjpeg-hw"
 	// RouteCUDA is the one-at-a-time CUDA decoder: progressive JPEGs.
 	RouteCUDA = "nvjpeg-cuda"
+	// RouteTurbo is Turbo's decoder, named as the CUDA device's turbo-cuda.
+	RouteTurbo = "turbo-cuda"
 )
+
+// Turbo is a FakeDevice that also has a decoder of its own, as the CUDA device has
+// turbo-cuda (sched.TurboDecoder): it takes the baseline JPEGs of 1 or 3 components, and
+// decodes them with libjpeg-turbo, at the DecodeImage's DCT scale.
+type Turbo struct{ *FakeDevice }
+
+var _ sched.TurboDecoder = Turbo{}
+
+// TurboRoute implements sched.TurboDecoder.
+func (Turbo) TurboRoute(data []byte) string {
+	if marker, comps := jpegFrame(data); (comps == 1 || comps == 3) && (marker == 0xC0 || marker == 0xC1) {
+		return RouteTurbo
+	}
+	return ""
+}
+
+// TurboBatch implements sched.TurboDecoder.
+func (Turbo) TurboBatch() int { return 8 }
 
 // DecodeRoute implements sched.FileDecoder from the JPEG's frame header, as
 // nvJPEG's hardware backend decides: a baseline or extended sequential frame of 1
@@ -198,7 +218,7 @@ func (f *FakeDevice) checkDecode(call *sched.DecodeCall) error {
 		switch {
 		case !f.pinned(im.Data) || len(im.Data) == 0:
 			return fmt.Errorf("image %d: the file is not in page-locked (HostAlloc) memory", i)
-		case im.Decoder != RouteHW && im.Decoder != RouteCUDA:
+		case im.Decoder != RouteHW && im.Decoder != RouteCUDA && im.Decoder != RouteTurbo:
 			return fmt.Errorf("image %d: unknown decoder %q", i, im.Decoder)
 		case im.Shape.C != 3 || im.Orient < 1 || im.Orient > 8:
 			return fmt.Errorf("image %d: shape %v, orientation %d", i, im.Shape, im.Orient)
@@ -211,12 +231,17 @@ func (f *FakeDevice) checkDecode(call *sched.DecodeCall) error {
 }
 
 // decodeOne decodes one file into dst (the oriented image, tightly packed),
-// as the CPU path's default decoder does.
+// as the CPU path's default decoder does (RouteTurbo: libjpeg-turbo, at the
+// image's scale, which only RouteTurbo takes).
 func (f *FakeDevice) decodeOne(im *sched.DecodeImage, dst []byte) error {
 	if f.cfg.DecodeFail != nil {
 		if err := f.cfg.DecodeFail(im.Data); err != nil {
 			return err
 		}
+	}
+	scale := max(1, im.Scale)
+	if scale > 1 && im.Decoder != RouteTurbo {
+		return fmt.Errorf("%s does not decode at a DCT scale (1/%d)", im.Decoder, scale)
 	}
 	out := &stages.Image{W: im.Shape.W, H: im.Shape.H, C: 3, Stride: im.Shape.W * 3, Pix: dst}
 	stored := im.Shape
@@ -236,7 +261,11 @@ func (f *FakeDevice) decodeOne(im *sched.DecodeImage, dst []byte) error {
 	// device run and CPU run start from the same pixels, as the exactness contract
 	// (everything after decode bit-exact) needs.
 	backend, _ := stages.ResolveJPEGBackend(stages.JPEGAuto)
-	opt := stages.DecodeOptions{MaxPixels: int64(stored.W) * int64(stored.H), JPEG: backend}
+	opt := stages.DecodeOptions{JPEG: backend}
+	if im.Decoder == RouteTurbo {
+		opt.JPEG, opt.Scale = stages.JPEGTurbo, func(int, int) int { return scale }
+	}
+	opt.MaxPixels = int64(stored.W) * int64(stored.H) * int64(scale*scale)
 	m, err := stages.Decode(im.Data, opt, alloc)
 	if err != nil {
 		return err
