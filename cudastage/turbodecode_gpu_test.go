@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
@@ -164,5 +166,63 @@ func TestTurboDecodeDamaged(t *testing.T) {
 	t.Logf("%d damaged files: %d failed on both; of the rest, %d with flipped bytes decoded to other bytes", len(files), failed, differ)
 	if decoded := len(files) - failed; differ*3 > decoded {
 		t.Errorf("%d of %d damaged files that both decode have other bytes", differ, decoded)
+	}
+}
+
+// envTestGPUMemory, set to 1, runs TestTurboOutOfMemory, which takes nearly all of the GPU's
+// memory: run it alone, not beside other GPU tests.
+const envTestGPUMemory = "IMGPIPE_TEST_GPU_MEMORY"
+
+// TestTurboOutOfMemory leaves turbo-cuda a little device memory, then decodes a call whose
+// passes need more: they shrink until they fit, every image that fits alone is libjpeg-turbo's,
+// and one that does not fails alone with that reason (turboPasses on a real GPU).
+func TestTurboOutOfMemory(t *testing.T) {
+	if os.Getenv(envTestGPUMemory) != "1" {
+		t.Skipf("takes nearly all of the GPU's memory: run alone with %s=1", envTestGPUMemory)
+	}
+	d := turboDevice(t)
+	small, big := goJPEG(t, 1024, 768, false), goJPEG(t, 6000, 4000, false)
+	// Warm up: the kernels load, and the stream's buffers exist, before memory runs short.
+	if imgs, _ := decodeOnDevice(t, d, [][]byte{small}, []string{RouteTurbo}, 1); imgs[0].Err != nil {
+		t.Fatal(imgs[0].Err)
+	}
+	// In 4:2:0, 4.5 bytes a pixel and a quarter more of room: 60 small images need about 265 MB
+	// in one pass and the big one alone 135 MB, more than is left, which 15 small ones fit in.
+	files := slices.Repeat([][]byte{small}, 60)
+	files[30] = big
+	routes := slices.Repeat([]string{RouteTurbo}, len(files))
+	const leave = 100 << 20
+	var s sched.Stream
+	if err := d.g.Do(func() (err error) { s, err = d.NewStream(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer d.g.Do(func() error { return d.DestroyStream(s) })
+	imgs, out, err := decodeFiles(d, s, files, routes, 1, func(n int) cu.DevicePtr {
+		dst := devMem(t, d.g, uint64(n))
+		free, _, err := cu.MemGetInfo()
+		if err != nil || free < leave {
+			t.Fatalf("free device memory %d (%v)", free, err)
+		}
+		devMem(t, d.g, free-leave)
+		return dst
+	})
+	if err != nil {
+		t.Fatalf("a device error instead of smaller passes: %v", err)
+	}
+	want, err := stages.Decode(small, stages.DecodeOptions{JPEG: stages.JPEGTurbo}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, im := range imgs {
+		switch {
+		case i == 30:
+			if im.Err == nil || !strings.Contains(im.Err.Error(), "does not fit") {
+				t.Errorf("the 6000x4000 image in %d MB: %v, want a failure of its own", leave>>20, im.Err)
+			}
+		case im.Err != nil:
+			t.Errorf("image %d: %v", i, im.Err)
+		case !bytes.Equal(out[i], want.Pix):
+			t.Errorf("image %d: differs from libjpeg-turbo", i)
+		}
 	}
 }

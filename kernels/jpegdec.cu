@@ -396,6 +396,8 @@ extern "C" __global__ void __launch_bounds__(IMGPIPE_THREADS) jpeg_serial(const 
         atomicOr(&x.bad[s.img], IMGPIPE_JPEG_BAD_SHORT);
 }
 
+#define JPEG_CONST_BITS 13 // jidctint.c's CONST_BITS
+
 __device__ __forceinline__ u8 jpeg_clamp(long long v) { return v < 0 ? 0 : v > 255 ? 255 : (u8)v; }
 // jpeg_wrap is libjpeg's post-IDCT range-limit table (v descaled and centred), which only the C
 // 1x1 IDCT uses; the SIMD IDCTs of x86-64 saturate (jpeg_clamp).
@@ -406,10 +408,32 @@ __device__ __forceinline__ u8 jpeg_wrap(long long v)
 }
 #define JPEG_DESCALE(x, n) (((x) + (1LL << ((n) - 1))) >> (n))
 
+// jpeg_islow_even is jidctint.c's even part of one 8-point pass: from inputs 0, 2, 4, 6 (scaled
+// by 2^JPEG_CONST_BITS) its tmp10..tmp13.
+__device__ __forceinline__ void jpeg_islow_even(long long e0, long long e2, long long e4, long long e6,
+                                                long long& t10, long long& t11, long long& t12, long long& t13)
+{
+    const long long z1 = (e2 + e6) * 4433, t2 = z1 + e6 * -15137, t3 = z1 + e2 * 6270;
+    const long long t0 = (e0 + e4) * (1 << JPEG_CONST_BITS), t1 = (e0 - e4) * (1 << JPEG_CONST_BITS);
+    t10 = t0 + t3; t13 = t0 - t3; t11 = t1 + t2; t12 = t1 - t2;
+}
+
+// jpeg_islow_odd is jidctint.c's odd part of one 8-point pass: inputs 7, 5, 3, 1 in t0..t3
+// become its tmp0..tmp3.
+__device__ __forceinline__ void jpeg_islow_odd(long long& t0, long long& t1, long long& t2, long long& t3)
+{
+    long long z1 = t0 + t3, z2 = t1 + t2, z3 = t0 + t2, z4 = t1 + t3;
+    const long long z5 = (z3 + z4) * 9633;
+    t0 *= 2446; t1 *= 16819; t2 *= 25172; t3 *= 12299;
+    z1 *= -7373; z2 *= -20995; z3 *= -16069; z4 *= -3196;
+    z3 += z5; z4 += z5;
+    t0 += z1 + z3; t1 += z2 + z4; t2 += z2 + z3; t3 += z1 + z4;
+}
+
 // jpeg_idct_block writes the ss x ss samples of one block (coefficients in natural order).
 __device__ void jpeg_idct_block(const short* in, const int* q, int ss, u8* out, int stride)
 {
-    const int CB = 13, P1 = 2;
+    const int CB = JPEG_CONST_BITS, P1 = 2;
     if (ss == 1) {
         out[0] = jpeg_wrap(JPEG_DESCALE((long long)in[0] * q[0], 3));
         return;
@@ -426,20 +450,10 @@ __device__ void jpeg_idct_block(const short* in, const int* q, int ss, u8* out, 
                     w[r * 8] = dc;
                 continue;
             }
-            long long z2 = p[16] * qq[16], z3 = p[48] * qq[48];
-            long long z1 = (z2 + z3) * 4433, t2 = z1 + z3 * -15137, t3 = z1 + z2 * 6270;
-            z2 = p[0] * qq[0];
-            z3 = p[32] * qq[32];
-            long long t0 = (z2 + z3) * (1 << CB), t1 = (z2 - z3) * (1 << CB);
-            const long long t10 = t0 + t3, t13 = t0 - t3, t11 = t1 + t2, t12 = t1 - t2;
-            t0 = p[56] * qq[56]; t1 = p[40] * qq[40]; t2 = p[24] * qq[24]; t3 = p[8] * qq[8];
-            z1 = t0 + t3; z2 = t1 + t2; z3 = t0 + t2;
-            long long z4 = t1 + t3;
-            const long long z5 = (z3 + z4) * 9633;
-            t0 *= 2446; t1 *= 16819; t2 *= 25172; t3 *= 12299;
-            z1 *= -7373; z2 *= -20995; z3 *= -16069; z4 *= -3196;
-            z3 += z5; z4 += z5;
-            t0 += z1 + z3; t1 += z2 + z4; t2 += z2 + z3; t3 += z1 + z4;
+            long long t10, t11, t12, t13;
+            jpeg_islow_even(p[0] * qq[0], p[16] * qq[16], p[32] * qq[32], p[48] * qq[48], t10, t11, t12, t13);
+            long long t0 = p[56] * qq[56], t1 = p[40] * qq[40], t2 = p[24] * qq[24], t3 = p[8] * qq[8];
+            jpeg_islow_odd(t0, t1, t2, t3);
             w[0] = (int)JPEG_DESCALE(t10 + t3, CB - P1); w[56] = (int)JPEG_DESCALE(t10 - t3, CB - P1);
             w[8] = (int)JPEG_DESCALE(t11 + t2, CB - P1); w[48] = (int)JPEG_DESCALE(t11 - t2, CB - P1);
             w[16] = (int)JPEG_DESCALE(t12 + t1, CB - P1); w[40] = (int)JPEG_DESCALE(t12 - t1, CB - P1);
@@ -454,18 +468,10 @@ __device__ void jpeg_idct_block(const short* in, const int* q, int ss, u8* out, 
                     o[k] = v;
                 continue;
             }
-            long long z2 = w[2], z3 = w[6];
-            long long z1 = (z2 + z3) * 4433, t2 = z1 + z3 * -15137, t3 = z1 + z2 * 6270;
-            long long t0 = ((long long)w[0] + w[4]) * (1 << CB), t1 = ((long long)w[0] - w[4]) * (1 << CB);
-            const long long t10 = t0 + t3, t13 = t0 - t3, t11 = t1 + t2, t12 = t1 - t2;
-            t0 = w[7]; t1 = w[5]; t2 = w[3]; t3 = w[1];
-            z1 = t0 + t3; z2 = t1 + t2; z3 = t0 + t2;
-            long long z4 = t1 + t3;
-            const long long z5 = (z3 + z4) * 9633;
-            t0 *= 2446; t1 *= 16819; t2 *= 25172; t3 *= 12299;
-            z1 *= -7373; z2 *= -20995; z3 *= -16069; z4 *= -3196;
-            z3 += z5; z4 += z5;
-            t0 += z1 + z3; t1 += z2 + z4; t2 += z2 + z3; t3 += z1 + z4;
+            long long t10, t11, t12, t13;
+            jpeg_islow_even(w[0], w[2], w[4], w[6], t10, t11, t12, t13);
+            long long t0 = w[7], t1 = w[5], t2 = w[3], t3 = w[1];
+            jpeg_islow_odd(t0, t1, t2, t3);
             const int S = CB + P1 + 3;
             o[0] = jpeg_clamp(JPEG_DESCALE(t10 + t3, S) + 128); o[7] = jpeg_clamp(JPEG_DESCALE(t10 - t3, S) + 128);
             o[1] = jpeg_clamp(JPEG_DESCALE(t11 + t2, S) + 128); o[6] = jpeg_clamp(JPEG_DESCALE(t11 - t2, S) + 128);
