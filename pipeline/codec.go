@@ -225,7 +225,7 @@ func jpegEncoderFor(plan *Plan, dev sched.Device) sched.JPEGEncoder {
 
 // cpuJPEGFast reports whether the CPU's JPEG encoder is libjpeg-turbo (stages.JPEGEncoder).
 // A variable for the tests.
-var cpuJPEGFast = func() bool { return stages.JPEGEncoder() == "jpeg-turbo" }
+var cpuJPEGFast = func() bool { return stages.JPEGEncoder() == stages.EncoderJPEGTurbo }
 
 // deviceJPEG is save's Encoder for a save worker whose device encoder is e: save's
 // extension and quality, e's files.

@@ -91,13 +91,16 @@ func Encode(w io.Writer, m *Image, opt SaveOptions) error {
 // interface calls.
 var rgbaPool sync.Pool
 
+// EncoderJPEGTurbo is JPEGEncoder's name for libjpeg-turbo's encoder.
+const EncoderJPEGTurbo = "jpeg-turbo"
+
 // JPEGEncoder names the encoder of save format=jpeg on this machine, for the report:
-// "jpeg-turbo" where libjpeg-turbo loads (about 8 times faster than Go's on a thumbnail),
-// else "jpeg", Go's image/jpeg. Both write baseline JPEG with 4:2:0 chroma (gray for C = 1)
-// and the same quantisation tables for a quality, but not the same bytes.
+// EncoderJPEGTurbo where libjpeg-turbo loads (about 8 times faster than Go's on a
+// thumbnail), else "jpeg", Go's image/jpeg. Both write baseline JPEG with 4:2:0 chroma (gray
+// for C = 1) and the same quantisation tables for a quality, but not the same bytes.
 func JPEGEncoder() string {
 	if jpegturbo.Available() == nil {
-		return "jpeg-turbo"
+		return EncoderJPEGTurbo
 	}
 	return "jpeg"
 }

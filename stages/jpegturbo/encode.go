@@ -3,7 +3,6 @@ package jpegturbo
 import (
 	"fmt"
 	"io"
-	"math"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -62,10 +61,9 @@ func compress(pix []byte, w, h, stride int, f PixelFormat, quality int) (file []
 		return nil, nil, fmt.Errorf("quality %d is not in 1..100", quality)
 	case w <= 0 || h <= 0 || w > maxEncodeDimension || h > maxEncodeDimension:
 		return nil, nil, fmt.Errorf("image is %dx%d, over JPEG's 65535 limit or empty", w, h)
-	case stride < w*bpp || stride > math.MaxInt32:
-		return nil, nil, fmt.Errorf("stride %d for a row of %d bytes", stride, w*bpp)
-	case int64(len(pix)) < int64(h-1)*int64(stride)+int64(w*bpp):
-		return nil, nil, fmt.Errorf("buffer holds %d bytes, a %dx%d image needs %d", len(pix), w, h, int64(h-1)*int64(stride)+int64(w*bpp))
+	}
+	if err := checkRows(pix, w, h, stride, bpp); err != nil {
+		return nil, nil, err
 	}
 	l, err := load()
 	if err != nil {

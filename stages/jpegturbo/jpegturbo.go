@@ -373,11 +373,9 @@ func DecodeScaled(data, pix []byte, denom, w, h, stride int, f PixelFormat) erro
 		return errors.New("empty JPEG data")
 	case w <= 0 || h <= 0 || w > math.MaxInt32/bpp || h > math.MaxInt32:
 		return fmt.Errorf("size %dx%d is out of range", w, h)
-	case stride < w*bpp || stride > math.MaxInt32:
-		return fmt.Errorf("stride %d for a row of %d bytes", stride, w*bpp)
-	case int64(len(pix)) < int64(h-1)*int64(stride)+int64(w*bpp):
-		return fmt.Errorf("buffer holds %d bytes, a %dx%d image of %d-byte pixels with stride %d needs %d",
-			len(pix), w, h, bpp, stride, int64(h-1)*int64(stride)+int64(w*bpp))
+	}
+	if err := checkRows(pix, w, h, stride, bpp); err != nil {
+		return err
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -388,6 +386,19 @@ func DecodeScaled(data, pix []byte, denom, w, h, stride int, f PixelFormat) erro
 	ok, err := d.decode(data, pix, denom, w, h, stride, f)
 	d.release(ok)
 	return err
+}
+
+// checkRows checks that pix holds h rows of w pixels of bpp bytes, stride bytes apart (w and h
+// positive): the layout that DecodeScaled writes and Encode reads.
+func checkRows(pix []byte, w, h, stride, bpp int) error {
+	switch need := int64(h-1)*int64(stride) + int64(w*bpp); {
+	case stride < w*bpp || stride > math.MaxInt32:
+		return fmt.Errorf("stride %d for a row of %d bytes", stride, w*bpp)
+	case int64(len(pix)) < need:
+		return fmt.Errorf("buffer holds %d bytes, a %dx%d image of %d-byte pixels with stride %d needs %d",
+			len(pix), w, h, bpp, stride, need)
+	}
+	return nil
 }
 
 // decode is DecodeScaled on d, also saying whether every library call
