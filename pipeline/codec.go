@@ -82,25 +82,29 @@ func cpuJPEG(backend string) stages.JPEGBackend {
 
 // deviceDecoder is THE routing rule of a GPU run: given the decode backend, whether the
 // JPEG decodes at a DCT scale (scaled: decode scale=... resolved to 1/2, 1/4 or 1/8, see
-// decodesScaled), and the device decoders that would take it (turbo: TurboDecoder.TurboRoute;
-// route: FileDecoder.DecodeRoute, "nvjpeg-hw", "nvjpeg-cuda" or "", asked only when the
-// answer depends on it: it parses the file, and opens nvJPEG on first use), it names the
-// device decoder that decodes it, or "" for the CPU decoders (cpuJPEG). auto sends a baseline
-// JPEG to the device's turbo-cuda decoder when it takes it, scaled or not (libjpeg-turbo's
-// bytes at libjpeg-turbo's scales, and faster than the engines), and otherwise only what the
-// hardware engines take (their batched decode was measured at 2,800 img/s on an H200; the
-// CUDA decoder is slower than libjpeg-turbo on CPU workers for progressive files — set by
-// measurement on the GPU host), and only at full size: the engines do not give libjpeg-turbo's
-// scaled pixels, and libjpeg-turbo's scaled decode on the CPU workers beat their full one for
-// 256-pixel thumbnails of 1,800 photos on an H200 (3.5 against 5.0 s end to end in one
-// lease). nvjpeg sends every file the device accepts, at full size; go and turbo never use it.
-func deviceDecoder(backend string, scaled bool, turbo, route func() string) string {
+// decodesScaled), whether it is progressive, and the device decoders that would take it
+// (turbo: TurboDecoder.TurboRoute; route: FileDecoder.DecodeRoute, "nvjpeg-hw",
+// "nvjpeg-cuda" or "", asked only when the answer depends on it: it parses the file, and
+// opens nvJPEG on first use), it names the device decoder that decodes it, or "" for the CPU
+// decoders (cpuJPEG). auto sends a baseline JPEG to the device's turbo-cuda decoder when it
+// takes it, scaled or not (libjpeg-turbo's bytes at libjpeg-turbo's scales, and faster than
+// the engines), and otherwise only what the hardware engines take (their batched decode was
+// measured at 2,800 img/s on an H200; the CUDA decoder is slower than libjpeg-turbo on CPU
+// workers for progressive files — set by measurement on the GPU host), and only at full
+// size: the engines do not give libjpeg-turbo's scaled pixels, and libjpeg-turbo's scaled
+// decode on the CPU workers beat their full one for 256-pixel thumbnails of 1,800 photos on
+// an H200 (3.5 against 5.0 s end to end in one lease). The engines decode baseline JPEGs
+// only, so auto does not ask about a progressive one: asking opened nvJPEG, which held up a
+// run of 600 photos, 6 of its 33 originals progressive, for about 0.75 s on an H200 (1.38 s
+// against 0.73 s on the CPU). nvjpeg sends every file the device accepts, at full size; go
+// and turbo never use it.
+func deviceDecoder(backend string, scaled, progressive bool, turbo, route func() string) string {
 	switch backend {
 	case backendAuto:
 		if r := turbo(); r != "" {
 			return r
 		}
-		if scaled {
+		if scaled || progressive {
 			return ""
 		}
 		if route() == "nvjpeg-hw" {

@@ -2,8 +2,11 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
@@ -13,29 +16,31 @@ import (
 func TestDeviceDecoderRule(t *testing.T) {
 	tests := []struct {
 		backend, turbo, route string
-		scaled                bool
+		scaled, progressive   bool
 		want                  string
 		asks                  bool // whether the rule asks nvJPEG's route
 	}{
-		{"auto", "", "nvjpeg-hw", false, "nvjpeg-hw", true},
-		{"auto", "turbo-cuda", "nvjpeg-hw", false, "turbo-cuda", false}, // libjpeg-turbo's bytes, on the device
-		{"auto", "turbo-cuda", "nvjpeg-hw", true, "turbo-cuda", false},  // a thumbnail: libjpeg-turbo's scaled pixels, on the device
-		{"auto", "", "nvjpeg-hw", true, "", false},                      // the engines do not scale as libjpeg-turbo: CPU workers
-		{"auto", "", "nvjpeg-cuda", false, "", true},                    // progressive: libjpeg-turbo on CPU workers
-		{"auto", "", "", false, "", true},
-		{"nvjpeg", "turbo-cuda", "nvjpeg-hw", false, "nvjpeg-hw", true},
-		{"nvjpeg", "", "nvjpeg-hw", true, "nvjpeg-hw", true},
-		{"nvjpeg", "", "nvjpeg-cuda", false, "nvjpeg-cuda", true},
-		{"nvjpeg", "", "", false, "", true},
-		{"go", "turbo-cuda", "nvjpeg-hw", false, "", false},
-		{"turbo", "turbo-cuda", "nvjpeg-hw", true, "", false},
+		{"auto", "", "nvjpeg-hw", false, false, "nvjpeg-hw", true},
+		{"auto", "turbo-cuda", "nvjpeg-hw", false, false, "turbo-cuda", false}, // libjpeg-turbo's bytes, on the device
+		{"auto", "turbo-cuda", "nvjpeg-hw", true, false, "turbo-cuda", false},  // a thumbnail: libjpeg-turbo's scaled pixels, on the device
+		{"auto", "", "nvjpeg-hw", true, false, "", false},                      // the engines do not scale as libjpeg-turbo: CPU workers
+		{"auto", "", "nvjpeg-cuda", false, true, "", false},                    // progressive: libjpeg-turbo on CPU workers, nvJPEG not opened
+		{"auto", "", "nvjpeg-cuda", true, true, "", false},
+		{"auto", "", "nvjpeg-cuda", false, false, "", true}, // a baseline file only the CUDA decoder takes: CPU workers
+		{"auto", "", "", false, false, "", true},
+		{"nvjpeg", "turbo-cuda", "nvjpeg-hw", false, false, "nvjpeg-hw", true},
+		{"nvjpeg", "", "nvjpeg-hw", true, false, "nvjpeg-hw", true},
+		{"nvjpeg", "", "nvjpeg-cuda", false, true, "nvjpeg-cuda", true},
+		{"nvjpeg", "", "", false, false, "", true},
+		{"go", "turbo-cuda", "nvjpeg-hw", false, false, "", false},
+		{"turbo", "turbo-cuda", "nvjpeg-hw", true, false, "", false},
 	}
 	for _, tt := range tests {
 		asked := false
-		got := deviceDecoder(tt.backend, tt.scaled, func() string { return tt.turbo }, func() string { asked = true; return tt.route })
+		got := deviceDecoder(tt.backend, tt.scaled, tt.progressive, func() string { return tt.turbo }, func() string { asked = true; return tt.route })
 		if got != tt.want || asked != tt.asks {
-			t.Errorf("deviceDecoder(%q, scaled %v, turbo %q, route %q) = %q (asked %v), want %q (asked %v)",
-				tt.backend, tt.scaled, tt.turbo, tt.route, got, asked, tt.want, tt.asks)
+			t.Errorf("deviceDecoder(%q, scaled %v, progressive %v, turbo %q, route %q) = %q (asked %v), want %q (asked %v)",
+				tt.backend, tt.scaled, tt.progressive, tt.turbo, tt.route, got, asked, tt.want, tt.asks)
 		}
 	}
 }
@@ -97,6 +102,57 @@ func TestPNGFastBound(t *testing.T) {
 		}
 		if n < 0 || !bytes.Equal(dst[:n], want.Bytes()) {
 			t.Errorf("%v: %d bytes in a bound of %d, want the CPU's %d", m.Shape(), n, len(dst), want.Len())
+		}
+	}
+}
+
+// TestProgressiveNotRouted: with backend=auto a GPU run decodes a progressive JPEG on the CPU
+// workers without asking nvJPEG's route, which on a CUDA device opens nvJPEG, and gives the CPU
+// run's bytes; a baseline JPEG that turbo-cuda does not take is still asked about.
+func TestProgressiveNotRouted(t *testing.T) {
+	prog, err := os.ReadFile(filepath.Join("..", "stages", "testdata", "progressive.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := []Input{{Name: "p.jpg", Data: prog}, {Name: "b.jpg", Data: encode(t, smoothImage(64, 48, 1), "jpeg")}}
+	plan := compileWith(t, Builtin, "decode | flip axis=h | save format=png")
+	cpu := Collect()
+	if _, err := Run(context.Background(), plan, Inputs(inputs...), cpu, Options{Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	want, cpuDecoder := map[string][]byte{}, ""
+	for _, r := range cpu.Results {
+		want[r.Input] = r.Encoded
+		if r.Input == "p.jpg" {
+			cpuDecoder = r.Decoder
+		}
+	}
+	for _, tc := range []struct {
+		turbo    bool
+		routes   int    // nvJPEG's route asked: for b.jpg only, without turbo-cuda
+		baseline string // b.jpg's decoder
+	}{
+		{false, 1, schedtest.RouteHW},
+		{true, 0, schedtest.RouteTurbo},
+	} {
+		dev := fakeGPU(t, schedtest.FakeConfig{Name: "fake0"})
+		opt := Options{Workers: 2, GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 2}}
+		if tc.turbo {
+			opt.GPU.Device = schedtest.Turbo{FakeDevice: dev}
+		}
+		gpu := Collect()
+		if _, err := Run(context.Background(), plan, Inputs(inputs...), gpu, opt); err != nil {
+			t.Fatal(err)
+		}
+		if n := dev.RouteCalls(); n != tc.routes {
+			t.Errorf("turbo-cuda %v: nvJPEG's route asked %d times, want %d", tc.turbo, n, tc.routes)
+		}
+		for _, r := range gpu.Results {
+			dec := map[string]string{"p.jpg": cpuDecoder, "b.jpg": tc.baseline}[r.Input]
+			if r.Status != StatusOK || r.Decoder != dec || !bytes.Equal(r.Encoded, want[r.Input]) {
+				t.Errorf("turbo-cuda %v: %s %s by %q (%v), want ok by %q with the CPU run's bytes (same: %v)",
+					tc.turbo, r.Input, r.Status, r.Decoder, r.Err, dec, bytes.Equal(r.Encoded, want[r.Input]))
+			}
 		}
 	}
 }

@@ -560,7 +560,7 @@ func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, comm
 		}
 		return ""
 	}
-	route := deviceDecoder(dec.Backend, scale > 1, turbo, func() string { return b.run.files.DecodeRoute(data) })
+	route := deviceDecoder(dec.Backend, scale > 1, stages.JPEGProgressive(data), turbo, func() string { return b.run.files.DecodeRoute(data) })
 	sw, sh := jpegturbo.ScaledSize(hd.W, hd.H, scale)
 	shape := sched.Shape{W: sw, H: sh, C: 3}
 	if route == "" || sched.CheckShape(shape) != nil {

@@ -77,7 +77,7 @@ func DecodeCost(head []byte, size int64, opt DecodeOptions) (Cost, error) {
 	}
 	c := Cost{Header: hd, WorkBytes: px * workBytesPerPixel[hd.Format]}
 	if hd.Format == "jpeg" {
-		if c.Progressive = jpegProgressive(head); c.Progressive {
+		if c.Progressive = JPEGProgressive(head); c.Progressive {
 			c.WorkBytes = px * progressiveJPEGBytesPerPixel
 		}
 	}

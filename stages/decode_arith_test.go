@@ -117,8 +117,8 @@ func TestJPEGCoding(t *testing.T) {
 		}
 	}
 	for m, want := range map[byte]bool{0xc0: false, 0xc1: false, 0xc2: true, 0xc6: true, 0xc9: false, 0xca: true, 0xce: true} {
-		if got := jpegProgressive(sof(m)); got != want {
-			t.Errorf("jpegProgressive(SOF %#x) = %v, want %v", m, got, want)
+		if got := JPEGProgressive(sof(m)); got != want {
+			t.Errorf("JPEGProgressive(SOF %#x) = %v, want %v", m, got, want)
 		}
 	}
 }

@@ -70,8 +70,9 @@ func skipEntropy(data []byte, i int) int {
 	return len(data)
 }
 
-// jpegProgressive reports whether the frame header found in data is progressive.
-func jpegProgressive(data []byte) bool {
+// JPEGProgressive reports whether the frame header found in data is progressive (SOF2, 6, 10
+// or 14); false when data has none.
+func JPEGProgressive(data []byte) bool {
 	switch jpegSOF(data) {
 	case 0xc2, 0xc6, 0xca, 0xce:
 		return true

@@ -43,6 +43,9 @@ func (Turbo) TurboBatch() int { return 8 }
 // or 3 components goes to RouteHW, a progressive one to RouteCUDA, anything else
 // (other formats, lossless or arithmetic-coded JPEG, CMYK) to neither.
 func (f *FakeDevice) DecodeRoute(data []byte) string {
+	f.mu.Lock()
+	f.routes++
+	f.mu.Unlock()
 	marker, comps := jpegFrame(data)
 	switch {
 	case comps != 1 && comps != 3:
@@ -53,6 +56,14 @@ func (f *FakeDevice) DecodeRoute(data []byte) string {
 		return RouteCUDA
 	}
 	return ""
+}
+
+// RouteCalls is how many times DecodeRoute ran: on a CUDA device the first call
+// opens nvJPEG.
+func (f *FakeDevice) RouteCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.routes
 }
 
 // jpegFrame returns the start-of-frame marker of a JPEG and its component

@@ -89,6 +89,8 @@ type FakeDevice struct {
 	// decoding is the number of Decode calls in progress, peakDecodes its
 	// maximum.
 	decoding, peakDecodes int
+	// routes counts DecodeRoute calls.
+	routes int
 
 	h2d, d2h, compute sync.Mutex
 	wg                sync.WaitGroup
