@@ -95,8 +95,8 @@ func cpuJPEG(backend string) stages.JPEGBackend {
 // decode on the CPU workers beat their full one for 256-pixel thumbnails of 1,800 photos on
 // an H200 (3.5 against 5.0 s end to end in one lease). The engines decode baseline JPEGs
 // only, so auto does not ask about a progressive one: asking opened nvJPEG, which held up a
-// run of 600 photos, 6 of its 33 originals progressive, for about 0.75 s on an H200 (1.38 s
-// against 0.73 s on the CPU). nvjpeg sends every file the device accepts, at full size; go
+// run of 600 photos, 6 of their 33 originals progressive, by about 0.7 s on an H200 (1.38 to
+// 1.52 s, then 0.69 to 0.83 s). nvjpeg sends every file the device accepts, at full size; go
 // and turbo never use it.
 func deviceDecoder(backend string, scaled, progressive bool, turbo, route func() string) string {
 	switch backend {
