@@ -90,3 +90,28 @@ func BenchmarkDecodeRoute(b *testing.B) {
 		})
 	}
 }
+
+// TestDecodeRouteOpensNVJPEGOnlyWhenItMayDecode: asking about a file nvJPEG cannot decode (CMYK,
+// arithmetic-coded, no frame header, not a JPEG) answers "" without opening nvJPEG, which takes
+// a run about half a second; asking about a baseline JPEG opens it.
+func TestDecodeRouteOpensNVJPEGOnlyWhenItMayDecode(t *testing.T) {
+	d := testDevice(t)
+	files := routeFixtures(t)
+	for _, name := range []string{"cmyk", "arithmetic", "arithmetic progressive", "soi only"} {
+		if got := d.DecodeRoute(files[name]); got != "" {
+			t.Errorf("%s: route %q, want none", name, got)
+		}
+	}
+	if got := d.DecodeRoute([]byte("\x89PNG\r\n\x1a\n")); got != "" {
+		t.Errorf("a PNG: route %q, want none", got)
+	}
+	if d.codec.cuda != nil {
+		t.Fatal("nvJPEG was opened to refuse files it cannot decode")
+	}
+	if got := d.DecodeRoute(files["sub420"]); got == "" && d.DecoderAvailable() == nil {
+		t.Error("sub420.jpg: no route")
+	}
+	if d.codec.cuda == nil && d.DecoderAvailable() == nil {
+		t.Error("nvJPEG's handle is not where this test looks for it: the check above proves nothing")
+	}
+}

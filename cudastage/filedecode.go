@@ -213,10 +213,14 @@ func (d *Device) WarmDecoder(s sched.Stream, batch int) error {
 // need no context bound (g.Do); creating a parser and asking the CUDA
 // decoder, which may hold device state, still bind it.
 func (d *Device) DecodeRoute(data []byte) string {
-	// Checked before nvJPEG is opened, which takes a run about 0.5 s: the other formats, and
+	// Checked before nvJPEG is opened, which takes a run about 0.5 s: the other formats,
 	// JPEGs other than Huffman-coded sequential and progressive ones, which nvJPEG does not
-	// decode.
+	// decode, and those of other than 1 (gray) or 3 (YCbCr) components: CMYK and YCCK go to
+	// the CPU, whose Adobe-aware conversion nvJPEG's does not match (0: no frame header).
 	if len(data) < 2 || data[0] != 0xFF || data[1] != 0xD8 || stages.JPEGCoding(data) != "" {
+		return ""
+	}
+	if n := stages.JPEGComponents(data); n != 1 && n != 3 {
 		return ""
 	}
 	c, err := d.jpeg()
@@ -241,14 +245,13 @@ func (d *Device) DecodeRoute(data []byte) string {
 
 // hwRoute is DecodeRoute's answer from one header parse: RouteHW when the
 // hardware engines take the file, "" when no nvJPEG decoder can (the
-// header does not parse, or its components are not 1 or 3: the CUDA
-// decoder's parser would say the same), and decided false when only the
-// CUDA decoder can tell.
+// header does not parse: the CUDA decoder's parser would say the same), and
+// decided false when only the CUDA decoder can tell.
 func (c *jpegCodec) hwRoute(p *routeParser, data []byte) (route string, decided bool) {
 	if p.hw == nil {
 		return "", false
 	}
-	if p.hw.ParseHeader(data) != nil || !rgbCapable(p.hw) {
+	if p.hw.ParseHeader(data) != nil {
 		return "", true
 	}
 	if ok, err := p.hw.BatchedSupported(); err == nil && ok {
@@ -259,7 +262,7 @@ func (c *jpegCodec) hwRoute(p *routeParser, data []byte) (route string, decided 
 
 // cudaRoute asks the CUDA decoder (see DecodeRoute), on a bound thread.
 func (c *jpegCodec) cudaRoute(p *routeParser, data []byte) string {
-	if p.cuda.ParseHeader(data) != nil || !rgbCapable(p.cuda) {
+	if p.cuda.ParseHeader(data) != nil {
 		return ""
 	}
 	c.mu.Lock()
@@ -269,13 +272,6 @@ func (c *jpegCodec) cudaRoute(p *routeParser, data []byte) string {
 		return ""
 	}
 	return RouteCUDA
-}
-
-// rgbCapable: 1 (gray) or 3 (YCbCr) components. CMYK and YCCK files go to
-// the CPU, whose Adobe-aware conversion nvJPEG's does not match.
-func rgbCapable(js *nvjpeg.Stream) bool {
-	n, err := js.Components()
-	return err == nil && (n == 1 || n == 3)
 }
 
 // parser takes a free routeParser, or makes one on a bound thread (once per

@@ -80,6 +80,12 @@ func JPEGProgressive(data []byte) bool {
 	return false
 }
 
+// JPEGComponents returns the number of components in data's frame header (1 for gray, 3 for
+// YCbCr, 4 for CMYK or YCCK), or 0 when data has none.
+func JPEGComponents(data []byte) int {
+	return walkJPEG(data, func(f *jpegFrame) bool { return f.sof != 0 }).components
+}
+
 // jpegSOF returns the marker of data's frame header (SOFn), or 0 when it has none.
 func jpegSOF(data []byte) byte {
 	return walkJPEG(data, func(f *jpegFrame) bool { return f.sof != 0 }).sof

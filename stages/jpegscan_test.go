@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"image/jpeg"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -89,5 +91,31 @@ func TestJPEGScanBomb(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestJPEGComponents(t *testing.T) {
+	for _, tc := range []struct {
+		file string // in testdata; "" for data
+		data []byte
+		want int
+	}{
+		{file: "sub420.jpg", want: 3},
+		{file: "progressive_gray.jpg", want: 1},
+		{file: "cmyk.jpg", want: 4},
+		{file: "arith/arith420.jpg", want: 3},
+		{data: []byte{0xff, 0xd8}, want: 0},
+		{data: []byte("not a jpeg"), want: 0},
+	} {
+		data := tc.data
+		if tc.file != "" {
+			var err error
+			if data, err = os.ReadFile(filepath.Join("testdata", tc.file)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := JPEGComponents(data); got != tc.want {
+			t.Errorf("%s % x: %d components, want %d", tc.file, data[:min(4, len(data))], got, tc.want)
+		}
 	}
 }

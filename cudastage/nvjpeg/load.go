@@ -30,7 +30,7 @@ type lib struct {
 	devicePadding, pinnedPadding                                    uintptr
 	stateCreate, stateDestroy, batchedInit, batched, batchedSupport uintptr
 	streamCreate, streamDestroy, streamParse, streamParseHeader     uintptr
-	frameDims, componentsNum                                        uintptr
+	frameDims                                                       uintptr
 	paramsCreate, paramsDestroy, paramsSetFormat                    uintptr
 	decoderCreate, decoderDestroy, decoderSupported                 uintptr
 	decoderStateCreate, pinnedCreate, pinnedDestroy                 uintptr
@@ -60,7 +60,6 @@ func (l *lib) symbols() map[string]*uintptr {
 		"nvjpegJpegStreamParse":                 &l.streamParse,
 		"nvjpegJpegStreamParseHeader":           &l.streamParseHeader,
 		"nvjpegJpegStreamGetFrameDimensions":    &l.frameDims,
-		"nvjpegJpegStreamGetComponentsNum":      &l.componentsNum,
 		"nvjpegDecodeParamsCreate":              &l.paramsCreate,
 		"nvjpegDecodeParamsDestroy":             &l.paramsDestroy,
 		"nvjpegDecodeParamsSetOutputFormat":     &l.paramsSetFormat,

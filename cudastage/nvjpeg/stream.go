@@ -73,17 +73,6 @@ func (s *Stream) Size() (w, h int, err error) {
 	return int(uw), int(uh), nil
 }
 
-// Components returns the number of colour components (1 gray, 3 YCbCr, 4
-// CMYK or YCCK).
-func (s *Stream) Components() (int, error) {
-	l, _ := get()
-	var n uint32
-	if err := call("nvjpegJpegStreamGetComponentsNum", l.componentsNum, s.s, uintptr(unsafe.Pointer(&n))); err != nil {
-		return 0, err
-	}
-	return int(n), nil
-}
-
 // BatchedSupported asks nvJPEG whether the parsed file can go to batched
 // decode on the stream's handle (for a BackendHardware handle: the hardware
 // engines). nvJPEG answers 0 for "supported".
