@@ -33,8 +33,7 @@ func (d *Device) Decode(s sched.Stream, call *sched.DecodeCall) error {
 		case im.Decoder == RouteTurbo:
 			turbo = append(turbo, i)
 		case im.Scale > 1:
-			im := &call.Images[i]
-			im.Err = fmt.Errorf("%s does not decode at a DCT scale (1/%d): only %s does", im.Decoder, im.Scale, RouteTurbo)
+			call.Images[i].Err = fmt.Errorf("%s does not decode at a DCT scale (1/%d): only %s does", im.Decoder, im.Scale, RouteTurbo)
 		default:
 			nv = true
 		}

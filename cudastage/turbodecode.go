@@ -192,8 +192,8 @@ func (d *Device) decodeTurbo(s sched.Stream, call *sched.DecodeCall, idx []int) 
 	ts := d.turbo.forStream(s)
 	bytesOf := func(i int) int {
 		im := &call.Images[i]
-		out, s := im.Shape.W*im.Shape.H, max(1, im.Scale)
-		n := jpegCoefBytes*out*s*s + jpegPlaneBytes*out // the coefficients are the full size's
+		out, scale := im.Shape.W*im.Shape.H, max(1, im.Scale)
+		n := jpegCoefBytes*out*scale*scale + jpegPlaneBytes*out // the coefficients are the full size's
 		if im.Orient != 1 {
 			n += jpegOrientBytes * out
 		}
