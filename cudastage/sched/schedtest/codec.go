@@ -1,7 +1,6 @@
 package schedtest
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -29,7 +28,7 @@ var _ sched.TurboDecoder = Turbo{}
 
 // TurboRoute implements sched.TurboDecoder.
 func (Turbo) TurboRoute(data []byte) string {
-	if marker, comps := jpegFrame(data); (comps == 1 || comps == 3) && (marker == 0xC0 || marker == 0xC1) {
+	if sequentialRGB(data) && !stages.JPEGProgressive(data) {
 		return RouteTurbo
 	}
 	return ""
@@ -46,16 +45,13 @@ func (f *FakeDevice) DecodeRoute(data []byte) string {
 	f.mu.Lock()
 	f.routes++
 	f.mu.Unlock()
-	marker, comps := jpegFrame(data)
 	switch {
-	case comps != 1 && comps != 3:
+	case !sequentialRGB(data):
 		return ""
-	case marker == 0xC0 || marker == 0xC1:
-		return RouteHW
-	case marker == 0xC2:
+	case stages.JPEGProgressive(data):
 		return RouteCUDA
 	}
-	return ""
+	return RouteHW
 }
 
 // RouteCalls is how many times DecodeRoute ran: on a CUDA device the first call
@@ -66,39 +62,14 @@ func (f *FakeDevice) RouteCalls() int {
 	return f.routes
 }
 
-// jpegFrame returns the start-of-frame marker of a JPEG and its component
-// count, or 0, 0 when data is no JPEG or has no frame header before its
-// first scan.
-func jpegFrame(data []byte) (marker byte, comps int) {
-	if len(data) < 4 || data[0] != 0xFF || data[1] != 0xD8 {
-		return 0, 0
+// sequentialRGB reports whether data is a Huffman-coded sequential or progressive JPEG
+// (SOF0-2) of 1 or 3 components.
+func sequentialRGB(data []byte) bool {
+	if len(data) < 2 || data[0] != 0xFF || data[1] != 0xD8 || stages.JPEGCoding(data) != "" {
+		return false
 	}
-	for i := 2; i+4 <= len(data); {
-		if data[i] != 0xFF {
-			return 0, 0
-		}
-		m := data[i+1]
-		if m == 0xFF {
-			i++
-			continue
-		}
-		if m == 0x01 || (m >= 0xD0 && m <= 0xD8) {
-			i += 2
-			continue
-		}
-		n := int(binary.BigEndian.Uint16(data[i+2:]))
-		switch {
-		case m == 0xDA || m == 0xD9 || n < 2:
-			return 0, 0
-		case m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC:
-			if i+10 > len(data) {
-				return 0, 0
-			}
-			return m, int(data[i+9])
-		}
-		i += 2 + n
-	}
-	return 0, 0
+	n := stages.JPEGComponents(data)
+	return n == 1 || n == 3
 }
 
 // DecoderAvailable implements sched.DecoderInfo: FakeConfig.DecoderUnavailable.
