@@ -19,34 +19,69 @@ import (
 // unusable and later calls fail fast; the executor treats any device error
 // as fatal and the CLI maps cu.IsSticky errors to exit code 3.
 type Device struct {
-	g     *GPU
-	k     *Kernels
-	name  string
-	codec jpegCodec  // nvJPEG, opened on first use (filedecode.go)
-	turbo turboCodec // the turbo-cuda decoder's buffers (turbodecode.go)
+	g    *GPU
+	name string
+	// loaded is closed once the kernels are loaded into the context, k or
+	// loadErr set (NewDevice loads them in the background).
+	loaded  chan struct{}
+	k       *Kernels
+	loadErr error
+	codec   jpegCodec  // nvJPEG, opened on first use (filedecode.go)
+	turbo   turboCodec // the turbo-cuda decoder's buffers (turbodecode.go)
 }
 
-// NewDevice loads the kernels into g's context. Close unloads them, after
-// every executor on the Device was closed.
+// NewDevice starts loading the kernels into g's context, in the background
+// like the context itself: Ready is closed once they are loaded or failed to
+// be, and every call that needs them waits until then. Close unloads them,
+// after every executor on the Device was closed.
 func NewDevice(g *GPU) (*Device, error) {
 	name, err := g.Device().Name()
 	if err != nil {
 		return nil, err
 	}
-	var k *Kernels
-	if err := g.Do(func() (err error) {
-		k, err = LoadKernels()
+	d := &Device{g: g, name: fmt.Sprintf("GPU %d (%s)", g.Ordinal(), name), loaded: make(chan struct{})}
+	go func() {
+		defer close(d.loaded)
+		d.loadErr = g.Do(func() (err error) {
+			d.k, err = LoadKernels()
+			return err
+		})
+	}()
+	return d, nil
+}
+
+// Ready implements sched.Starter: it is closed once the context is retained
+// and the kernels are loaded, or either failed.
+func (d *Device) Ready() <-chan struct{} { return d.loaded }
+
+// OpenErr implements sched.Starter: why the context could not be retained or
+// the kernels loaded, or nil. It waits for Ready.
+func (d *Device) OpenErr() error {
+	<-d.loaded
+	return d.loadErr
+}
+
+// do runs f as GPU.Do does, once the kernels are loaded.
+func (d *Device) do(f func() error) error {
+	if err := d.OpenErr(); err != nil {
 		return err
-	}); err != nil {
-		return nil, err
 	}
-	return &Device{g: g, k: k, name: fmt.Sprintf("GPU %d (%s)", g.Ordinal(), name)}, nil
+	return d.g.Do(f)
 }
 
 // Close releases nvJPEG's handles (when they were opened) and unloads the
-// kernels.
+// kernels (when they were loaded). Without a context nothing was opened.
 func (d *Device) Close() error {
-	return d.g.Do(func() error { return errors.Join(d.codec.close(), d.turbo.close(), d.k.Unload()) })
+	if <-d.loaded; d.g.retained() != nil {
+		return nil
+	}
+	return d.g.Do(func() error {
+		err := errors.Join(d.codec.close(), d.turbo.close())
+		if d.k != nil {
+			err = errors.Join(err, d.k.Unload())
+		}
+		return err
+	})
 }
 
 // GPU returns the device's GPU.
@@ -58,6 +93,9 @@ func (d *Device) Name() string { return d.name }
 // BindThread implements sched.Device: it makes the GPU's context current on
 // the calling (locked) thread.
 func (d *Device) BindThread() error {
+	if err := d.OpenErr(); err != nil {
+		return err
+	}
 	if err := d.g.Err(); err != nil {
 		return err
 	}
@@ -218,13 +256,13 @@ func (d *Device) CheckOp(op sched.Op) error {
 		if err != nil || l.prepare == nil {
 			return err
 		}
-		return d.g.Do(func() error { return l.prepare(d.k, d.g.Device(), op.Args) })
+		return d.do(func() error { return l.prepare(d.k, d.g.Device(), op.Args) })
 	}
 	l, err := launcherFor(op)
 	if err != nil || l.prepare == nil {
 		return err
 	}
-	return d.g.Do(func() error { return l.prepare(d.k, d.g.Device(), op.Args) })
+	return d.do(func() error { return l.prepare(d.k, d.g.Device(), op.Args) })
 }
 
 // TableBytes implements sched.Device.

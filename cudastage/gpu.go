@@ -38,17 +38,24 @@ var ErrNoSuchGPU = errors.New("no GPU")
 type GPU struct {
 	ordinal int
 	dev     cu.Device
+	// opened is closed once the primary context is retained, ctx or openErr set (OpenGPU
+	// retains it in the background).
+	opened  chan struct{}
 	ctx     cu.Context
+	openErr error
 
 	mu     sync.Mutex
 	fault  error
 	closed bool
 }
 
-// OpenGPU loads the driver if needed and retains the primary context of the
-// device with the given ordinal. The error says why no GPU can be used (no
-// libcuda, no device, driver too old), or wraps ErrNoSuchGPU and says how many
-// GPUs there are when the ordinal is not one of them.
+// OpenGPU loads the driver if needed, finds the device with the given ordinal
+// and starts retaining its primary context in the background: the driver takes
+// about a tenth of a second for it, which a run spends on its CPU workers
+// (Ready). Calls that need the context wait for it, and fail with the driver's
+// error when it could not be retained. OpenGPU's error says why no GPU can be
+// used (no libcuda, no device, driver too old), or wraps ErrNoSuchGPU and says
+// how many GPUs there are when the ordinal is not one of them.
 func OpenGPU(ordinal int) (*GPU, error) {
 	if ordinal < 0 {
 		// Refused before loading the driver: it is wrong on every machine.
@@ -68,11 +75,12 @@ func OpenGPU(ordinal int) (*GPU, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, err := dev.PrimaryCtxRetain()
-	if err != nil {
-		return nil, err
-	}
-	return &GPU{ordinal: ordinal, dev: dev, ctx: ctx}, nil
+	g := &GPU{ordinal: ordinal, dev: dev, opened: make(chan struct{})}
+	go func() {
+		defer close(g.opened)
+		g.ctx, g.openErr = dev.PrimaryCtxRetain()
+	}()
+	return g, nil
 }
 
 // ordinalError says that GPU ordinal does not exist among the n the driver
@@ -101,11 +109,22 @@ func (g *GPU) Ordinal() int { return g.ordinal }
 // Device returns the device handle.
 func (g *GPU) Device() cu.Device { return g.dev }
 
-// Context returns the primary context.
-func (g *GPU) Context() cu.Context { return g.ctx }
+// Context returns the primary context, once retained (0 when that failed).
+func (g *GPU) Context() cu.Context {
+	<-g.opened
+	return g.ctx
+}
+
+// retained waits for the primary context and returns why it could not be
+// retained, or nil.
+func (g *GPU) retained() error {
+	<-g.opened
+	return g.openErr
+}
 
 // Do runs f on the calling goroutine, locked to its OS thread with the
-// GPU's context current, and returns f's error. A sticky error returned by f
+// GPU's context current (once retained: see OpenGPU), and returns f's error.
+// Without a context it returns why. A sticky error returned by f
 // marks the GPU as faulted. Do may be nested and called from many goroutines
 // at once.
 func (g *GPU) Do(f func() error) error {
@@ -124,6 +143,9 @@ func (g *GPU) Do(f func() error) error {
 // go through Check.
 func (g *GPU) Bind() (release func(), err error) {
 	if err := g.Err(); err != nil {
+		return nil, err
+	}
+	if err := g.retained(); err != nil {
 		return nil, err
 	}
 	runtime.LockOSThread()
@@ -161,8 +183,9 @@ func (g *GPU) Err() error {
 	return nil
 }
 
-// Close releases the primary context. Streams, modules and memory of the
-// context must have been released first (pools closed). Close is idempotent.
+// Close releases the primary context, once retained. Streams, modules and
+// memory of the context must have been released first (pools closed). Close is
+// idempotent.
 func (g *GPU) Close() error {
 	g.mu.Lock()
 	if g.closed {
@@ -171,5 +194,8 @@ func (g *GPU) Close() error {
 	}
 	g.closed = true
 	g.mu.Unlock()
+	if g.retained() != nil {
+		return nil // nothing was retained
+	}
 	return g.dev.PrimaryCtxRelease()
 }

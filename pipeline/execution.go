@@ -27,6 +27,9 @@ type Execution struct {
 	// PinnedMB is the page-locked host memory budget of the GPU slots in MiB (GPU only);
 	// 0 sizes each slot for Batch 1080p RGB frames.
 	PinnedMB int
+	// GPUWait makes a GPU run wait for its GPUs to open instead of running its first
+	// inputs on the CPU meanwhile (GPUOptions.Wait).
+	GPUWait bool
 	// MaxMemoryMB is Options.MemoryBudget in MiB; 0 means DefaultMemoryBudget.
 	MaxMemoryMB int
 	// Workers is the number of images processed at once; 0 means GOMAXPROCS.
@@ -206,6 +209,8 @@ var executionSettings = []ParamSpec{
 		Help: fmt.Sprintf("images per GPU batch (GPU only); 0: %d, or 56 when the GPU decodes the files (turbo-cuda's calls, and 8 per nvJPEG engine on an H100 or H200)", DefaultBatch)},
 	{Name: "pinned_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: sched.MaxSlotBytes >> 20},
 		Help: "page-locked memory for the GPU's batch slots, in MiB (GPU only); 0 sizes each slot for batch 1080p frames"},
+	{Name: "gpu_wait", Kind: Bool, Default: false,
+		Help: "wait for the GPU to open (about a quarter of a second) before the first input, instead of running the first inputs wholly on the CPU meanwhile (the same bits)"},
 	{Name: "max_memory_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 1 << 24},
 		Help: fmt.Sprintf("memory the images being decoded and processed at once may take together, in MiB "+
 			"(each: its file, the decoder's working set and the chain's buffers, charged from its header before it is read; "+
@@ -262,12 +267,15 @@ func SettingUsage(ps ParamSpec) string {
 }
 
 // RunOptions returns the options of a run that the settings give: workers, memory budget,
-// on_error, and on devs (none for the CPU) the GPUs' streams, batch and page-locked budget,
-// each GPU's. Device, resume and trace are the caller's to act on: they open things.
+// on_error, and on devs (none for the CPU) the GPUs' streams, batch, page-locked budget and
+// gpu_wait, each GPU's; under device auto a GPU that fails to finish opening leaves the run on the
+// CPU (GPUOptions.Optional). Device, resume and trace are the caller's to act on: they open
+// things.
 func (e Execution) RunOptions(devs ...sched.Device) Options {
 	opt := Options{Workers: e.Workers, MemoryBudget: int64(e.MaxMemoryMB) << 20, StopOnError: e.OnError == "fail"}
 	if len(devs) > 0 {
-		opt.GPU = &GPUOptions{Streams: e.Streams, Batch: e.Batch, PinnedBytes: int64(e.PinnedMB) << 20}
+		opt.GPU = &GPUOptions{Streams: e.Streams, Batch: e.Batch, PinnedBytes: int64(e.PinnedMB) << 20,
+			Wait: e.GPUWait, Optional: e.Device == "auto"}
 		if len(devs) == 1 {
 			opt.GPU.Device = devs[0] // exactly a one-GPU run
 		} else {
@@ -364,6 +372,8 @@ func (e *Execution) assign(name string, v any) error {
 		e.Batch = int(v.(int64))
 	case "pinned_mb":
 		e.PinnedMB = int(v.(int64))
+	case "gpu_wait":
+		e.GPUWait = v.(bool)
 	case "max_memory_mb":
 		e.MaxMemoryMB = int(v.(int64))
 	case "workers":

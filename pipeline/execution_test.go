@@ -189,9 +189,15 @@ func TestGPURunDefaultsFromSettings(t *testing.T) {
 	e.PinnedMB, e.Workers, e.MaxMemoryMB, e.OnError = 64, 3, 100, "fail"
 	opt := e.RunOptions(dev)
 	if opt.Workers != 3 || opt.MemoryBudget != 100<<20 || !opt.StopOnError || opt.GPU == nil ||
-		!reflect.DeepEqual(*opt.GPU, GPUOptions{Device: dev, Streams: e.Streams, Batch: e.Batch, PinnedBytes: 64 << 20}) {
+		!reflect.DeepEqual(*opt.GPU, GPUOptions{Device: dev, Streams: e.Streams, Batch: e.Batch, PinnedBytes: 64 << 20, Optional: true}) {
 		t.Errorf("RunOptions: %+v, GPU %+v", opt, opt.GPU)
 	}
+	// Under device cuda a GPU that fails to open fails the run; gpu_wait waits for it.
+	e.Device, e.GPUWait = "cuda", true
+	if o := e.RunOptions(dev).GPU; o.Optional || !o.Wait {
+		t.Errorf("RunOptions under cuda with gpu_wait: %+v", o)
+	}
+	e.Device, e.GPUWait = "auto", false
 	if DefaultExecution().RunOptions().GPU != nil {
 		t.Error("RunOptions() has GPU options")
 	}

@@ -2,15 +2,12 @@ package pipeline
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/imgpipe/imgpipe/cudastage/devmem"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
@@ -57,6 +54,14 @@ type GPUOptions struct {
 	// Linger is how long a partly filled batch waits for more images; 0 means
 	// DefaultLinger.
 	Linger time.Duration
+	// Wait makes the run wait for devices still opening (sched.Starter) before it takes
+	// its first input; by default the decode workers run inputs wholly on the CPU until
+	// the executors are up (see gpustart.go).
+	Wait bool
+	// Optional lets the run go on on the CPU, with a notice, when a device fails to finish
+	// opening in the background (sched.Starter: the CUDA driver could not retain its
+	// context); otherwise that fails the run. The CLI's --device auto sets it.
+	Optional bool
 	// HostPool and DevicePool, when set, are where the slots' page-locked and device
 	// memory come from and go back to (sched.Config's fields of those names): runs one
 	// after another on Device that share them (a benchmark's repeats) take the memory
@@ -68,8 +73,10 @@ type GPUOptions struct {
 
 // gpuRun is a checked GPU configuration for one plan.
 type gpuRun struct {
-	devs []sched.Device
-	cfg  sched.Config
+	devs     []sched.Device
+	cfg      sched.Config
+	optional bool // GPUOptions.Optional
+	wait     bool // GPUOptions.Wait, or the CPU cannot start the run (newGPURun)
 	// files is the first device's file decoder when the decode backend sends files to it
 	// (deviceDecoder), else nil: it routes the files for every device.
 	files sched.FileDecoder
@@ -112,7 +119,10 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &gpuRun{devs: devs}
+	// Inputs may run on the CPU while the devices open only where the CPU gives the device's
+	// bits: every stage runs there, and no decode asks for nvJPEG's pixels.
+	wait := o.Wait || plan.CheckCPU() != nil || plan.Decode != nil && plan.Decode.Backend == backendNvJPEG
+	g := &gpuRun{devs: devs, optional: o.Optional, wait: wait}
 	ops, err := deviceOps(plan, devs[0], encode)
 	if err != nil {
 		if plan.Decode.Backend == backendNvJPEG {
@@ -222,108 +232,22 @@ func (g *gpuRun) window(workers int) int { return len(g.devs)*g.cfg.Slots*g.cfg.
 // gpuBackend runs the pixel stages on a device executor: decode workers decode each input
 // straight into a page-locked slot, save workers store the results.
 type gpuBackend struct {
-	run     *gpuRun
-	r       *runner
+	run *gpuRun
+	r   *runner
+	// up is closed once the executors started (x and results set), or did not: the run
+	// failed, or no device opened (noGPU) under GPUOptions.Optional. See gpustart.go.
+	up      chan struct{}
 	x       *executors
 	results <-chan *sched.Result // every executor's
+	noGPU   error                // why no device opened, under GPUOptions.Optional
 
 	inExec      sync.Map     // idx → *item: committed to the executor, result not yet taken
 	cpuFallback atomic.Int64 // images that ran on the CPU path instead
+	cpuStart    atomic.Int64 // inputs that ran wholly on the CPU while the devices opened
 
 	jpegMu     sync.Mutex
 	jpegNotice bool  // a save worker's device JPEG encoder failed to start; said once
 	jpegErr    error // errors closing the save workers' device JPEG encoders
-}
-
-// start allocates each device's executor (its slots and streams), starts them under the
-// run's context (an interrupt or a fatal error of the run stops them, abandoning the
-// batches on the devices), then starts the decode workers, the save workers, and the
-// goroutines that end the run when a device fails and close done once every input was
-// accounted for.
-func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
-	x, err := startExecutors(r.ctx, b.run, r.opt.Trace)
-	if err != nil {
-		return err
-	}
-	b.r, b.x, b.results = r, x, x.results(g)
-	r.sum.Streams, r.sum.Batch = b.run.cfg.Streams, b.run.cfg.Batch
-	var decoders, savers sync.WaitGroup
-	for i := 0; i < r.opt.Workers; i++ {
-		decoders.Add(1)
-		g.Go(func() error {
-			defer decoders.Done()
-			b.decodeWorker(&worker{track: fmt.Sprintf("decode worker %d", i+1)})
-			return nil
-		})
-		savers.Add(1)
-		g.Go(func() error {
-			defer savers.Done()
-			// Save workers spread their device JPEG encoders over the devices.
-			b.saveWorker(fmt.Sprintf("save worker %d", i+1), b.run.jpeg[i%len(b.run.jpeg)])
-			return nil
-		})
-	}
-	for _, e := range x.list {
-		g.Go(func() error {
-			// An executor stops by itself on a device error; it is stopped with the run's
-			// cause when the run is cancelled (by another device's error too), which is not
-			// a device error.
-			err := e.Wait()
-			if err != nil && err != context.Cause(r.ctx) {
-				err = fmt.Errorf("device error: %w", err)
-				r.cancel(err)
-				return err
-			}
-			return nil
-		})
-	}
-	g.Go(func() error {
-		decoders.Wait()
-		x.closeInput() // seals the last partial batches
-		savers.Wait()  // Results are closed: the executors finished or stopped
-		x.wait()
-		// Inputs of batches abandoned on a device never came back: they were not done.
-		b.inExec.Range(func(k, v any) bool {
-			it := v.(*item)
-			it.dropped = true
-			b.inExec.Delete(k)
-			r.done <- it
-			return true
-		})
-		close(r.done)
-		return nil
-	})
-	return nil
-}
-
-// finish closes the executors, freeing their memory, and puts their figures into the
-// summary.
-func (b *gpuBackend) finish(sum *Summary) error {
-	sts := b.x.stats()
-	b.jpegMu.Lock()
-	err := errors.Join(b.x.close(), b.jpegErr)
-	b.jpegMu.Unlock()
-	sum.gpuStats(sts)
-	sum.CPUFallback = int(b.cpuFallback.Load())
-	return err
-}
-
-// decodeWorker decodes inputs into the executor's slots until the source is drained.
-// Inputs that need no device work (failed, skipped, too large for a slot) are finished
-// here; the others are finished by a save worker.
-func (b *gpuBackend) decodeWorker(w *worker) {
-	r := b.r
-	for it := range r.jobs {
-		switch {
-		case r.ctx.Err() != nil || r.after(it.idx):
-			it.dropped = true
-		case b.toDevice(it, w):
-			continue // a save worker has it now
-		case it.res.Status == StatusFailed && r.opt.StopOnError:
-			r.fail(it)
-		}
-		r.done <- it
-	}
 }
 
 // toDevice decodes an input straight into a page-locked slot and commits it to its batch.

@@ -99,6 +99,7 @@ func MergeReports(w io.Writer, names []string, rs ...io.Reader) (Summary, error)
 		sum.KernelSeconds += s.KernelSeconds
 		sum.D2HSeconds += s.D2HSeconds
 		sum.CPUFallback += s.CPUFallback
+		sum.CPUStart += s.CPUStart
 		sum.Interrupted = sum.Interrupted || s.Interrupted
 		sum.Stopped = sum.Stopped || s.Stopped
 		if s.Streams != sum.Streams || s.Batch != sum.Batch {

@@ -125,6 +125,9 @@ type Summary struct {
 	// CPUFallback counts the images of a GPU run that ran on the CPU path instead (too
 	// large for a slot); their results are the same bits.
 	CPUFallback int `json:"cpu_fallback,omitempty"`
+	// CPUStart counts the inputs of a GPU run that ran wholly on the CPU while its devices
+	// opened (see GPUOptions); their results are the same bits.
+	CPUStart int `json:"cpu_start,omitempty"`
 	// Phases are the time totals per phase (read, decode, chain, encode, write), summed
 	// over the inputs: see PhaseSeconds.
 	Phases PhaseSeconds `json:"phases_s"`

@@ -542,6 +542,9 @@ func TestSummaryLine(t *testing.T) {
 			DeviceWallSeconds: 0.5, Overlap: 1.2, GPUs: []pipeline.GPUSummary{{Device: "GPU 0 (A)", Batches: 2}, {Device: "GPU 1 (B)", Batches: 1}}},
 			"processed 10 images: 10 ok, 0 failed, 0 skipped in 1.0s (9.0 MP/s) on GPU 0 (A), GPU 1 (B) (2 streams, batch 4; 3 batches (2 + 1 per GPU), " +
 				"H2D 0.000s, kernels 0.000s, D2H 0.000s in 0.500s of device time, overlap efficiency 1.20)"},
+		{pipeline.Summary{OK: 40, Seconds: 0.5, Device: "GPU 0 (A)", Streams: 4, Batch: 8, CPUFallback: 1, CPUStart: 12},
+			"processed 40 images: 40 ok, 0 failed, 0 skipped in 0.50s (0.0 MP/s) on GPU 0 (A) (4 streams, batch 8" +
+				"; 1 too large for a slot, run on the CPU; 12 run on the CPU while the GPU opened)"},
 	}
 	for _, tt := range tests {
 		if got := summaryLine(tt.s); got != tt.want {

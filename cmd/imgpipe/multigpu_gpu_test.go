@@ -12,7 +12,8 @@ import (
 
 // --gpu all, over every GPU of the host (one is enough: the run then takes the one-GPU
 // path), writes the same bytes and report lines as --gpu 0 on a mixed folder, with the
-// device decoding the JPEGs (auto) and the CPU the rest, and JPEG outputs from nvJPEG.
+// device decoding the JPEGs (auto) and the CPU the rest, and JPEG outputs from nvJPEG. Both
+// wait for the GPUs (--gpu-wait): the report names each input's decoder.
 func TestGPUAllMatchesGPU0(t *testing.T) {
 	requireGPU0(t)
 	infos, err := cudastage.Devices()
@@ -27,7 +28,7 @@ func TestGPUAllMatchesGPU0(t *testing.T) {
 		t.Run(spec, func(t *testing.T) {
 			run := func(gpu string) (string, []byte) {
 				out := filepath.Join(t.TempDir(), "out")
-				code, _, stderr := cli(t, "run", "-i", in, "-o", out, "-p", spec, "--device", "cuda", "--gpu", gpu, "--batch", "4")
+				code, _, stderr := cli(t, "run", "-i", in, "-o", out, "-p", spec, "--device", "cuda", "--gpu-wait", "--gpu", gpu, "--batch", "4")
 				if code != exitOK && code != exitSomeFailed {
 					t.Fatalf("--gpu %s: exit %d\n%s", gpu, code, stderr)
 				}

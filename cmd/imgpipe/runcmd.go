@@ -569,6 +569,9 @@ func summaryLine(s pipeline.Summary) string {
 		if s.CPUFallback > 0 {
 			line += fmt.Sprintf("; %d too large for a slot, run on the CPU", s.CPUFallback)
 		}
+		if s.CPUStart > 0 {
+			line += fmt.Sprintf("; %d run on the CPU while the GPU opened", s.CPUStart)
+		}
 		line += ")"
 	}
 	return line

@@ -94,6 +94,15 @@ type Device interface {
 	Run(s Stream, call *OpCall) error
 }
 
+// Starter is implemented by a Device that finishes opening in the background
+// (the CUDA device: the driver takes about a tenth of a second for a context).
+// Ready is closed once the device opened or failed to; OpenErr then says
+// which. BindThread waits for Ready and fails with OpenErr.
+type Starter interface {
+	Ready() <-chan struct{}
+	OpenErr() error
+}
+
 // OpImage places one image of a batch for one op.
 type OpImage struct {
 	In, Out Shape // the op's input and output shapes

@@ -26,6 +26,12 @@ type FakeConfig struct {
 	Fault func(call string) error
 	// MaxDeviceBytes limits device allocations (0: unlimited).
 	MaxDeviceBytes int64
+	// Opened, when set, makes the device open in the background, as the CUDA
+	// device does (sched.Starter): Ready returns it, and BindThread waits for
+	// it to be closed, then fails with OpenErr when that is set. nil: the
+	// device is open at once.
+	Opened  <-chan struct{}
+	OpenErr error
 	// PageableRate, when positive, lets copies use memory that HostAlloc
 	// did not return (sched.Config.Pageable): they then run synchronously, after
 	// the stream's earlier work, at this many bytes per second. When 0 such
@@ -141,8 +147,29 @@ func NewFake(cfg FakeConfig) *FakeDevice {
 // Name implements sched.Device.
 func (f *FakeDevice) Name() string { return f.name }
 
-// BindThread implements sched.Device.
-func (f *FakeDevice) BindThread() error { return nil }
+// BindThread implements sched.Device: it waits until the device opened.
+func (f *FakeDevice) BindThread() error { return f.OpenErr() }
+
+// opened is the Ready of a device that opens at once.
+var opened = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// Ready implements sched.Starter: FakeConfig.Opened, or a closed channel.
+func (f *FakeDevice) Ready() <-chan struct{} {
+	if f.cfg.Opened == nil {
+		return opened
+	}
+	return f.cfg.Opened
+}
+
+// OpenErr implements sched.Starter: FakeConfig.OpenErr, once Ready is closed.
+func (f *FakeDevice) OpenErr() error {
+	<-f.Ready()
+	return f.cfg.OpenErr
+}
 
 // Err is the error that broke the device, or nil.
 func (f *FakeDevice) Err() error {

@@ -1,0 +1,205 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched"
+)
+
+// A GPU run does not wait for its devices to open. The CUDA driver takes a few hundred
+// milliseconds to retain a context and load the kernels, which it does in the background
+// (sched.Starter), and each executor then page-locks its first slot. Until the executors
+// are up, the decode workers run their inputs wholly on the CPU, with the same bits as the
+// device: a small folder is mostly done before the GPU is. Summary.CPUStart counts them.
+
+// start starts the executors, one per device, under the run's context (an interrupt or a
+// fatal error of the run stops them, abandoning the batches on the devices), the decode
+// and save workers, and the goroutines that end the run when a device fails and close done
+// once every input was accounted for. When every device is open, or GPUOptions.Wait, the
+// executors start first, and an error means that nothing was started; otherwise they
+// start in the background (begin).
+func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
+	b.r, b.up = r, make(chan struct{})
+	r.sum.Streams, r.sum.Batch = b.run.cfg.Streams, b.run.cfg.Batch
+	drained := make(chan struct{}) // every decode worker is done
+	if b.run.opening() && !b.run.wait {
+		g.Go(func() error { return b.begin(g, drained) })
+	} else if err := b.begin(g, drained); err != nil {
+		return err
+	}
+	var decoders, savers sync.WaitGroup
+	for i := 0; i < r.opt.Workers; i++ {
+		decoders.Add(1)
+		g.Go(func() error {
+			defer decoders.Done()
+			b.decodeWorker(&worker{track: fmt.Sprintf("decode worker %d", i+1)})
+			return nil
+		})
+		savers.Add(1)
+		g.Go(func() error {
+			defer savers.Done()
+			if <-b.up; b.x != nil {
+				// Save workers spread their device JPEG encoders over the devices.
+				b.saveWorker(fmt.Sprintf("save worker %d", i+1), b.run.jpeg[i%len(b.run.jpeg)])
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		decoders.Wait()
+		close(drained)
+		if <-b.up; b.x != nil {
+			b.x.closeInput() // seals the last partial batches
+		}
+		savers.Wait() // Results are closed: the executors finished or stopped
+		if b.x != nil {
+			b.x.wait()
+		}
+		// Inputs of batches abandoned on a device never came back: they were not done.
+		b.inExec.Range(func(k, v any) bool {
+			it := v.(*item)
+			it.dropped = true
+			b.inExec.Delete(k)
+			r.done <- it
+			return true
+		})
+		close(r.done)
+		return nil
+	})
+	return nil
+}
+
+// begin starts the executors and the goroutines that watch them once the devices opened,
+// then closes up. When the decode workers are done first (drained: the CPU did every
+// input, or the run ended), it starts none and does not wait. A device that failed to open
+// leaves the run on the CPU under GPUOptions.Optional, with a notice; any other failure
+// cancels the run before up is closed, so that no decode worker takes the missing
+// executors for devices still opening.
+func (b *gpuBackend) begin(g *errgroup.Group, drained <-chan struct{}) error {
+	defer close(b.up)
+	r := b.r
+	for _, d := range b.run.devs {
+		if s, ok := d.(sched.Starter); ok {
+			select {
+			case <-s.Ready():
+			case <-drained:
+				return nil
+			}
+		}
+	}
+	if err := b.run.openErr(); err != nil && b.run.optional {
+		b.noGPU = err
+		if r.opt.Notice != nil {
+			r.opt.Notice(fmt.Sprintf("no usable GPU (%v); running on the CPU", err))
+		}
+		return nil
+	}
+	x, err := startExecutors(r.ctx, b.run, r.opt.Trace)
+	if err != nil {
+		r.cancel(err)
+		return err
+	}
+	for _, e := range x.list {
+		g.Go(func() error {
+			// An executor stops by itself on a device error; it is stopped with the run's
+			// cause when the run is cancelled (by another device's error too), which is not
+			// a device error.
+			err := e.Wait()
+			if err != nil && err != context.Cause(r.ctx) {
+				err = fmt.Errorf("device error: %w", err)
+				r.cancel(err)
+				return err
+			}
+			return nil
+		})
+	}
+	b.x, b.results = x, x.results(g)
+	return nil
+}
+
+// onCPU reports whether the decode workers run inputs wholly on the CPU: until the
+// executors are up, and for the whole run when no device opened (GPUOptions.Optional).
+func (b *gpuBackend) onCPU() bool {
+	select {
+	case <-b.up:
+		return b.x == nil
+	default:
+		return true
+	}
+}
+
+// decodeWorker decodes inputs into the executor's slots until the source is drained.
+// Inputs that need no device work (failed, skipped, too large for a slot) are finished
+// here, as are those that run on the CPU (onCPU); the others are finished by a save worker.
+func (b *gpuBackend) decodeWorker(w *worker) {
+	r := b.r
+	for it := range r.jobs {
+		if r.ctx.Err() != nil || r.after(it.idx) {
+			it.dropped = true
+		} else {
+			if b.onCPU() {
+				if r.process(it, w); !it.dropped {
+					b.cpuStart.Add(1)
+				}
+			} else if b.toDevice(it, w) {
+				continue // a save worker has it now
+			}
+			if it.res.Status == StatusFailed && r.opt.StopOnError {
+				r.fail(it)
+			}
+		}
+		r.done <- it
+	}
+}
+
+// finish closes the executors, freeing their memory, and puts their figures into the
+// summary. Without executors the run was on the CPU (no device opened under
+// GPUOptions.Optional), or failed: its error says why.
+func (b *gpuBackend) finish(sum *Summary) error {
+	if b.noGPU != nil {
+		sum.Device, sum.Streams, sum.Batch = "cpu", 0, 0
+		return nil
+	}
+	sum.CPUStart = int(b.cpuStart.Load())
+	if b.x == nil {
+		return nil
+	}
+	sts := b.x.stats()
+	b.jpegMu.Lock()
+	err := errors.Join(b.x.close(), b.jpegErr)
+	b.jpegMu.Unlock()
+	sum.gpuStats(sts)
+	sum.CPUFallback = int(b.cpuFallback.Load())
+	return err
+}
+
+// opening reports whether a device of the run is still opening (sched.Starter).
+func (g *gpuRun) opening() bool {
+	for _, d := range g.devs {
+		if s, ok := d.(sched.Starter); ok {
+			select {
+			case <-s.Ready():
+			default:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// openErr says why one of the run's devices could not open, or nil; it waits for them.
+func (g *gpuRun) openErr() error {
+	for _, d := range g.devs {
+		if s, ok := d.(sched.Starter); ok {
+			if err := s.OpenErr(); err != nil {
+				return fmt.Errorf("%s: %w", d.Name(), err)
+			}
+		}
+	}
+	return nil
+}
