@@ -19,8 +19,7 @@ import (
 // unusable and later calls fail fast; the executor treats any device error
 // as fatal and the CLI maps cu.IsSticky errors to exit code 3.
 type Device struct {
-	g    *GPU
-	name string
+	g *GPU
 	// loaded is closed once the kernels are loaded into the context, k or
 	// loadErr set (NewDevice loads them in the background).
 	loaded  chan struct{}
@@ -31,15 +30,11 @@ type Device struct {
 }
 
 // NewDevice starts loading the kernels into g's context, in the background
-// like the context itself: Ready is closed once they are loaded or failed to
-// be, and every call that needs them waits until then. Close unloads them,
+// like the device and its context (OpenGPU): Ready is closed once they are
+// loaded or failed to be, and every call that needs them waits until then. Close unloads them,
 // after every executor on the Device was closed.
-func NewDevice(g *GPU) (*Device, error) {
-	name, err := g.Device().Name()
-	if err != nil {
-		return nil, err
-	}
-	d := &Device{g: g, name: fmt.Sprintf("GPU %d (%s)", g.Ordinal(), name), loaded: make(chan struct{})}
+func NewDevice(g *GPU) *Device {
+	d := &Device{g: g, loaded: make(chan struct{})}
 	go func() {
 		defer close(d.loaded)
 		d.loadErr = g.Do(func() (err error) {
@@ -47,7 +42,7 @@ func NewDevice(g *GPU) (*Device, error) {
 			return err
 		})
 	}()
-	return d, nil
+	return d
 }
 
 // Ready implements sched.Starter: it is closed once the context is retained
@@ -87,8 +82,14 @@ func (d *Device) Close() error {
 // GPU returns the device's GPU.
 func (d *Device) GPU() *GPU { return d.g }
 
-// Name implements sched.Device: the GPU's name and ordinal.
-func (d *Device) Name() string { return d.name }
+// Name implements sched.Device: the GPU's ordinal and name, "GPU 0 (NVIDIA
+// H200)", once found; without a device found, its ordinal only.
+func (d *Device) Name() string {
+	if name := d.g.Name(); name != "" {
+		return fmt.Sprintf("GPU %d (%s)", d.g.Ordinal(), name)
+	}
+	return fmt.Sprintf("GPU %d", d.g.Ordinal())
+}
 
 // BindThread implements sched.Device: it makes the GPU's context current on
 // the calling (locked) thread.

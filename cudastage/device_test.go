@@ -29,10 +29,7 @@ import (
 func exDevice(t testing.TB) *Device {
 	t.Helper()
 	g := requireGPU(t)
-	d, err := NewDevice(g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := NewDevice(g)
 	t.Cleanup(func() {
 		if err := d.Close(); err != nil {
 			t.Error(err)
@@ -309,10 +306,7 @@ func faultChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDevice(g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := NewDevice(g)
 	dev := &poisonedTable{Device: d}
 	ops := opsOf("grayscale | blur sigma=1.5 | transpose | histogram")
 	ctx := context.Background()

@@ -15,16 +15,19 @@ import (
 	"sync"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
 // ErrClosed is returned by Do after Close.
 var ErrClosed = errors.New("cudastage: GPU closed")
 
-// ErrNoSuchGPU is wrapped by OpenGPU's error when the ordinal names no device
-// the driver sees, as opposed to no GPU being usable at all (cu.ErrNoDriver,
-// cu.ErrNoDevice, cu.ErrDriverTooOld): a caller may fall back to the CPU on
-// the latter but should report the former, which is a mistake in the request.
-var ErrNoSuchGPU = errors.New("no GPU")
+// ErrNoSuchGPU is wrapped by the error of a GPU whose ordinal names no device
+// the driver sees (OpenGPU's for a negative one; Found's, and every call's,
+// once the driver counted them), as opposed to no GPU being usable at all
+// (cu.ErrNoDriver, cu.ErrNoDevice, cu.ErrDriverTooOld): a caller may fall back
+// to the CPU on the latter but should report the former, which is a mistake in
+// the request.
+var ErrNoSuchGPU = sched.ErrNoSuchDevice
 
 // GPU is one device with its primary context retained. Driver calls that
 // need the context go through Do (or a goroutine bound with Bind), which
@@ -37,50 +40,70 @@ var ErrNoSuchGPU = errors.New("no GPU")
 // anything more, returning it. A GPU is safe for concurrent use.
 type GPU struct {
 	ordinal int
+	// found is closed once the driver is initialised and the device found, dev and name
+	// or findErr set; opened once its primary context is retained, ctx or ctxErr set
+	// (OpenGPU does both in the background).
+	found   chan struct{}
 	dev     cu.Device
-	// opened is closed once the primary context is retained, ctx or openErr set (OpenGPU
-	// retains it in the background).
+	name    string
+	findErr error
 	opened  chan struct{}
 	ctx     cu.Context
-	openErr error
+	ctxErr  error
 
 	mu     sync.Mutex
 	fault  error
 	closed bool
 }
 
-// OpenGPU loads the driver if needed, finds the device with the given ordinal
-// and starts retaining its primary context in the background: the driver takes
-// about a tenth of a second for it, which a run spends on its CPU workers
-// (Ready). Calls that need the context wait for it, and fail with the driver's
-// error when it could not be retained. OpenGPU's error says why no GPU can be
-// used (no libcuda, no device, driver too old), or wraps ErrNoSuchGPU and says
-// how many GPUs there are when the ordinal is not one of them.
+// OpenGPU checks that the driver library is there and new enough, then
+// initialises the driver, finds the device with the given ordinal and retains
+// its primary context in the background: the driver takes a few tenths of a
+// second for that, which a run spends on its CPU workers (Device.Ready). Calls
+// that need the device or the context wait for it, and fail with the reason
+// when it could not be had: no device, or an ordinal that is not one of the
+// GPUs (wrapping ErrNoSuchGPU, saying how many there are), or the driver's
+// error. OpenGPU's own error says why no GPU can be used at all (no libcuda,
+// driver too old), or refuses a negative ordinal.
 func OpenGPU(ordinal int) (*GPU, error) {
 	if ordinal < 0 {
 		// Refused before loading the driver: it is wrong on every machine.
 		return nil, fmt.Errorf("cudastage: %w %d: GPU ordinals count from 0", ErrNoSuchGPU, ordinal)
 	}
-	if err := cu.Load(); err != nil {
+	if err := cu.Find(); err != nil {
 		return nil, err
+	}
+	g := &GPU{ordinal: ordinal, found: make(chan struct{}), opened: make(chan struct{})}
+	go func() {
+		defer close(g.opened)
+		g.dev, g.name, g.findErr = findDevice(ordinal)
+		close(g.found)
+		if g.findErr == nil {
+			g.ctx, g.ctxErr = g.dev.PrimaryCtxRetain()
+		}
+	}()
+	return g, nil
+}
+
+// findDevice initialises the driver and returns the device with the given
+// ordinal and its name.
+func findDevice(ordinal int) (cu.Device, string, error) {
+	if err := cu.Load(); err != nil {
+		return 0, "", err
 	}
 	n, err := cu.DeviceCount()
 	if err != nil {
-		return nil, err
+		return 0, "", err
 	}
 	if ordinal >= n {
-		return nil, ordinalError(ordinal, n, os.Getenv("CUDA_VISIBLE_DEVICES"))
+		return 0, "", ordinalError(ordinal, n, os.Getenv("CUDA_VISIBLE_DEVICES"))
 	}
 	dev, err := cu.DeviceGet(ordinal)
 	if err != nil {
-		return nil, err
+		return 0, "", err
 	}
-	g := &GPU{ordinal: ordinal, dev: dev, opened: make(chan struct{})}
-	go func() {
-		defer close(g.opened)
-		g.ctx, g.openErr = dev.PrimaryCtxRetain()
-	}()
-	return g, nil
+	name, err := dev.Name()
+	return dev, name, err
 }
 
 // ordinalError says that GPU ordinal does not exist among the n the driver
@@ -106,20 +129,39 @@ func ordinalError(ordinal, n int, visible string) error {
 // Ordinal returns the device's index.
 func (g *GPU) Ordinal() int { return g.ordinal }
 
-// Device returns the device handle.
-func (g *GPU) Device() cu.Device { return g.dev }
+// Found waits until the device is found and says why it could not be, or nil.
+func (g *GPU) Found() error {
+	<-g.found
+	return g.findErr
+}
 
-// Context returns the primary context, once retained (0 when that failed).
+// Device returns the device handle, once found (0 when it could not be).
+func (g *GPU) Device() cu.Device {
+	<-g.found
+	return g.dev
+}
+
+// Name is the device's name as the driver gives it ("NVIDIA H200"), once found;
+// "" when it could not be.
+func (g *GPU) Name() string {
+	<-g.found
+	return g.name
+}
+
+// Context returns the primary context, once retained (0 when it could not be).
 func (g *GPU) Context() cu.Context {
 	<-g.opened
 	return g.ctx
 }
 
 // retained waits for the primary context and returns why it could not be
-// retained, or nil.
+// retained (or the device found), or nil.
 func (g *GPU) retained() error {
 	<-g.opened
-	return g.openErr
+	if g.findErr != nil {
+		return g.findErr
+	}
+	return g.ctxErr
 }
 
 // Do runs f on the calling goroutine, locked to its OS thread with the

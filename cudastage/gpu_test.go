@@ -68,14 +68,45 @@ func TestFaultTracking(t *testing.T) {
 	}
 }
 
+// Open returns before the device is open; closed at once, before it is used, it waits
+// for the opening and releases everything; opened, it is named by its model and usable.
+func TestOpenInBackground(t *testing.T) {
+	ordinal := cutest.Require(t)
+	for _, use := range []bool{false, true} {
+		d, closeDev, err := Open(ordinal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if use {
+			if err := d.OpenErr(); err != nil {
+				t.Fatal(err)
+			}
+			if name := d.Name(); name != fmt.Sprintf("GPU %d (%s)", ordinal, d.GPU().Name()) || d.GPU().Name() == "" {
+				t.Errorf("Name = %q", name)
+			}
+			if err := d.GPU().Do(func() error { _, _, err := cu.MemGetInfo(); return err }); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := closeDev(); err != nil {
+			t.Errorf("close (used %v): %v", use, err)
+		}
+		select {
+		case <-d.Ready():
+		default:
+			t.Errorf("closed (used %v) before Ready", use)
+		}
+	}
+}
+
 func TestOpenGPUWithoutGPU(t *testing.T) {
 	if cu.Load() == nil {
-		if _, err := OpenGPU(1 << 20); err == nil {
+		if openErr(1<<20) == nil {
 			t.Error("OpenGPU(huge ordinal) succeeded")
 		}
 		return
 	}
-	_, err := OpenGPU(0)
+	err := openErr(0)
 	if !errors.Is(err, cu.ErrNoDriver) && !errors.Is(err, cu.ErrNoDevice) && !errors.Is(err, cu.ErrDriverTooOld) {
 		t.Errorf("OpenGPU without a GPU = %v, want the reason", err)
 	}
@@ -126,10 +157,7 @@ func TestGPUPoolsConcurrent(t *testing.T) {
 		iters   = 40
 		maxN    = 8 << 20
 	)
-	d, err := NewDevice(g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := NewDevice(g)
 	defer d.Close()
 	host, err := pinned.New(int64(workers*2*pinned.ClassSize(maxN)), sched.HostAllocator(d))
 	if err != nil {

@@ -3,17 +3,14 @@ package cudastage
 import "errors"
 
 // Open opens GPU ordinal as a device the scheduler runs segments on: OpenGPU, then
-// NewDevice. The returned function unloads the kernels and releases the GPU. The error is
-// OpenGPU's (it wraps ErrNoSuchGPU for an ordinal the driver does not have, and otherwise
-// says why no GPU can be used) or NewDevice's.
+// NewDevice. It returns at once; the device opens in the background (Device.Ready, and
+// OpenErr for why it could not). The returned function unloads the kernels and releases
+// the GPU. The error is OpenGPU's: no GPU can be used at all, or a negative ordinal.
 func Open(ordinal int) (*Device, func() error, error) {
 	g, err := OpenGPU(ordinal)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := NewDevice(g)
-	if err != nil {
-		return nil, nil, errors.Join(err, g.Close())
-	}
+	d := NewDevice(g)
 	return d, func() error { return errors.Join(d.Close(), g.Close()) }, nil
 }

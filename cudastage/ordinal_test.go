@@ -2,6 +2,7 @@ package cudastage
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
@@ -38,12 +39,13 @@ func TestOpenGPUNegativeOrdinal(t *testing.T) {
 	}
 }
 
-// On a machine with a GPU, an ordinal past the last device wraps ErrNoSuchGPU; without
-// one, the reason is the missing driver or device, not the ordinal.
+// On a machine with a GPU, an ordinal past the last device wraps ErrNoSuchGPU, found in the
+// background: calls fail with it, and Close has nothing to release. Without a GPU, the
+// reason is the missing driver or device, not the ordinal.
 func TestOpenGPUOrdinalOutOfRange(t *testing.T) {
-	_, err := OpenGPU(1 << 20)
+	err := openErr(1 << 20)
 	if err == nil {
-		t.Fatal("OpenGPU(1<<20) succeeded")
+		t.Fatal("OpenGPU(1<<20) found a device")
 	}
 	if cu.Load() == nil {
 		if !errors.Is(err, ErrNoSuchGPU) {
@@ -54,4 +56,21 @@ func TestOpenGPUOrdinalOutOfRange(t *testing.T) {
 	if errors.Is(err, ErrNoSuchGPU) {
 		t.Errorf("OpenGPU(1<<20) without a GPU = %v, want the driver's reason", err)
 	}
+}
+
+// openErr opens GPU ordinal as Open does and returns why it could not be: OpenGPU's error,
+// or the one found in the background, which every call that needs the device returns.
+func openErr(ordinal int) error {
+	d, closeDev, err := Open(ordinal)
+	if err != nil {
+		return err
+	}
+	err = d.OpenErr()
+	if bindErr := d.BindThread(); !errors.Is(bindErr, err) {
+		return fmt.Errorf("BindThread = %v, OpenErr %w", bindErr, err)
+	}
+	if cerr := closeDev(); cerr != nil {
+		return fmt.Errorf("close = %v, OpenErr %w", cerr, err)
+	}
+	return err
 }

@@ -29,8 +29,11 @@ func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
 	drained := make(chan struct{}) // every decode worker is done
 	if b.run.opening() && !b.run.wait {
 		g.Go(func() error { return b.begin(g, drained) })
-	} else if err := b.begin(g, drained); err != nil {
-		return err
+	} else {
+		r.sum.Device = b.run.name()
+		if err := b.begin(g, drained); err != nil {
+			return err
+		}
 	}
 	var decoders, savers sync.WaitGroup
 	for i := 0; i < r.opt.Workers; i++ {
@@ -92,7 +95,8 @@ func (b *gpuBackend) begin(g *errgroup.Group, drained <-chan struct{}) error {
 			}
 		}
 	}
-	if err := b.run.openErr(); err != nil && b.run.optional {
+	// A device that does not exist is a mistake in the request, not a missing GPU.
+	if err := b.run.openErr(); err != nil && b.run.optional && !errors.Is(err, sched.ErrNoSuchDevice) {
 		b.noGPU = err
 		if r.opt.Notice != nil {
 			r.opt.Notice(fmt.Sprintf("no usable GPU (%v); running on the CPU", err))
@@ -165,6 +169,7 @@ func (b *gpuBackend) finish(sum *Summary) error {
 		sum.Device, sum.Streams, sum.Batch = "cpu", 0, 0
 		return nil
 	}
+	sum.Device = b.run.name()
 	sum.CPUStart = int(b.cpuStart.Load())
 	if b.x == nil {
 		return nil

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 )
 
@@ -38,6 +39,7 @@ func TestGPUStartsOnCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	openFailed := errors.New("CUDA_ERROR_DEVICE_UNAVAILABLE")
+	noSuch := fmt.Errorf("%w 7: the driver sees 1 GPU", sched.ErrNoSuchDevice)
 	tests := []struct {
 		name      string
 		at        int   // results reported when the device opens (or fails to), or the run is interrupted
@@ -59,6 +61,7 @@ func TestGPUStartsOnCPU(t *testing.T) {
 		{name: "waits under Wait", at: -1, wait: true, device: "fake"},
 		{name: "fails to open", at: 5, openErr: openFailed, gate: "end", wantErr: openFailed, cpuStart: 5, device: "fake"},
 		{name: "fails to open under auto", at: 5, openErr: openFailed, optional: true, gate: "notice", device: "cpu"},
+		{name: "no such GPU under auto", at: 5, openErr: noSuch, optional: true, gate: "end", wantErr: sched.ErrNoSuchDevice, cpuStart: 5, device: "fake"},
 		{name: "interrupted while opening", at: 5, interrupt: true, gate: "end", wantErr: context.Canceled, cpuStart: 5, device: "fake"},
 	}
 	for _, tt := range tests {
@@ -115,7 +118,7 @@ func TestGPUStartsOnCPU(t *testing.T) {
 			if sum.CPUStart < tt.cpuStart || sum.CPUStart > sum.Total() {
 				t.Errorf("%d inputs started on the CPU of %d reported, want at least %d", sum.CPUStart, sum.Total(), tt.cpuStart)
 			}
-			if tt.optional != (len(notices) == 1 && strings.Contains(notices[0], "no usable GPU ("+dev.Name()+": "+openFailed.Error())) {
+			if (tt.device == "cpu") != (len(notices) == 1 && strings.Contains(notices[0], "no usable GPU ("+dev.Name()+": "+openFailed.Error())) {
 				t.Errorf("notices %q", notices)
 			}
 			if tt.interrupt != sum.Interrupted {

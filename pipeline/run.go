@@ -126,8 +126,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		if g == nil {
 			opt.GPU = nil // the plan runs on the CPU; newGPURun gave the notice
 		} else {
-			be = &gpuBackend{run: g}
-			opt.Device = g.name()
+			be = &gpuBackend{run: g} // it names the devices in the summary, once they are found
 			opt.Window = max(opt.Window, g.window(opt.Workers))
 		}
 	}

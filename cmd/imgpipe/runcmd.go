@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/blobio"
+	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/job"
@@ -383,6 +384,9 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 	// --pinned-mb) are usage errors, found before anything is written.
 	opt := job.Exec.RunOptions(tgt.devs...)
 	if err := pipeline.CheckGPU(plan, opt); err != nil {
+		if errors.Is(err, cudastage.ErrNoSuchGPU) {
+			return noSuchGPU(err)
+		}
 		if errors.Is(err, pipeline.ErrNoDeviceDecoder) && opt.GPU != nil {
 			return fatalError("%v", err) // a GPU that cannot load nvJPEG: a runtime problem
 		}
@@ -524,6 +528,8 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 	case sum.Interrupted:
 		fmt.Fprintf(stderr, "imgpipe: interrupted; the report covers the %d inputs done (--resume carries on)\n", sum.Total())
 		return reported{code: exitInterrupted}
+	case errors.Is(runErr, cudastage.ErrNoSuchGPU): // found while the run started on the CPU
+		return noSuchGPU(runErr)
 	case runErr != nil && !errors.Is(runErr, pipeline.ErrStopped):
 		return fatalError("%v", runErr)
 	case sum.Failed > 0:

@@ -17,7 +17,8 @@ const LibraryName = "libcuda.so.1"
 
 // driver holds the entry points of one opened libcuda.
 type driver struct {
-	handle uintptr
+	handle  uintptr
+	version int // cuDriverGetVersion's
 
 	cuInit, cuDriverGetVersion, cuGetErrorName, cuGetErrorString                uintptr
 	cuDeviceGetCount, cuDeviceGet, cuDeviceGetName, cuDeviceGetAttribute        uintptr
@@ -88,10 +89,28 @@ func (d *driver) symbols() []struct {
 }
 
 var (
+	findOnce sync.Once
+	found    *driver
+	findErr  error
+
 	loadOnce sync.Once
 	loaded   *driver
 	loadErr  error
 )
+
+// Find opens libcuda.so.1 and checks that it is new enough, without
+// initialising it: in about a millisecond it tells whether a GPU may be usable
+// at all (the error wraps ErrNoDriver or ErrDriverTooOld), where Load's
+// cuInit takes about a tenth of a second when there is a GPU.
+func Find() error {
+	_, err := find()
+	return err
+}
+
+func find() (*driver, error) {
+	findOnce.Do(func() { found, findErr = openLib(LibraryName) })
+	return found, findErr
+}
 
 // Load opens libcuda.so.1 and initialises the driver (cuInit(0)). Only the
 // first call does the work; later calls return the same result. Every other
@@ -104,13 +123,33 @@ func Load() error {
 }
 
 func get() (*driver, error) {
-	loadOnce.Do(func() { loaded, loadErr = open(LibraryName) })
+	loadOnce.Do(func() {
+		if loaded, loadErr = find(); loadErr == nil {
+			loadErr = loaded.init()
+		}
+		if loadErr != nil {
+			loaded = nil
+		}
+	})
 	return loaded, loadErr
 }
 
 // open loads the driver library at path and initialises it. It is separate
 // from Load so tests can open a fake library.
 func open(path string) (*driver, error) {
+	d, err := openLib(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.init(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// openLib loads the driver library at path and finds its entry points,
+// checking its version first.
+func openLib(path string) (*driver, error) {
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
 		return nil, fmt.Errorf("%w (is the NVIDIA driver installed?): %v", ErrNoDriver, err)
@@ -150,22 +189,26 @@ func open(path string) (*driver, error) {
 			return nil, fmt.Errorf("%w: driver (CUDA %s) lacks %s", ErrDriverTooOld, VersionString(v), s.names[0])
 		}
 	}
+	d.version = v
+	return d, nil
+}
+
+// init initialises the driver (cuInit) and checks that it sees a device.
+func (d *driver) init() error {
 	if err := d.call("cuInit", d.cuInit, 0); err != nil {
-		switch {
-		case HasCode(err, ErrorNoDevice):
-			return nil, fmt.Errorf("%w: %w", ErrNoDevice, err)
-		default:
-			return nil, err
+		if HasCode(err, ErrorNoDevice) {
+			return fmt.Errorf("%w: %w", ErrNoDevice, err)
 		}
+		return err
 	}
 	var n int32
 	if err := d.call("cuDeviceGetCount", d.cuDeviceGetCount, uintptr(unsafe.Pointer(&n))); err != nil {
-		return nil, err
+		return err
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("%w: the driver (CUDA %s) sees 0 devices", ErrNoDevice, VersionString(v))
+		return fmt.Errorf("%w: the driver (CUDA %s) sees 0 devices", ErrNoDevice, VersionString(d.version))
 	}
-	return d, nil
+	return nil
 }
 
 // call invokes a driver entry point and turns its CUresult into an error

@@ -1,6 +1,9 @@
 package sched
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Stream is a device queue handle. Work enqueued on one stream runs in order;
 // work on different streams may overlap.
@@ -93,6 +96,11 @@ type Device interface {
 	// Run enqueues call's op over all of call.Images on the stream.
 	Run(s Stream, call *OpCall) error
 }
+
+// ErrNoSuchDevice is wrapped by a Starter's OpenErr when the device asked for
+// does not exist (cudastage.ErrNoSuchGPU): a mistake in the request, which a
+// run reports even where it could go on without the device.
+var ErrNoSuchDevice = errors.New("no GPU")
 
 // Starter is implemented by a Device that finishes opening in the background
 // (the CUDA device: the driver takes about a tenth of a second for a context).
