@@ -83,10 +83,16 @@ func (d *Device) Close() error {
 func (d *Device) GPU() *GPU { return d.g }
 
 // Name implements sched.Device: the GPU's ordinal and name, "GPU 0 (NVIDIA
-// H200)", once found; without a device found, its ordinal only.
+// H200)"; its ordinal only, "GPU 0", until the device is found (it does not
+// wait: a run that the CPU finished while the driver started names it so), or
+// when it could not be.
 func (d *Device) Name() string {
-	if name := d.g.Name(); name != "" {
-		return fmt.Sprintf("GPU %d (%s)", d.g.Ordinal(), name)
+	select {
+	case <-d.g.found:
+		if name := d.g.Name(); name != "" {
+			return fmt.Sprintf("GPU %d (%s)", d.g.Ordinal(), name)
+		}
+	default:
 	}
 	return fmt.Sprintf("GPU %d", d.g.Ordinal())
 }

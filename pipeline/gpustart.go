@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -185,16 +186,7 @@ func (b *gpuBackend) finish(sum *Summary) error {
 
 // opening reports whether a device of the run is still opening (sched.Starter).
 func (g *gpuRun) opening() bool {
-	for _, d := range g.devs {
-		if s, ok := d.(sched.Starter); ok {
-			select {
-			case <-s.Ready():
-			default:
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(g.devs, func(d sched.Device) bool { return !sched.Opened(d) })
 }
 
 // openErr says why one of the run's devices could not open, or nil; it waits for them.

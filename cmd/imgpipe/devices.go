@@ -113,10 +113,16 @@ type target struct {
 	why     string         // why the CPU is used under --device auto
 }
 
-// close closes the GPUs; on the CPU there is nothing to close.
+// close closes the GPUs; on the CPU there is nothing to close. A GPU still opening (the
+// CPU did the whole run meanwhile) is closed in the background rather than waited for:
+// the process may end first, which ends the driver's work on it.
 func (t *target) close() error {
 	var errs []error
-	for _, c := range t.closers {
+	for i, c := range t.closers {
+		if !sched.Opened(t.devs[i]) {
+			go c()
+			continue
+		}
 		errs = append(errs, c())
 	}
 	return errors.Join(errs...)

@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 )
 
@@ -44,5 +46,38 @@ func TestGPUFailsToOpen(t *testing.T) {
 				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, stderr)
 			}
 		})
+	}
+}
+
+// A run that the CPU finishes while the GPU is still opening neither waits for it to open
+// nor for it to close: every input ran on the CPU, and the GPU is closed in the background
+// once it opened.
+func TestGPUStillOpeningAtTheEnd(t *testing.T) {
+	in := deviceFolder(t)
+	opened := make(chan struct{})
+	closed := make(chan struct{})
+	setOpenDevice(t, func(int) (sched.Device, func() error, error) {
+		d := schedtest.NewFake(schedtest.FakeConfig{Opened: opened})
+		return d, func() error {
+			<-d.Ready() // as the CUDA device's close waits for its opening
+			d.Close()
+			close(closed)
+			return nil
+		}, nil
+	})
+	// Were the run to wait for the GPU, it would open after 20 s and the run end then.
+	timer := time.AfterFunc(20*time.Second, func() { close(opened) })
+	_, sum, stderr := compareDevices(t, in, "decode | blur sigma=1 | save", "cuda")
+	if !timer.Stop() {
+		t.Fatal("the run waited for the GPU to open")
+	}
+	if sum.Device != "fake" || sum.CPUStart != sum.Total() || sum.Batches != 0 {
+		t.Errorf("summary %+v\n%s", sum, stderr)
+	}
+	close(opened)
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Error("the GPU was not closed once it opened")
 	}
 }

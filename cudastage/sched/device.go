@@ -111,6 +111,21 @@ type Starter interface {
 	OpenErr() error
 }
 
+// Opened reports whether d is open: it opens at once (it is no Starter), or its
+// Ready is closed.
+func Opened(d Device) bool {
+	s, ok := d.(Starter)
+	if !ok {
+		return true
+	}
+	select {
+	case <-s.Ready():
+		return true
+	default:
+		return false
+	}
+}
+
 // OpImage places one image of a batch for one op.
 type OpImage struct {
 	In, Out Shape // the op's input and output shapes
