@@ -210,7 +210,7 @@ var executionSettings = []ParamSpec{
 	{Name: "pinned_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: sched.MaxSlotBytes >> 20},
 		Help: "page-locked memory for the GPU's batch slots, in MiB (GPU only); 0 sizes each slot for batch 1080p frames"},
 	{Name: "gpu_wait", Kind: Bool, Default: false,
-		Help: "wait for the GPU to open (about a quarter of a second) before the first input, instead of running the first inputs wholly on the CPU meanwhile (the same bits)"},
+		Help: "wait for the GPU to open (a few tenths of a second) before the first input, instead of running the first inputs wholly on the CPU meanwhile (the same bits)"},
 	{Name: "max_memory_mb", Kind: Int, Default: int64(0), Range: &Range{Min: 0, Max: 1 << 24},
 		Help: fmt.Sprintf("memory the images being decoded and processed at once may take together, in MiB "+
 			"(each: its file, the decoder's working set and the chain's buffers, charged from its header before it is read; "+
