@@ -31,8 +31,8 @@ type Device struct {
 
 // NewDevice starts loading the kernels into g's context, in the background
 // like the device and its context (OpenGPU): Ready is closed once they are
-// loaded or failed to be, and every call that needs them waits until then. Close unloads them,
-// after every executor on the Device was closed.
+// loaded or failed to be, and every call that needs them waits until then.
+// Close unloads them, after every executor on the Device was closed.
 func NewDevice(g *GPU) *Device {
 	d := &Device{g: g, loaded: make(chan struct{})}
 	go func() {

@@ -22,8 +22,9 @@ import (
 var ErrClosed = errors.New("cudastage: GPU closed")
 
 // ErrNoSuchGPU is wrapped by the error of a GPU whose ordinal names no device
-// the driver sees (OpenGPU's for a negative one; Found's, and every call's,
-// once the driver counted them), as opposed to no GPU being usable at all
+// the driver sees (OpenGPU's for a negative one; otherwise every call's that
+// needs the device, once the driver counted them), as opposed to no GPU being
+// usable at all
 // (cu.ErrNoDriver, cu.ErrNoDevice, cu.ErrDriverTooOld): a caller may fall back
 // to the CPU on the latter but should report the former, which is a mistake in
 // the request.
@@ -128,12 +129,6 @@ func ordinalError(ordinal, n int, visible string) error {
 
 // Ordinal returns the device's index.
 func (g *GPU) Ordinal() int { return g.ordinal }
-
-// Found waits until the device is found and says why it could not be, or nil.
-func (g *GPU) Found() error {
-	<-g.found
-	return g.findErr
-}
 
 // Device returns the device handle, once found (0 when it could not be).
 func (g *GPU) Device() cu.Device {

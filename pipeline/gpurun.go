@@ -59,8 +59,9 @@ type GPUOptions struct {
 	// the executors are up (see gpustart.go).
 	Wait bool
 	// Optional lets the run go on on the CPU, with a notice, when a device fails to finish
-	// opening in the background (sched.Starter: the CUDA driver could not retain its
-	// context); otherwise that fails the run. The CLI's --device auto sets it.
+	// opening in the background (sched.Starter: the CUDA driver finds no device, or cannot
+	// create its context); otherwise, and for a device that does not exist
+	// (sched.ErrNoSuchDevice), that fails the run. The CLI's --device auto sets it.
 	Optional bool
 	// HostPool and DevicePool, when set, are where the slots' page-locked and device
 	// memory come from and go back to (sched.Config's fields of those names): runs one

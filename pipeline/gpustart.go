@@ -12,9 +12,10 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
-// A GPU run does not wait for its devices to open. The CUDA driver takes a few hundred
-// milliseconds to retain a context and load the kernels, which it does in the background
-// (sched.Starter), and each executor then page-locks its first slot. Until the executors
+// A GPU run does not wait for its devices to open. The CUDA driver takes a few tenths of a
+// second to initialise, find the device, create its context and load the kernels, which
+// happens in the background (sched.Starter), and each executor then page-locks its first
+// slot. Until the executors
 // are up, the decode workers run their inputs wholly on the CPU, with the same bits as the
 // device: a small folder is mostly done before the GPU is. Summary.CPUStart counts them.
 
@@ -31,8 +32,9 @@ func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
 	if b.run.opening() && !b.run.wait {
 		g.Go(func() error { return b.begin(g, drained) })
 	} else {
-		r.sum.Device = b.run.name()
-		if err := b.begin(g, drained); err != nil {
+		err := b.begin(g, drained)
+		r.sum.Device = b.run.name() // for the summary of a run that failed here
+		if err != nil {
 			return err
 		}
 	}
@@ -163,8 +165,8 @@ func (b *gpuBackend) decodeWorker(w *worker) {
 }
 
 // finish closes the executors, freeing their memory, and puts their figures into the
-// summary. Without executors the run was on the CPU (no device opened under
-// GPUOptions.Optional), or failed: its error says why.
+// summary. Without executors the CPU did every input (before the devices opened, or
+// because none did under GPUOptions.Optional), or the run failed: its error says why.
 func (b *gpuBackend) finish(sum *Summary) error {
 	if b.noGPU != nil {
 		sum.Device, sum.Streams, sum.Batch = "cpu", 0, 0

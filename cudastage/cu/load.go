@@ -99,9 +99,9 @@ var (
 )
 
 // Find opens libcuda.so.1 and checks that it is new enough, without
-// initialising it: in about a millisecond it tells whether a GPU may be usable
-// at all (the error wraps ErrNoDriver or ErrDriverTooOld), where Load's
-// cuInit takes about a tenth of a second when there is a GPU.
+// initialising it: in a few milliseconds (2 on an H200 host) it tells whether
+// a GPU may be usable at all (the error wraps ErrNoDriver or ErrDriverTooOld),
+// where Load's cuInit takes 0.1-0.25 s there.
 func Find() error {
 	_, err := find()
 	return err
