@@ -222,7 +222,7 @@ func (f *benchFlags) withDevice(ctx context.Context, o *bench.Options, need stri
 	if g := f.exec.GPU; len(g.Ordinals()) != 1 && !several {
 		return usageError("--gpu %s: this mode measures one GPU; name one (bench raw takes several)", g)
 	}
-	tgt, err := resolveDevice(f.exec.Device, f.exec.GPU, need, stderr)
+	tgt, err := resolveDevice(f.exec.Device, f.exec.GPU, need, true, stderr)
 	if err != nil {
 		return err
 	}

@@ -135,8 +135,11 @@ func (t *target) close() error {
 // An ordinal the driver does not have fails under auto too: the user named a GPU, and
 // running elsewhere would hide the mistake. need, when set, says what requires a GPU
 // (bench copy): then no GPU is fatal under auto too. gpus all is every GPU the driver
-// lists. A GPU that fails to open closes those opened before it.
-func resolveDevice(device string, gpus pipeline.GPUSet, need string, stderr io.Writer) (*target, error) {
+// lists. A GPU that fails to open closes those opened before it. wait waits for the GPUs
+// to finish opening, so that a GPU the driver cannot open is one of the failures above
+// (bench, and the queue worker, which runs many times on them); run does not wait: its
+// GPU run starts on the CPU and finds out meanwhile (pipeline.GPUOptions).
+func resolveDevice(device string, gpus pipeline.GPUSet, need string, wait bool, stderr io.Writer) (*target, error) {
 	cpu := &target{}
 	if device == "cpu" { // else auto or cuda: the settings table checked it
 		return cpu, nil
@@ -148,6 +151,11 @@ func resolveDevice(device string, gpus pipeline.GPUSet, need string, stderr io.W
 	tgt := &target{}
 	for _, n := range ordinals { // none when listing them failed
 		dev, closeDev, openErr := openDevice(n)
+		if s, ok := dev.(sched.Starter); ok && wait && openErr == nil {
+			if openErr = s.OpenErr(); openErr != nil {
+				closeDev()
+			}
+		}
 		if err = openErr; err != nil {
 			tgt.close()
 			break

@@ -11,6 +11,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
+	"github.com/imgpipe/imgpipe/pipeline"
 )
 
 // A GPU that fails to open in the background (after the run started on the CPU): under
@@ -79,5 +80,41 @@ func TestGPUStillOpeningAtTheEnd(t *testing.T) {
 	case <-closed:
 	case <-time.After(20 * time.Second):
 		t.Error("the GPU was not closed once it opened")
+	}
+}
+
+// bench and the queue worker wait for the GPU to open (resolveDevice's wait), so that a GPU
+// the driver cannot open is a failure found before they start, as a missing driver is;
+// run does not wait.
+func TestResolveDeviceWaits(t *testing.T) {
+	unavailable := errors.New("cuDevicePrimaryCtxRetain: CUDA_ERROR_DEVICE_UNAVAILABLE")
+	tests := []struct {
+		device   string
+		wait     bool
+		wantGPUs int
+		wantErr  bool
+	}{
+		{"auto", true, 0, false},
+		{"cuda", true, 0, true},
+		{"auto", false, 1, false},
+		{"cuda", false, 1, false},
+	}
+	for _, tt := range tests {
+		closes := fakeDevice(t, schedtest.FakeConfig{OpenErr: unavailable})
+		var stderr strings.Builder
+		tgt, err := resolveDevice(tt.device, pipeline.GPUSet("0"), "", tt.wait, &stderr)
+		switch {
+		case tt.wantErr:
+			if err == nil || !strings.Contains(err.Error(), unavailable.Error()) || closes.Load() != 1 {
+				t.Errorf("%s, wait %v: %v (closed %d times), want the open error", tt.device, tt.wait, err, closes.Load())
+			}
+		case err != nil || len(tgt.devs) != tt.wantGPUs:
+			t.Errorf("%s, wait %v: %v, %d GPUs, want %d", tt.device, tt.wait, err, len(tgt.devs), tt.wantGPUs)
+		case tt.wantGPUs == 0 && (tgt.why == "" || !strings.Contains(stderr.String(), "no usable GPU") || closes.Load() != 1):
+			t.Errorf("%s, wait %v: why %q, closed %d times; stderr %q", tt.device, tt.wait, tgt.why, closes.Load(), stderr.String())
+		}
+		if tgt != nil {
+			tgt.close()
+		}
 	}
 }

@@ -230,7 +230,7 @@ func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool
 	if device == "auto" && len(plan.Pixels) == 0 {
 		device = "cpu"
 	}
-	tgt, err := resolveDevice(device, exec.GPU, "", stderr)
+	tgt, err := resolveDevice(device, exec.GPU, "", true, stderr)
 	if err != nil {
 		return err
 	}

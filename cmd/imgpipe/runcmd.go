@@ -369,7 +369,7 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 	if device == "auto" && len(plan.Pixels) == 0 {
 		device = "cpu"
 	}
-	tgt, err := resolveDevice(device, job.Exec.GPU, "", stderr)
+	tgt, err := resolveDevice(device, job.Exec.GPU, "", false, stderr)
 	if err != nil {
 		return err
 	}
