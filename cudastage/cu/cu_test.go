@@ -421,3 +421,16 @@ func TestModuleAndLaunchWithFake(t *testing.T) {
 		t.Errorf("nil function = %v", err)
 	}
 }
+
+// open loads the driver library at path and initialises it, as Load does with
+// libcuda.so.1.
+func open(path string) (*driver, error) {
+	d, err := openLib(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.init(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}

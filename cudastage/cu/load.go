@@ -134,21 +134,9 @@ func get() (*driver, error) {
 	return loaded, loadErr
 }
 
-// open loads the driver library at path and initialises it. It is separate
-// from Load so tests can open a fake library.
-func open(path string) (*driver, error) {
-	d, err := openLib(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.init(); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
 // openLib loads the driver library at path and finds its entry points,
-// checking its version first.
+// checking its version first. It takes a path so that tests can open a fake
+// library.
 func openLib(path string) (*driver, error) {
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
