@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/imgpipe/imgpipe/cudastage/jpegdec"
+	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
 
 // The records of kernels/jpegdec.cu as Go builds them (turbodecode.go lays them out), and the
@@ -56,13 +57,11 @@ func jpegGeometry(g *jpegImg, f *jpegdec.Frame, denom int) error {
 	g.OH = int32((int64(f.Height)*int64(g.Min) + 7) / 8)
 	fancy := g.Min > 1
 	for c, comp := range f.Comps {
-		h, v, ss := int32(comp.H), int32(comp.V), g.Min
+		h, v := int32(comp.H), int32(comp.V)
 		if len(f.Comps) == 1 {
 			h, v = 1, 1
 		}
-		for ss < 8 && (hmax*g.Min)%(h*ss*2) == 0 && (vmax*g.Min)%(v*ss*2) == 0 {
-			ss *= 2
-		}
+		ss := int32(jpegturbo.IDCTSize(int(hmax), int(vmax), int(h), int(v), denom))
 		g.SS[c] = ss
 		g.DW[c] = int32((int64(f.Width)*int64(h*ss) + int64(hmax*8) - 1) / int64(hmax*8))
 		g.DH[c] = int32((int64(f.Height)*int64(v*ss) + int64(vmax*8) - 1) / int64(vmax*8))

@@ -485,6 +485,9 @@ func decodeTurbo(data []byte, hd Header, canvas image.Point, denom int, alloc Al
 	// From here on canvas and hd are the sizes at the scale; the orientation
 	// turns the scaled picture as it would the full one.
 	canvas.X, canvas.Y = jpegturbo.ScaledSize(canvas.X, canvas.Y, denom)
+	if denom == 8 {
+		data = trimProgressive(data, denom) // the same pixels from fewer scans
+	}
 	hd.W, hd.H = canvas.X, canvas.Y
 	if hd.Orientation >= 5 {
 		hd.W, hd.H = canvas.Y, canvas.X

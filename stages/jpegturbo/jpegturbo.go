@@ -323,6 +323,20 @@ func ScaledSize(w, h, denom int) (int, int) {
 	return (w + denom - 1) / denom, (h + denom - 1) / denom
 }
 
+// IDCTSize is the size of the inverse DCT that libjpeg-turbo runs on the blocks of a
+// component with sampling factors h×v, in a frame whose largest are hmax×vmax, at scale
+// 1/denom (jdmaster.c): 8/denom for the largest components, and twice that, or more, for a
+// subsampled one where it spares the upsampler the work. At 1/8 a block of size 1 becomes
+// one sample from its DC coefficient alone.
+func IDCTSize(hmax, vmax, h, v, denom int) int {
+	scaled := 8 / denom
+	size := scaled
+	for size < 8 && (hmax*scaled)%(h*size*2) == 0 && (vmax*scaled)%(v*size*2) == 0 {
+		size *= 2
+	}
+	return size
+}
+
 // tjFactors are TurboJPEG's scaling factors (num/den), largest first, as tjDecompress2 tries them.
 var tjFactors = [...][2]int{{2, 1}, {15, 8}, {7, 4}, {13, 8}, {3, 2}, {11, 8}, {5, 4}, {9, 8},
 	{1, 1}, {7, 8}, {3, 4}, {5, 8}, {1, 2}, {3, 8}, {1, 4}, {1, 8}}

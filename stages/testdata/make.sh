@@ -23,6 +23,24 @@ for s in 1x1:444 2x1:422 1x2:440 2x2:420 4x1:411 4x2:410; do
 	cjpeg -quality 90 -sample "${s%:*}" "$tmp/p23x13.ppm" > "sub${s#*:}.jpg"
 done
 
+# Progressive JPEGs whose AC scans a decode at 1/8 may leave out (stages/jpegtrim.go): every
+# chroma subsampling that changes which components' blocks become one pixel, cjpeg's default
+# scan script and others, restart markers, and a size that libjpeg-turbo decodes at 1/4 when
+# asked for 1/8.
+python3 pattern.py ppm 67 45 > "$tmp/p67x45.ppm"
+python3 pattern.py ppm 2 3 > "$tmp/p2x3.ppm"
+mkdir -p progressive
+for s in 2x2:420 2x1:422 1x1:444; do
+	cjpeg -quality 90 -progressive -sample "${s%:*}" "$tmp/p67x45.ppm" > "progressive/p${s#*:}.jpg"
+done
+cjpeg -quality 90 -progressive -grayscale "$tmp/p67x45.ppm" > progressive/gray.jpg
+cjpeg -quality 90 -progressive -restart 1 "$tmp/p67x45.ppm" > progressive/restart.jpg
+cjpeg -quality 90 -progressive "$tmp/p2x3.ppm" > progressive/tiny.jpg
+printf '0,1,2: 0 0 0 0; 0: 1 63 0 0; 1: 1 63 0 0; 2: 1 63 0 0;\n' > "$tmp/spectral.txt"
+cjpeg -quality 90 -sample 1x1 -scans "$tmp/spectral.txt" "$tmp/p67x45.ppm" > progressive/spectral.jpg
+printf '0,1,2: 0 0 0 1; 0: 10 63 0 2; 0: 1 9 0 2; 1: 1 63 0 0; 2: 1 63 0 0; 0,1,2: 0 0 1 0; 0: 1 63 2 1; 0: 1 63 1 0;\n' > "$tmp/late.txt"
+cjpeg -quality 90 -sample 1x1 -scans "$tmp/late.txt" "$tmp/p67x45.ppm" > progressive/late.jpg
+
 # Arithmetic-coded JPEGs (sequential and progressive), which libjpeg-turbo reads and Go's
 # decoder does not: jpegtran keeps sub420.jpg's coefficients, so they decode to its pixels.
 # They live in arith/, out of the fixtures every decoder is tested on.

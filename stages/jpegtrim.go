@@ -1,0 +1,140 @@
+package stages
+
+import (
+	"slices"
+
+	"github.com/imgpipe/imgpipe/stages/jpegturbo"
+)
+
+// A progressive JPEG sends each component's coefficients in several scans: its DC
+// coefficients first, then bands of AC coefficients, often refined bit by bit later. When
+// libjpeg-turbo decodes it at 1/8 size, the blocks of a component whose inverse DCT has size 1
+// (every component of a 4:4:4 or 4:2:2 photo, the luma of a 4:2:0 one: jpegturbo.IDCTSize)
+// become one sample from their DC coefficient alone, so most of the file, its AC scans, is
+// decoded for nothing: it was three quarters of the CPU time of a thumbnail run over
+// progressive photos. trimProgressive leaves such scans out, and libjpeg-turbo gives the
+// same bytes from the rest:
+//
+//   - every DC scan is kept, so every DC coefficient is exact;
+//   - a component whose inverse DCT is larger keeps all its scans;
+//   - a component of size 1 keeps its first AC scan that covers some of coefficients 1 to 9
+//     (in zigzag order), when the file has one. libjpeg-turbo smooths the blocks of a
+//     progressive JPEG whose AC coefficients are not all known (jdcoefct.c, block smoothing):
+//     it estimates missing AC coefficients, which a size-1 inverse DCT does not read, and
+//     it changes DC coefficients only of a component for which none of coefficients 1 to 9
+//     arrived. That first scan keeps that condition as the whole file has it.
+//
+// The dropped scans are not read at all, so damage inside them goes unnoticed, where
+// libjpeg-turbo, reading the whole file, would warn of corrupt data; the pixels are the ones
+// it would give had the damage not been there.
+
+// trimProgressive returns a Huffman-coded progressive 8-bit JPEG without the scans that
+// libjpeg-turbo's decode of it at scale 1/denom (the scale DecodeScaled applies) does not use,
+// or data itself when nothing can be left out, the file is not such a JPEG, or its
+// structure is unusual in any way (the decoder then reads it whole and says what is wrong).
+func trimProgressive(data []byte, denom int) []byte {
+	var comps []trimComponent
+	var out []byte // from the frame header on; what precedes it is kept as it is
+	dropped := false
+	i := 2
+	for i+2 <= len(data) {
+		if data[i] != 0xff {
+			return data
+		}
+		m := data[i+1]
+		switch {
+		case m == 0xff: // fill byte
+			i++
+			continue
+		case m == 0xd9: // EOI
+			if !dropped {
+				return data
+			}
+			return append(out, 0xff, 0xd9)
+		case m == 0x01 || m >= 0xd0 && m <= 0xd8: // markers without a length, out of place here
+			return data
+		}
+		if i+4 > len(data) {
+			return data
+		}
+		n := int(data[i+2])<<8 | int(data[i+3])
+		if n < 2 || i+2+n > len(data) {
+			return data
+		}
+		seg, end := data[i+4:i+2+n], i+2+n
+		switch {
+		case m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc: // SOFn
+			if m != 0xc2 || comps != nil {
+				return data
+			}
+			if comps = trimComponents(seg, denom); comps == nil {
+				return data
+			}
+			out = append(make([]byte, 0, len(data)), data[:i]...)
+		case m == 0xda: // SOS: the scan's header, then its entropy-coded data
+			if comps == nil || len(seg) < 1 || len(seg) != 4+2*int(seg[0]) {
+				return data
+			}
+			ns := int(seg[0])
+			ss, ah := int(seg[1+2*ns]), int(seg[3+2*ns]>>4)
+			end = skipEntropy(data, end)
+			if ss == 0 {
+				break // a DC scan
+			}
+			c := slices.IndexFunc(comps, func(c trimComponent) bool { return c.id == seg[1] })
+			if ns != 1 || c < 0 { // an AC scan has one component
+				return data
+			}
+			switch comp := &comps[c]; {
+			case comp.size > 1:
+			case !comp.acKept && ah == 0 && ss <= 9:
+				comp.acKept = true
+			default:
+				dropped = true
+				i = end
+				continue
+			}
+		}
+		if out != nil {
+			out = append(out, data[i:end]...)
+		}
+		i = end
+	}
+	return data // no EOI: the decoder says the file is cut short
+}
+
+// trimComponent is a component of the frame trimProgressive trims.
+type trimComponent struct {
+	id     byte
+	size   int  // its inverse DCT's
+	acKept bool // its first AC scan is in the output
+}
+
+// trimComponents reads an 8-bit frame header (SOF segment seg) into its components with the
+// size of their inverse DCT at the scale at which libjpeg-turbo decodes the frame for denom;
+// nil when the header is not one libjpeg-turbo would decode so.
+func trimComponents(seg []byte, denom int) []trimComponent {
+	if len(seg) < 6 || seg[0] != 8 || seg[5] == 0 || len(seg) != 6+3*int(seg[5]) {
+		return nil
+	}
+	h, w := int(seg[1])<<8|int(seg[2]), int(seg[3])<<8|int(seg[4])
+	applied, ok := jpegturbo.AppliedDenom(w, h, denom)
+	if !ok {
+		return nil
+	}
+	factors := seg[6:]
+	hmax, vmax := 1, 1
+	for c := 0; c < len(factors); c += 3 {
+		fh, fv := int(factors[c+1]>>4), int(factors[c+1]&15)
+		if fh == 0 || fv == 0 {
+			return nil
+		}
+		hmax, vmax = max(hmax, fh), max(vmax, fv)
+	}
+	comps := make([]trimComponent, 0, len(factors)/3)
+	for c := 0; c < len(factors); c += 3 {
+		size := jpegturbo.IDCTSize(hmax, vmax, int(factors[c+1]>>4), int(factors[c+1]&15), applied)
+		comps = append(comps, trimComponent{id: factors[c], size: size})
+	}
+	return comps
+}
