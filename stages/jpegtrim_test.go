@@ -106,7 +106,8 @@ func TestTrimProgressiveLeavesOddFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	sof := bytes.Index(data, []byte{0xff, 0xc2})
-	sos := bytes.Index(data, []byte{0xff, 0xda})
+	sos := bytes.Index(data, []byte{0xff, 0xda})                    // the DC scan of 3 components
+	sos2 := bytes.Index(data[sos+2:], []byte{0xff, 0xda}) + sos + 2 // the luma's AC 1-5, Al 2
 	withByte := func(at int, b byte) []byte {
 		d := bytes.Clone(data)
 		d[at] = b
@@ -122,7 +123,11 @@ func TestTrimProgressiveLeavesOddFiles(t *testing.T) {
 		{"12-bit", withByte(sof+4, 12)},
 		{"a sampling factor of 0", withByte(sof+4+7, 0x02)},
 		{"a component count that is not the segment's", withByte(sof+4+5, 2)},
-		{"a scan of an unknown component", withByte(bytes.Index(data[sos+2:], []byte{0xff, 0xda})+sos+2+5, 9)},
+		{"a scan of an unknown component", withByte(sos2+5, 9)},
+		{"a refinement before its first scan", withByte(sos2+9, 0x21)},
+		{"a refinement by two bits", withByte(sos2+9, 0x20)},
+		{"an AC scan of three components", withByte(sos+4+7, 1)},
+		{"a component twice in a scan", withByte(sos+4+3, data[sos+4+1])},
 		{"a scan header too short", withByte(sos+3, 4)},
 		{"junk between segments", withByte(sof, 0x00)},
 		{"a restart marker between segments", withByte(sof+1, 0xd0)},
@@ -164,4 +169,46 @@ func BenchmarkDecodeEighthProgressive(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzTrimProgressive: on any bytes trimProgressive returns the file itself or a shorter JPEG
+// made of the file's own segments, and a file it trims comes back the same when trimmed
+// again. (That the pixels are the whole file's is TestTrimProgressive's: on damaged files
+// libjpeg-turbo's own output is a guess, and it reports only a file's first warning.)
+func FuzzTrimProgressive(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "progressive", "*.jpg"))
+	for _, file := range append(files, filepath.Join("testdata", "progressive.jpg")) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out := trimProgressive(data, 8)
+		if len(out) == len(data) {
+			if len(data) > 0 && &out[0] != &data[0] {
+				t.Fatal("a copy of the whole file")
+			}
+			return
+		}
+		if len(out) > len(data) || !bytes.Equal(out[:2], data[:2]) || !bytes.HasSuffix(out, []byte{0xff, 0xd9}) || !isSubsequence(out, data) {
+			t.Fatalf("trimmed %d bytes to %d that are not a subset of its segments", len(data), len(out))
+		}
+		if again := trimProgressive(out, 8); len(again) != len(out) {
+			t.Fatalf("trimmed again: %d bytes to %d", len(out), len(again))
+		}
+	})
+}
+
+// isSubsequence reports whether a's bytes appear in b in order.
+func isSubsequence(a, b []byte) bool {
+	for _, c := range a {
+		i := bytes.IndexByte(b, c)
+		if i < 0 {
+			return false
+		}
+		b = b[i+1:]
+	}
+	return true
 }
