@@ -35,53 +35,31 @@ import (
 func trimProgressive(data []byte, denom int) []byte {
 	var comps []trimComponent
 	var out []byte // from the frame header on; what precedes it is kept as it is
-	dropped := false
-	i := 2
-	for i+2 <= len(data) {
-		if data[i] != 0xff {
-			return data
-		}
-		m := data[i+1]
+	usual, dropped := true, false
+	eoi := jpegSegments(data, func(m byte, seg []byte, at, end int) bool {
 		switch {
-		case m == 0xff: // fill byte
-			i++
-			continue
-		case m == 0xd9: // EOI
-			if !dropped {
-				return data
-			}
-			return append(out, 0xff, 0xd9)
-		case m == 0x01 || m >= 0xd0 && m <= 0xd8: // markers without a length, out of place here
-			return data
-		}
-		if i+4 > len(data) {
-			return data
-		}
-		n := int(data[i+2])<<8 | int(data[i+3])
-		if n < 2 || i+2+n > len(data) {
-			return data
-		}
-		seg, end := data[i+4:i+2+n], i+2+n
-		switch {
-		case m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc: // SOFn
+		case isSOF(m):
 			if m != 0xc2 || comps != nil {
-				return data
+				usual = false
+				return false
 			}
 			if comps = trimComponents(seg, denom); comps == nil {
-				return data
+				usual = false
+				return false
 			}
-			out = append(make([]byte, 0, len(data)), data[:i]...)
+			out = append(make([]byte, 0, len(data)), data[:at]...)
 		case m == 0xda: // SOS: the scan's header, then its entropy-coded data
 			if comps == nil || len(seg) < 1 || len(seg) != 4+2*int(seg[0]) {
-				return data
+				usual = false
+				return false
 			}
 			ns := int(seg[0])
 			ss, se, ah, al := int(seg[1+2*ns]), int(seg[2+2*ns]), int(seg[3+2*ns]>>4), int(seg[3+2*ns]&15)
 			c := slices.IndexFunc(comps, func(c trimComponent) bool { return c.id == seg[1] })
 			if c < 0 || !progression(comps, seg[1:1+2*ns], ss, se, ah, al) {
-				return data // libjpeg-turbo would refuse the scan or warn of a bogus progression
+				usual = false // libjpeg-turbo would refuse the scan or warn of a bogus progression
+				return false
 			}
-			end = skipEntropy(data, end)
 			if ss == 0 {
 				break // a DC scan
 			}
@@ -91,16 +69,18 @@ func trimProgressive(data []byte, denom int) []byte {
 				comp.acKept = true
 			default:
 				dropped = true
-				i = end
-				continue
+				return true
 			}
 		}
 		if out != nil {
-			out = append(out, data[i:end]...)
+			out = append(out, data[at:end]...)
 		}
-		i = end
+		return true
+	})
+	if !eoi || !usual || !dropped {
+		return data // nothing to leave out, or a file for the decoder to read whole
 	}
-	return data // no EOI: the decoder says the file is cut short
+	return append(out, 0xff, 0xd9)
 }
 
 // trimComponent is a component of the frame trimProgressive trims.
