@@ -55,15 +55,15 @@ func trimProgressive(data []byte, denom int) []byte {
 			}
 			ns := int(seg[0])
 			ss, se, ah, al := int(seg[1+2*ns]), int(seg[2+2*ns]), int(seg[3+2*ns]>>4), int(seg[3+2*ns]&15)
-			c := slices.IndexFunc(comps, func(c trimComponent) bool { return c.id == seg[1] })
-			if c < 0 || !progression(comps, seg[1:1+2*ns], ss, se, ah, al) {
+			if !progression(comps, seg[1:1+2*ns], ss, se, ah, al) {
 				usual = false // libjpeg-turbo would refuse the scan or warn of a bogus progression
 				return false
 			}
 			if ss == 0 {
 				break // a DC scan
 			}
-			switch comp := &comps[c]; {
+			// An AC scan, of one component (progression checked it).
+			switch comp := &comps[slices.IndexFunc(comps, func(c trimComponent) bool { return c.id == seg[1] })]; {
 			case comp.size > 1:
 			case !comp.acKept && ah == 0 && ss <= 9:
 				comp.acKept = true
