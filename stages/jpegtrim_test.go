@@ -34,25 +34,28 @@ func TestTrimProgressive(t *testing.T) {
 	tests := []struct {
 		file string
 		kept int // scans kept of all, -1: data itself
+		zero int // of them, zeroACScan's
 	}{
-		// cjpeg's script: the luma's DC scans and first AC scan (1-5), every chroma scan.
-		{"progressive/p420.jpg", 7},
+		// cjpeg's script: the luma's DC scans and first AC scan (1-5, a zero scan in its
+		// place), every chroma scan.
+		{"progressive/p420.jpg", 7, 1},
 		// 4:2:2 and 4:4:4: every component's blocks become one pixel: DC scans, and each
-		// component's first AC scan.
-		{"progressive/p422.jpg", 5},
-		{"progressive/p444.jpg", 5},
-		{"progressive/gray.jpg", 3},
-		{"progressive/restart.jpg", 7},
-		// One AC scan a component: each one is the first, nothing to leave out.
-		{"progressive/spectral.jpg", -1},
-		// The luma's first AC scan covers 10-63, none of 1-9: the next one (1-9) is kept.
-		{"progressive/late.jpg", 5},
+		// component's first AC scan, as a zero scan.
+		{"progressive/p422.jpg", 5, 3},
+		{"progressive/p444.jpg", 5, 3},
+		{"progressive/gray.jpg", 3, 1},
+		// A restart interval: the first AC scan itself.
+		{"progressive/restart.jpg", 7, 0},
+		// One AC scan a component: each one is the first, and a zero scan replaces it.
+		{"progressive/spectral.jpg", 4, 3},
+		// The luma's first AC scan covers 10-63, none of 1-9: the next one (1-9) counts.
+		{"progressive/late.jpg", 5, 3},
 		// 2x3 decodes at 1/4, where no block becomes one pixel.
-		{"progressive/tiny.jpg", -1},
-		{"progressive.jpg", 7},
-		{"progressive_gray.jpg", 3},
-		{"sub420.jpg", -1},                  // baseline
-		{"arith/arith_progressive.jpg", -1}, // arithmetic-coded
+		{"progressive/tiny.jpg", -1, 0},
+		{"progressive.jpg", 7, 1},
+		{"progressive_gray.jpg", 3, 1},
+		{"sub420.jpg", -1, 0},                  // baseline
+		{"arith/arith_progressive.jpg", -1, 0}, // arithmetic-coded
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -64,8 +67,9 @@ func TestTrimProgressive(t *testing.T) {
 			switch {
 			case tt.kept < 0 && &trimmed[0] != &data[0]:
 				t.Fatalf("trimmed to %d of %d bytes, want data itself", len(trimmed), len(data))
-			case tt.kept >= 0 && walkJPEG(trimmed, func(*jpegFrame) bool { return false }).scans != tt.kept:
-				t.Fatalf("%d scans kept, want %d", walkJPEG(trimmed, func(*jpegFrame) bool { return false }).scans, tt.kept)
+			}
+			if kept, zero := scanCounts(trimmed); tt.kept >= 0 && (kept != tt.kept || zero != tt.zero) {
+				t.Fatalf("%d scans kept, %d of them zero scans; want %d and %d", kept, zero, tt.kept, tt.zero)
 			}
 			if tt.file == "arith/arith_progressive.jpg" {
 				return // TurboJPEG may be built without arithmetic decoding
@@ -94,6 +98,69 @@ func TestTrimProgressive(t *testing.T) {
 		}
 		if trimmed := trimProgressive(data, 8); !bytes.Equal(decodeEighth(t, trimmed), decodeEighth(t, data)) {
 			t.Errorf("%s: at 1/8 the trimmed file (%d of %d bytes) decodes to other bytes", f, len(trimmed), len(data))
+		}
+	}
+}
+
+// scanCounts counts the scans of a JPEG, and those that are zeroACScan's (Ss = Se = 1, Al = 13).
+func scanCounts(data []byte) (scans, zero int) {
+	jpegSegments(data, func(m byte, seg []byte, _, _ int) bool {
+		if m == 0xda {
+			scans++
+			if len(seg) == 6 && seg[3] == 1 && seg[4] == 1 && seg[5] == 13 {
+				zero++
+			}
+		}
+		return true
+	})
+	return scans, zero
+}
+
+// zeroACScan's EOB runs cover every block of its component exactly, across the largest run
+// (32,767 blocks), with its bytes stuffed and its last byte padded with 1 bits.
+func TestZeroACScan(t *testing.T) {
+	for _, blocks := range []int{1, 2, 3, 16, 255, 32767, 32768, 65535, 65536, 187500} {
+		scan := zeroACScan(&trimComponent{id: 7, blocks: blocks}, 2)
+		head := []byte{0xff, 0xc4, 0, 34, 0x12}
+		if !bytes.HasPrefix(scan, head) || !bytes.Contains(scan, []byte{0xff, 0xda, 0, 8, 1, 7, 2, 1, 1, 13}) {
+			t.Fatalf("%d blocks: table or scan header wrong: % x", blocks, scan[:min(len(scan), 60)])
+		}
+		data := scan[bytes.Index(scan, []byte{0xff, 0xda})+10:]
+		var unstuffed, bits []byte // bits: a bit a byte
+		for i := 0; i < len(data); i++ {
+			unstuffed = append(unstuffed, data[i])
+			if data[i] == 0xff {
+				if i+1 == len(data) || data[i+1] != 0 {
+					t.Fatalf("%d blocks: 0xFF not stuffed", blocks)
+				}
+				i++
+			}
+		}
+		for _, c := range unstuffed {
+			for k := 7; k >= 0; k-- {
+				bits = append(bits, c>>k&1)
+			}
+		}
+		read := func(n int) int {
+			v := 0
+			for range n {
+				v, bits = v<<1|int(bits[0]), bits[1:]
+			}
+			return v
+		}
+		covered := 0
+		for covered < blocks {
+			if len(bits) < 4 {
+				t.Fatalf("%d blocks: the runs end at %d", blocks, covered)
+			}
+			r := read(4)
+			if r > 14 || len(bits) < r {
+				t.Fatalf("%d blocks: code %d at block %d", blocks, r, covered)
+			}
+			covered += 1<<r + read(r)
+		}
+		if covered != blocks || len(bits) >= 8 || bytes.ContainsRune(bits, 0) {
+			t.Errorf("%d blocks: runs cover %d, then %d bits %v", blocks, covered, len(bits), bits)
 		}
 	}
 }
@@ -171,9 +238,9 @@ func BenchmarkDecodeEighthProgressive(b *testing.B) {
 	}
 }
 
-// FuzzTrimProgressive: on any bytes trimProgressive returns the file itself or a shorter JPEG
-// made of the file's own segments, and a file it trims comes back the same when trimmed
-// again. (That the pixels are the whole file's is TestTrimProgressive's: on damaged files
+// FuzzTrimProgressive: on any bytes trimProgressive returns the file itself, or a shorter JPEG
+// whose scans form a progression libjpeg-turbo accepts, and which trimming again leaves as it
+// is. (That the pixels are the whole file's is TestTrimProgressive's: on damaged files
 // libjpeg-turbo's own output is a guess, and it reports only a file's first warning.)
 func FuzzTrimProgressive(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "progressive", "*.jpg"))
@@ -192,8 +259,8 @@ func FuzzTrimProgressive(f *testing.F) {
 			}
 			return
 		}
-		if len(out) > len(data) || !bytes.Equal(out[:2], data[:2]) || !bytes.HasSuffix(out, []byte{0xff, 0xd9}) || !isSubsequence(out, data) {
-			t.Fatalf("trimmed %d bytes to %d that are not a subset of its segments", len(data), len(out))
+		if len(out) > len(data) || !bytes.Equal(out[:2], data[:2]) || !validProgression(out) {
+			t.Fatalf("trimmed %d bytes to %d that are not a progressive JPEG libjpeg-turbo accepts", len(data), len(out))
 		}
 		if again := trimProgressive(out, 8); len(again) != len(out) {
 			t.Fatalf("trimmed again: %d bytes to %d", len(out), len(again))
@@ -201,14 +268,23 @@ func FuzzTrimProgressive(f *testing.F) {
 	})
 }
 
-// isSubsequence reports whether a's bytes appear in b in order.
-func isSubsequence(a, b []byte) bool {
-	for _, c := range a {
-		i := bytes.IndexByte(b, c)
-		if i < 0 {
-			return false
+// validProgression reports whether data is a progressive JPEG up to EOI whose scans pass
+// progression.
+func validProgression(data []byte) bool {
+	var comps []trimComponent
+	ok := true
+	eoi := jpegSegments(data, func(m byte, seg []byte, _, _ int) bool {
+		switch {
+		case m == 0xc2:
+			comps = trimComponents(seg, 8)
+			ok = comps != nil
+		case m == 0xda:
+			if ok = comps != nil && len(seg) >= 1 && len(seg) == 4+2*int(seg[0]); ok {
+				ns := int(seg[0])
+				ok = progression(comps, seg[1:1+2*ns], int(seg[1+2*ns]), int(seg[2+2*ns]), int(seg[3+2*ns]>>4), int(seg[3+2*ns]&15))
+			}
 		}
-		b = b[i+1:]
-	}
-	return true
+		return ok
+	})
+	return eoi && ok
 }
