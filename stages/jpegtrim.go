@@ -39,7 +39,7 @@ func trimProgressive(data []byte, denom int) []byte {
 	var comps []trimComponent
 	var out []byte // from the frame header on; what precedes it is kept as it is
 	usual, dropped := true, false
-	slot, restart := freeACTable(data), 0
+	slot, restart := -2, 0 // slot: the zero scans' Huffman table, -2 until looked for
 	eoi := jpegSegments(data, func(m byte, seg []byte, at, end int) bool {
 		switch {
 		case isSOF(m):
@@ -73,7 +73,13 @@ func trimProgressive(data []byte, denom int) []byte {
 			case comp.size > 1:
 			case !comp.acKept && ah == 0 && ss <= 9:
 				comp.acKept = true
-				if zero := zeroACScan(comp, slot); slot >= 0 && restart == 0 && len(zero) < end-at {
+				if slot == -2 {
+					slot = freeACTable(data)
+				}
+				if slot < 0 || restart != 0 {
+					break
+				}
+				if zero := zeroACScan(comp, slot); len(zero) < end-at {
 					out = append(out, zero...)
 					dropped = true
 					return true

@@ -165,6 +165,35 @@ func TestZeroACScan(t *testing.T) {
 	}
 }
 
+// A zero scan needs an AC Huffman table slot that no AC scan of the file uses; without one
+// the first AC scan itself is kept.
+func TestTrimProgressiveNoFreeTable(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "progressive", "p420.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := freeACTable(data); got != 2 {
+		t.Fatalf("free AC table %d, want 2 (cjpeg uses 0 and 1)", got)
+	}
+	// Point four AC scans at tables 0 to 3 (the decoder would refuse the file; the rule only
+	// looks at the selectors).
+	d := bytes.Clone(data)
+	ac := 0
+	jpegSegments(d, func(m byte, seg []byte, at, _ int) bool {
+		if m == 0xda && seg[0] == 1 && seg[3] > 0 && ac < 4 {
+			d[at+6] = byte(ac)
+			ac++
+		}
+		return true
+	})
+	if got := freeACTable(d); got != -1 {
+		t.Fatalf("free AC table %d, want none", got)
+	}
+	if kept, zero := scanCounts(trimProgressive(d, 8)); kept != 7 || zero != 0 {
+		t.Errorf("%d scans kept, %d of them zero scans; want 7 and none", kept, zero)
+	}
+}
+
 // A file whose structure trimProgressive does not follow comes back whole, for the decoder
 // to judge.
 func TestTrimProgressiveLeavesOddFiles(t *testing.T) {
