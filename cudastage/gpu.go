@@ -24,10 +24,9 @@ var ErrClosed = errors.New("cudastage: GPU closed")
 // ErrNoSuchGPU is wrapped by the error of a GPU whose ordinal names no device
 // the driver sees (OpenGPU's for a negative one; otherwise every call's that
 // needs the device, once the driver counted them), as opposed to no GPU being
-// usable at all
-// (cu.ErrNoDriver, cu.ErrNoDevice, cu.ErrDriverTooOld): a caller may fall back
-// to the CPU on the latter but should report the former, which is a mistake in
-// the request.
+// usable at all (cu.ErrNoDriver, cu.ErrNoDevice, cu.ErrDriverTooOld): a caller
+// may fall back to the CPU on the latter but should report the former, which
+// is a mistake in the request.
 var ErrNoSuchGPU = sched.ErrNoSuchDevice
 
 // GPU is one device with its primary context retained. Driver calls that
