@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -189,6 +191,22 @@ func TestDecodeScaleRun(t *testing.T) {
 	}
 }
 
+// cpuAndTurbo runs spec over inputs on the CPU, then on a fake GPU with turbo-cuda
+// (schedtest.Turbo), and returns the results of each.
+func cpuAndTurbo(t *testing.T, spec string, inputs []Input) (cpu, gpu *Collector) {
+	t.Helper()
+	plan := compileWith(t, Builtin, spec)
+	cpu, gpu = Collect(), Collect()
+	if _, err := Run(context.Background(), plan, Inputs(inputs...), cpu, Options{Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	dev := schedtest.Turbo{FakeDevice: fakeGPU(t, schedtest.FakeConfig{Name: "fake0"})}
+	if _, err := Run(context.Background(), plan, Inputs(inputs...), gpu, Options{Workers: 2, GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	return cpu, gpu
+}
+
 // TestDecodeScaleTinyOnDevice: on sides of a few pixels libjpeg-turbo applies a larger scale
 // that gives the same size (jpegturbo.AppliedDenom); a GPU run decodes such a JPEG with
 // turbo-cuda at that scale when it has it, and on the CPU workers when it has not, so that the
@@ -214,15 +232,7 @@ func TestDecodeScaleTinyOnDevice(t *testing.T) {
 		{"decode scale=1/2 | flip axis=h | save format=png", map[string]string{"3x3.jpg": cpuWorkers}},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
-			plan := compileWith(t, Builtin, tc.spec)
-			cpu, gpu := Collect(), Collect()
-			if _, err := Run(context.Background(), plan, Inputs(inputs...), cpu, Options{Workers: 2}); err != nil {
-				t.Fatal(err)
-			}
-			dev := schedtest.Turbo{FakeDevice: fakeGPU(t, schedtest.FakeConfig{Name: "fake0"})}
-			if _, err := Run(context.Background(), plan, Inputs(inputs...), gpu, Options{Workers: 2, GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 2}}); err != nil {
-				t.Fatal(err)
-			}
+			cpu, gpu := cpuAndTurbo(t, tc.spec, inputs)
 			want := map[string][]byte{}
 			for _, r := range cpu.Results {
 				want[r.Input] = r.Encoded
@@ -231,6 +241,66 @@ func TestDecodeScaleTinyOnDevice(t *testing.T) {
 				dec := cmp.Or(tc.decoder[r.Input], schedtest.RouteTurbo)
 				if r.Status != StatusOK || r.Decoder != dec || !bytes.Equal(r.Encoded, want[r.Input]) {
 					t.Errorf("%s: %s by %q (%v), want ok by %q with the CPU run's bytes (same: %v)", r.Input, r.Status, r.Decoder, r.Err, dec, bytes.Equal(r.Encoded, want[r.Input]))
+				}
+			}
+		})
+	}
+}
+
+// TestProgressiveOnDevice: a GPU run sends a progressive JPEG decoded at 1/8 to turbo-cuda,
+// rewritten as a sequential one (package progressive), and decodes it on the CPU workers at
+// larger scales, or when it cannot be rewritten; the outputs are the CPU run's either way.
+func TestProgressiveOnDevice(t *testing.T) {
+	if jpegturbo.Available() != nil {
+		t.Skip("libjpeg-turbo not usable here")
+	}
+	var inputs []Input
+	for _, name := range []string{"p420", "p444", "gray", "restart", "spectral", "tiny"} {
+		data, err := os.ReadFile(filepath.Join("..", "stages", "testdata", "progressive", name+".jpg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, Input{Name: name + ".jpg", Data: data})
+	}
+	// The file ends inside the third scan (a chroma AC scan, which the decode reads at any
+	// scale): libjpeg-turbo warns of a premature end and the rewrite does not take it, so
+	// the file fails on the CPU workers.
+	cut := inputs[0].Data
+	sos := 0
+	for range 3 {
+		sos += 2 + bytes.Index(cut[sos+2:], []byte{0xff, 0xda})
+	}
+	inputs = append(inputs, Input{Name: "cut.jpg", Data: append(bytes.Clone(cut[:sos+30]), 0xff, 0xd9)})
+	cpuWorkers := string(stages.JPEGTurbo)
+	for _, tc := range []struct {
+		spec    string
+		decoder map[string]string // by input; the others go to turbo-cuda
+	}{
+		// tiny.jpg (2x3) decodes at 1/4 (jpegturbo.AppliedDenom).
+		{"decode scale=1/8 | flip axis=h | save format=png", map[string]string{"tiny.jpg": cpuWorkers}},
+		{"decode scale=1/4 | flip axis=h | save format=png", nil},
+		{"decode | flip axis=h | save format=png", nil},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			cpu, gpu := cpuAndTurbo(t, tc.spec, inputs)
+			want := map[string]Result{}
+			for _, r := range cpu.Results {
+				want[r.Input] = r
+			}
+			for _, r := range gpu.Results {
+				dec := cpuWorkers
+				if strings.Contains(tc.spec, "1/8") {
+					dec = cmp.Or(tc.decoder[r.Input], schedtest.RouteTurbo)
+				}
+				w := want[r.Input]
+				if r.Input == "cut.jpg" {
+					dec = "" // failed
+					if w.Status != StatusFailed {
+						t.Errorf("cut.jpg: %s on the CPU, want failed", w.Status)
+					}
+				}
+				if r.Status != w.Status || r.Decoder != dec || !bytes.Equal(r.Encoded, w.Encoded) {
+					t.Errorf("%s: %s by %q (%v), want %s by %q with the CPU run's bytes (same: %v)", r.Input, r.Status, r.Decoder, r.Err, w.Status, dec, bytes.Equal(r.Encoded, w.Encoded))
 				}
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"github.com/imgpipe/imgpipe/memory/pinned"
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
+	"github.com/imgpipe/imgpipe/stages/progressive"
 )
 
 // GPUOptions runs a plan's pixel stages on an accelerator as one device segment: decode
@@ -479,13 +480,28 @@ func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, comm
 	// On sides of a few pixels libjpeg-turbo applies a larger scale of the same size, which
 	// the device applies too when it is one of its own; else the CPU workers decode the file.
 	idct, ok := jpegturbo.AppliedDenom(hd.W, hd.H, scale)
+	td, isTurbo := b.run.files.(sched.TurboDecoder)
 	turbo := func() string {
-		if td, isTurbo := b.run.files.(sched.TurboDecoder); isTurbo && ok {
+		if isTurbo && ok {
 			return td.TurboRoute(data)
 		}
 		return ""
 	}
-	route := deviceDecoder(dec.Backend, scale > 1, stages.JPEGProgressive(data), turbo, func() string { return b.run.files.DecodeRoute(data) })
+	isProgressive := stages.JPEGProgressive(data)
+	route := deviceDecoder(dec.Backend, scale > 1, isProgressive, turbo, func() string { return b.run.files.DecodeRoute(data) })
+	// A progressive JPEG at 1/8 goes to turbo-cuda rewritten as a sequential one with the
+	// same coefficients, where the decode reads them (package progressive): the same pixels,
+	// for 1.7 times less CPU than libjpeg-turbo's decode of its trimmed scans (52 photos:
+	// 0.19 against 0.32 s, 2 cores). At larger scales the rewrite costs the CPU workers more
+	// than that decode (0.98 against 0.76 s at 1/4), and they decode the file themselves.
+	if route == "" && isProgressive && isTurbo && ok && idct == 8 && dec.Backend == backendAuto {
+		if seq, err := progressive.Sequential(w.seq[:0], data, idct); err == nil {
+			w.seq = seq
+			if r := td.TurboRoute(seq); r != "" {
+				data, route = seq, r
+			}
+		}
+	}
 	sw, sh := jpegturbo.ScaledSize(hd.W, hd.H, scale)
 	shape := sched.Shape{W: sw, H: sh, C: 3}
 	if route == "" || sched.CheckShape(shape) != nil {

@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/imgpipe/imgpipe/stages/jpegmarker"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
 
@@ -40,9 +41,9 @@ func trimProgressive(data []byte, denom int) []byte {
 	var out []byte // from the frame header on; what precedes it is kept as it is
 	usual, dropped := true, false
 	slot, restart := -2, 0 // slot: the zero scans' Huffman table, -2 until looked for
-	eoi := jpegSegments(data, func(m byte, seg []byte, at, end int) bool {
+	eoi := jpegmarker.Segments(data, func(m byte, seg []byte, at, end int) bool {
 		switch {
-		case isSOF(m):
+		case jpegmarker.IsSOF(m):
 			if m != 0xc2 || comps != nil {
 				usual = false
 				return false
@@ -104,7 +105,7 @@ func trimProgressive(data []byte, denom int) []byte {
 // uses, or -1.
 func freeACTable(data []byte) int {
 	var used [4]bool
-	jpegSegments(data, func(m byte, seg []byte, _, _ int) bool {
+	jpegmarker.Segments(data, func(m byte, seg []byte, _, _ int) bool {
 		if m == 0xda && len(seg) >= 1 && len(seg) == 4+2*int(seg[0]) && seg[1+2*int(seg[0])] > 0 {
 			for k := range int(seg[0]) {
 				used[seg[2+2*k]&3] = true

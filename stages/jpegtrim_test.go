@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/imgpipe/imgpipe/stages/jpegmarker"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
 
@@ -104,7 +105,7 @@ func TestTrimProgressive(t *testing.T) {
 
 // scanCounts counts the scans of a JPEG, and those that are zeroACScan's (Ss = Se = 1, Al = 13).
 func scanCounts(data []byte) (scans, zero int) {
-	jpegSegments(data, func(m byte, seg []byte, _, _ int) bool {
+	jpegmarker.Segments(data, func(m byte, seg []byte, _, _ int) bool {
 		if m == 0xda {
 			scans++
 			if len(seg) == 6 && seg[3] == 1 && seg[4] == 1 && seg[5] == 13 {
@@ -179,7 +180,7 @@ func TestTrimProgressiveNoFreeTable(t *testing.T) {
 	// looks at the selectors).
 	d := bytes.Clone(data)
 	ac := 0
-	jpegSegments(d, func(m byte, seg []byte, at, _ int) bool {
+	jpegmarker.Segments(d, func(m byte, seg []byte, at, _ int) bool {
 		if m == 0xda && seg[0] == 1 && seg[3] > 0 && ac < 4 {
 			d[at+6] = byte(ac)
 			ac++
@@ -302,7 +303,7 @@ func FuzzTrimProgressive(f *testing.F) {
 func validProgression(data []byte) bool {
 	var comps []trimComponent
 	ok := true
-	eoi := jpegSegments(data, func(m byte, seg []byte, _, _ int) bool {
+	eoi := jpegmarker.Segments(data, func(m byte, seg []byte, _, _ int) bool {
 		switch {
 		case m == 0xc2:
 			comps = trimComponents(seg, 8)
