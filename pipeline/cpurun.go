@@ -136,7 +136,7 @@ type scratch struct {
 type worker struct {
 	track string // its trace track
 	bufs  scratch
-	seq   []byte // a progressive JPEG rewritten for the device (sequentialForDevice)
+	seq   []byte // a progressive JPEG rewritten for the device (fileToDevice)
 }
 
 const scratchKeep = 3

@@ -1,6 +1,7 @@
 package progressive
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -52,14 +53,14 @@ func BenchmarkSequential(b *testing.B) {
 			}
 		}
 		var buf []byte
-		b.Run("denom="+string(rune('0'+denom))+"/libjpeg-turbo", func(b *testing.B) {
+		b.Run(fmt.Sprintf("denom=%d/libjpeg-turbo", denom), func(b *testing.B) {
 			for range b.N {
 				for _, f := range files {
 					decodeAll(f)
 				}
 			}
 		})
-		b.Run("denom="+string(rune('0'+denom))+"/rewrite", func(b *testing.B) {
+		b.Run(fmt.Sprintf("denom=%d/rewrite", denom), func(b *testing.B) {
 			for range b.N {
 				for _, f := range files {
 					var err error
@@ -69,7 +70,7 @@ func BenchmarkSequential(b *testing.B) {
 				}
 			}
 		})
-		b.Run("denom="+string(rune('0'+denom))+"/rewrite+libjpeg-turbo", func(b *testing.B) {
+		b.Run(fmt.Sprintf("denom=%d/rewrite+libjpeg-turbo", denom), func(b *testing.B) {
 			for range b.N {
 				for _, f := range files {
 					var err error
