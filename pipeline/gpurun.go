@@ -491,9 +491,10 @@ func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, comm
 	route := deviceDecoder(dec.Backend, scale > 1, isProgressive, turbo, func() string { return b.run.files.DecodeRoute(data) })
 	// A progressive JPEG at 1/8 goes to turbo-cuda rewritten as a sequential one with the
 	// same coefficients, where the decode reads them (package progressive): the same pixels,
-	// for 1.7 times less CPU than libjpeg-turbo's decode of its trimmed scans (52 photos:
-	// 0.19 against 0.32 s, 2 cores). At larger scales the rewrite costs the CPU workers more
-	// than that decode (0.98 against 0.76 s at 1/4), and they decode the file themselves.
+	// for 1.6 times less CPU than libjpeg-turbo's decode of its trimmed scans (52 photos:
+	// 0.18-0.19 against 0.29-0.33 s, 2 cores). At 1/4 the rewrite costs about what that
+	// decode does (0.80 against 0.77 s), and sending such files to the GPU as well did not
+	// change thumbnail runs on an H200, so the CPU workers decode them.
 	if route == "" && isProgressive && isTurbo && ok && idct == 8 && dec.Backend == backendAuto {
 		if seq, err := progressive.Sequential(w.seq[:0], data, idct); err == nil {
 			w.seq = seq

@@ -123,8 +123,8 @@ func (f *frame) encode(dst []byte) ([]byte, error) {
 	return append(w.buf, 0xff, 0xd9), nil
 }
 
-// block codes block b of c: its DC difference from *pred, then its AC coefficients, which
-// its nonzero mask finds (none when c keeps DC coefficients alone).
+// block codes block b of c: its DC difference from *pred, then the AC coefficients it keeps,
+// which its nonzero mask finds (none when c keeps DC coefficients alone).
 func (w *bitWriter) block(c *component, b int, dc, ac *stdTable, pred *int32) bool {
 	v := int32(c.coef[b*c.stride])
 	diff := v - *pred
@@ -134,9 +134,9 @@ func (w *bitWriter) block(c *component, b int, dc, ac *stdTable, pred *int32) bo
 		return false
 	}
 	w.put(uint32(dc.enc.code[s])<<s|magnitude(diff, s), uint(dc.enc.size[s])+s)
-	var nz uint64
+	var nz uint64 // the nonzero coefficients kept: the others are written as zeros
 	if c.nz != nil {
-		nz = c.nz[b] &^ 1
+		nz = c.nz[b] & c.keep &^ 1
 	}
 	blk, last := c.coef[b*c.stride:], 0
 	for ; nz != 0; nz &= nz - 1 {
@@ -145,7 +145,7 @@ func (w *bitWriter) block(c *component, b int, dc, ac *stdTable, pred *int32) bo
 		for ; run >= 16; run -= 16 {
 			w.put(uint32(ac.enc.code[0xf0]), uint(ac.enc.size[0xf0])) // ZRL
 		}
-		v := int32(blk[k])
+		v := int32(blk[c.slot[k]])
 		s := category(v)
 		if s > 10 {
 			return false

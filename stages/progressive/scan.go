@@ -195,7 +195,7 @@ func (d *scanDecoder) acFirst(c *component, b int) bool {
 		return true
 	}
 	r, t, al, se := &d.r, c.acTab, d.s.al, d.s.se
-	blk := c.coef[b*64 : b*64+64]
+	blk := c.coef[b*c.stride : (b+1)*c.stride]
 	nz := c.nz[b]
 	for k := d.s.ss; k <= se; k++ {
 		rs, ok := r.decode(t)
@@ -209,7 +209,9 @@ func (d *scanDecoder) acFirst(c *component, b int) bool {
 			}
 			// (JCOEF) LEFT_SHIFT(s, Al): an int16 as libjpeg's, even where it overflows
 			if v := int16(uint32(extend(r.bits(s), s)) << al); v != 0 {
-				blk[k] = v
+				if m := c.slot[k]; m >= 0 {
+					blk[m] = v
+				}
 				nz |= 1 << k
 			}
 			continue
@@ -235,7 +237,7 @@ func (d *scanDecoder) acFirst(c *component, b int) bool {
 func (d *scanDecoder) acRefine(c *component, b int) bool {
 	r, se := &d.r, d.s.se
 	p1 := int16(1) << d.s.al
-	blk := c.coef[b*64 : b*64+64]
+	blk := c.coef[b*c.stride : (b+1)*c.stride]
 	nz := c.nz[b]
 	band := ^uint64(0) << d.s.ss &^ (^uint64(0) << se << 1)
 	k := d.s.ss
@@ -276,29 +278,36 @@ func (d *scanDecoder) acRefine(c *component, b int) bool {
 			if zeros != 0 {
 				next = bits.TrailingZeros64(zeros)
 			}
-			correct(r, blk, nz&band&from&^(^uint64(0)<<next), p1)
+			if mask := nz & band & from &^ (^uint64(0) << next); mask != 0 {
+				correct(r, c, blk, mask, p1)
+			}
 			k = next
 			if v != 0 {
 				if k > se {
 					return false // libjpeg would write past the band
 				}
-				blk[k] = v
+				if m := c.slot[k]; m >= 0 {
+					blk[m] = v
+				}
 				nz |= 1 << k
 			}
 		}
 	}
 	if d.eobrun > 0 {
 		// The rest of the band, from the end of band on, has correction bits only.
-		correct(r, blk, nz&band&(^uint64(0)<<k), p1)
+		if mask := nz & band & (^uint64(0) << k); mask != 0 {
+			correct(r, c, blk, mask, p1)
+		}
 		d.eobrun--
 	}
 	c.nz[b] = nz
 	return true
 }
 
-// correct reads a correction bit for each coefficient of blk in mask, in order: a 1 adds
-// the bit p1 to its magnitude, unless it is there already.
-func correct(r *bitReader, blk []int16, mask uint64, p1 int16) {
+// correct reads a correction bit for each coefficient in mask (all nonzero), in order: a 1
+// adds the bit p1 to its magnitude (unless it is there already, which a progression that
+// passed the checks never has), kept in blk when c keeps it.
+func correct(r *bitReader, c *component, blk []int16, mask uint64, p1 int16) {
 	n := uint(bits.OnesCount64(mask))
 	if n > 56 {
 		// more bits than one fill holds: two goes
@@ -306,8 +315,8 @@ func correct(r *bitReader, blk []int16, mask uint64, p1 int16) {
 		for range 32 {
 			half &= half - 1
 		}
-		correct(r, blk, mask&^half, p1)
-		correct(r, blk, half, p1)
+		correct(r, c, blk, mask&^half, p1)
+		correct(r, c, blk, half, p1)
 		return
 	}
 	if r.n < n {
@@ -317,10 +326,11 @@ func correct(r *bitReader, blk []int16, mask uint64, p1 int16) {
 	r.acc <<= n
 	r.n -= n
 	for ; mask != 0; mask &= mask - 1 {
-		k := bits.TrailingZeros64(mask)
-		if int64(got) < 0 && blk[k]&p1 == 0 {
-			sign := blk[k] >> 15 // 0 or -1
-			blk[k] += p1 ^ sign - sign
+		if int64(got) < 0 {
+			if m := c.slot[bits.TrailingZeros64(mask)]; m >= 0 && blk[m]&p1 == 0 {
+				sign := blk[m] >> 15 // 0 or -1
+				blk[m] += p1 ^ sign - sign
+			}
 		}
 		got <<= 1
 	}

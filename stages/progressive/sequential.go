@@ -38,12 +38,16 @@ type component struct {
 	h, v   int // sampling factors
 	bw, bh int // blocks a row and column of coef: whole MCUs when the frame has several components
 	cw, ch int // blocks a row and column in a scan of it alone
-	// coef holds bw*bh blocks of stride coefficients in zigzag order: 64, or 1 (the DC
-	// coefficient alone) when the decode at the scale reads nothing else (needAC false).
+	// coef holds bw*bh blocks of the coefficients that libjpeg-turbo's inverse DCT at the
+	// scale reads (keep), stride of them a block, in zigzag order: all 64 for an 8x8 IDCT,
+	// 49 for 4x4, 25 for 2x2, the DC coefficient alone for 1x1. slot[k] is coefficient k's
+	// place in a block, -1 when it is not kept.
 	coef   []int16
 	stride int
-	needAC bool
-	nz     []uint64 // for each block when needAC: bit k is set when coefficient k (k >= 1) is nonzero
+	keep   uint64
+	slot   [64]int8
+	needAC bool     // stride > 1: its AC scans are decoded
+	nz     []uint64 // for each block when needAC: bit k is set when coefficient k (k >= 1) is nonzero, kept or not
 	// bits is, for each coefficient in zigzag order, the bit position the scans so far
 	// brought it to (libjpeg's coef_bits), -1 before any did.
 	bits         [64]int8
@@ -85,10 +89,10 @@ var rewriters = sync.Pool{New: func() any { return new(rewriter) }}
 // Sequential appends to dst a sequential JPEG with the coefficients of data, a
 // Huffman-coded progressive 8-bit JPEG of one or three components, such that libjpeg-turbo
 // decodes it at scale 1/denom (as jpegturbo.DecodeScaled does) to the same pixels as data;
-// it returns the grown dst. The coefficients that decode does not read are left out (at
-// 1/8, the AC coefficients of components whose blocks become one sample). The caller
-// bounds the image size first: the coefficients take 2 bytes a coefficient, up to 6 a
-// pixel of a 4:4:4 frame.
+// it returns the grown dst. The coefficients that decode never reads are written as zeros
+// (of a block whose inverse DCT is 1x1, 2x2 or 4x4 it reads 1, 25 or 49: idctReads), and
+// scans of nothing else are passed over. The caller bounds the image size first: the
+// coefficients take 2 bytes each, up to 6 a pixel of a 4:4:4 frame at full size.
 //
 // The segments before the first scan but DHT and DRI (APPn with JFIF, EXIF, Adobe and ICC
 // data, COM, DQT) are copied as they are, in order; those after it are left out. The output has one scan
@@ -283,16 +287,48 @@ func (f *frame) read(b []byte, denom int) error {
 		if nc == 1 {
 			c.bw, c.bh = c.cw, c.ch // one component: no MCUs of several blocks
 		}
-		c.needAC = !scaled || jpegturbo.IDCTSize(f.hmax, f.vmax, c.h, c.v, applied) > 1
-		c.stride = 1
-		if c.needAC {
-			c.stride = 64
+		size := 8
+		if scaled {
+			size = jpegturbo.IDCTSize(f.hmax, f.vmax, c.h, c.v, applied)
+		}
+		c.keep = idctReads[size]
+		c.stride, c.needAC = 0, size > 1
+		for k := range c.slot {
+			c.slot[k] = -1
+			if c.keep&(1<<k) != 0 {
+				c.slot[k] = int8(c.stride)
+				c.stride++
+			}
 		}
 		for k := range c.bits {
 			c.bits[k] = -1
 		}
 	}
 	return nil
+}
+
+// idctReads is, for each size of libjpeg-turbo's inverse DCT (1, 2, 4, 8), the zigzag
+// positions of the coefficients it reads: jidctred.c's 4x4 skips row and column 4, its 2x2
+// rows and columns 2, 4 and 6, and the 1x1 reads the DC coefficient alone.
+var idctReads = func() map[int]uint64 {
+	rows := map[int]uint8{1: 1, 2: 1<<0 | 1<<1 | 1<<3 | 1<<5 | 1<<7, 4: 0xff &^ (1 << 4), 8: 0xff}
+	m := map[int]uint64{}
+	for size, r := range rows {
+		for k, n := range zigzag {
+			if r&(1<<(n/8)) != 0 && r&(1<<(n%8)) != 0 {
+				m[size] |= 1 << k
+			}
+		}
+	}
+	return m
+}()
+
+// zigzag is the natural (row-major) position of each coefficient in zigzag order.
+var zigzag = [64]int{
+	0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5,
+	12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14, 21, 28,
+	35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
+	58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63,
 }
 
 // alloc gives the frame's components their coefficients, all zero.

@@ -3,6 +3,7 @@ package progressive
 import (
 	"bytes"
 	"io/fs"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,6 +75,15 @@ func TestSequential(t *testing.T) {
 	} {
 		if err := checkSame(t, name, fixture(t, name)); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// idctReads has libjpeg-turbo's counts: 1, 25, 49 and 64 coefficients, always the DC one.
+func TestIDCTReads(t *testing.T) {
+	for size, want := range map[int]int{1: 1, 2: 25, 4: 49, 8: 64} {
+		if got := bits.OnesCount64(idctReads[size]); got != want || idctReads[size]&1 == 0 {
+			t.Errorf("size %d: %d coefficients (%#x), want %d with the DC one", size, got, idctReads[size], want)
 		}
 	}
 }
