@@ -109,8 +109,9 @@ func TestSequentialRefuses(t *testing.T) {
 }
 
 // FuzzSequential: on any bytes Sequential returns an error, or a sequential JPEG that
-// libjpeg-turbo decodes to the bytes it decodes the input to, whenever it decodes the
-// input without an error (at full size: every scan is read then).
+// libjpeg-turbo decodes to the bytes it decodes the input to, at full size (every scan read)
+// and at 1/4 and 1/8 (some coefficients written as zeros, some scans passed over), whenever
+// it decodes the input at that scale without an error.
 func FuzzSequential(f *testing.F) {
 	for _, name := range []string{"progressive/p420.jpg", "progressive/gray.jpg", "progressive/restart.jpg", "progressive.jpg"} {
 		f.Add(fixture(f, name))
@@ -120,30 +121,33 @@ func FuzzSequential(f *testing.F) {
 		if _, w, h := frameHeader(data); w*h > 1<<20 {
 			return // the size is bounded by Sequential's caller (decode's max_pixels)
 		}
-		out, err := Sequential(nil, data, 1)
-		if err != nil {
-			if !errors.Is(err, ErrUnsupported) {
-				t.Fatalf("error %v does not wrap ErrUnsupported", err)
+		for _, denom := range []int{1, 4, 8} {
+			out, err := Sequential(nil, data, denom)
+			if err != nil {
+				if !errors.Is(err, ErrUnsupported) {
+					t.Fatalf("error %v does not wrap ErrUnsupported", err)
+				}
+				return
 			}
-			return
-		}
-		if !turbo {
-			return
-		}
-		hd, err := jpegturbo.DecodeHeader(data)
-		if err != nil {
-			return
-		}
-		want := make([]byte, hd.W*hd.H*3)
-		if jpegturbo.Decode(data, want, hd.W, hd.H, hd.W*3, jpegturbo.PixelRGB) != nil {
-			return
-		}
-		got := make([]byte, len(want))
-		if err := jpegturbo.Decode(out, got, hd.W, hd.H, hd.W*3, jpegturbo.PixelRGB); err != nil {
-			t.Fatalf("the input decodes, its sequential version does not: %v", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatal("the sequential version decodes to other bytes")
+			if !turbo {
+				return
+			}
+			hd, err := jpegturbo.DecodeHeader(data)
+			if err != nil {
+				return
+			}
+			w, h := jpegturbo.ScaledSize(hd.W, hd.H, denom)
+			want := make([]byte, w*h*3)
+			if jpegturbo.DecodeScaled(data, want, denom, w, h, w*3, jpegturbo.PixelRGB) != nil {
+				continue
+			}
+			got := make([]byte, len(want))
+			if err := jpegturbo.DecodeScaled(out, got, denom, w, h, w*3, jpegturbo.PixelRGB); err != nil {
+				t.Fatalf("at 1/%d the input decodes, its sequential version does not: %v", denom, err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("at 1/%d the sequential version decodes to other bytes", denom)
+			}
 		}
 	})
 }
