@@ -16,6 +16,7 @@ import (
 	"golang.org/x/image/webp"
 
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
+	"github.com/imgpipe/imgpipe/stages/progressive"
 )
 
 // DefaultMaxPixels is decode's default pixel limit (100 MP).
@@ -486,7 +487,7 @@ func decodeTurbo(data []byte, hd Header, canvas image.Point, denom int, alloc Al
 	// turns the scaled picture as it would the full one.
 	canvas.X, canvas.Y = jpegturbo.ScaledSize(canvas.X, canvas.Y, denom)
 	if denom == 8 {
-		data = trimProgressive(data, denom) // the same pixels from fewer scans
+		data = progressive.Trim(data, denom) // the same pixels from fewer scans
 	}
 	hd.W, hd.H = canvas.X, canvas.Y
 	if hd.Orientation >= 5 {

@@ -60,26 +60,20 @@ func BenchmarkSequential(b *testing.B) {
 				}
 			}
 		})
-		b.Run(fmt.Sprintf("denom=%d/rewrite", denom), func(b *testing.B) {
-			for range b.N {
-				for _, f := range files {
-					var err error
-					if buf, err = Sequential(buf[:0], f, denom); err != nil {
-						b.Fatal(err)
+		for _, then := range []string{"", "+libjpeg-turbo"} {
+			b.Run(fmt.Sprintf("denom=%d/rewrite%s", denom, then), func(b *testing.B) {
+				for range b.N {
+					for _, f := range files {
+						var err error
+						if buf, err = Sequential(buf[:0], f, denom); err != nil {
+							b.Fatal(err)
+						}
+						if then != "" {
+							decodeAll(buf)
+						}
 					}
 				}
-			}
-		})
-		b.Run(fmt.Sprintf("denom=%d/rewrite+libjpeg-turbo", denom), func(b *testing.B) {
-			for range b.N {
-				for _, f := range files {
-					var err error
-					if buf, err = Sequential(buf[:0], f, denom); err != nil {
-						b.Fatal(err)
-					}
-					decodeAll(buf)
-				}
-			}
-		})
+			})
+		}
 	}
 }

@@ -336,26 +336,25 @@ func correct(r *bitReader, c *component, blk []int16, mask uint64, p1 int16) {
 	}
 }
 
-// decodeScan reads the SOS segment seg, checks the scan against the progression so far as
-// jdphuff.c does, and decodes its entropy-coded data at data[p:] when the decode at the
-// scale reads what it codes (else passes over it). It returns the offset of the marker
-// after the scan.
-func (rw *rewriter) decodeScan(data, seg []byte, p int) (int, error) {
-	f := &rw.f
+// readScan reads the SOS segment seg into s (its components in the scan's order) and checks
+// the scan against the progression so far as jdphuff.c does, recording it in the components'
+// bits: what libjpeg-turbo refuses, or warns of as a bogus progression, is an error, as is a
+// first scan of coefficients already sent.
+func (f *frame) readScan(seg []byte, s *scan) error {
 	if len(seg) < 1 || len(seg) != 4+2*int(seg[0]) || seg[0] == 0 || seg[0] > 4 {
-		return 0, unsupported("an SOS segment of %d bytes", len(seg)+2)
+		return unsupported("an SOS segment of %d bytes", len(seg)+2)
 	}
 	ns := int(seg[0])
-	s := scan{comps: rw.scanComps[:0], ss: int(seg[1+2*ns]), se: int(seg[2+2*ns]),
+	*s = scan{comps: s.comps[:0], ss: int(seg[1+2*ns]), se: int(seg[2+2*ns]),
 		ah: int(seg[3+2*ns] >> 4), al: int(seg[3+2*ns] & 15)}
 	switch {
 	case s.ss == 0 && s.se != 0, s.ss > s.se, s.se > 63, s.ss > 0 && ns != 1,
 		s.ah != 0 && s.al != s.ah-1, s.al > 13:
-		return 0, unsupported("a scan of band %d-%d, bits %d to %d, of %d components", s.ss, s.se, s.ah, s.al, ns)
+		return unsupported("a scan of band %d-%d, bits %d to %d, of %d components", s.ss, s.se, s.ah, s.al, ns)
 	}
 	blocks := 0
 	for k := range ns {
-		id, tabs := seg[1+2*k], seg[2+2*k]
+		id := seg[1+2*k]
 		ci := -1
 		for i := range f.comps {
 			if f.comps[i].id == id {
@@ -363,26 +362,47 @@ func (rw *rewriter) decodeScan(data, seg []byte, p int) (int, error) {
 			}
 		}
 		if ci < 0 {
-			return 0, unsupported("a scan of component id %d, which the frame lacks", id)
+			return unsupported("a scan of component id %d, which the frame lacks", id)
 		}
 		c := &f.comps[ci]
 		for _, o := range s.comps {
 			if o == c {
-				return 0, unsupported("a scan of component id %d twice", id)
+				return unsupported("a scan of component id %d twice", id)
 			}
 		}
 		if s.ss > 0 && c.bits[0] < 0 {
-			return 0, unsupported("an AC scan of component %d before its DC", ci)
+			return unsupported("an AC scan of component %d before its DC", ci)
 		}
 		for i := s.ss; i <= s.se; i++ {
 			// libjpeg warns of a bogus progression when a refinement does not follow the bits
 			// sent; a first scan of coefficients already sent is not taken either.
 			if b := int(c.bits[i]); s.ah == 0 && b != -1 || s.ah != 0 && b != s.ah {
-				return 0, unsupported("a bogus progression: coefficient %d of component %d", i, ci)
+				return unsupported("a bogus progression: coefficient %d of component %d", i, ci)
 			}
 			c.bits[i] = int8(s.al)
 		}
-		var err error
+		blocks += c.h * c.v
+		s.comps = append(s.comps, c)
+	}
+	if ns > 1 && blocks > 10 {
+		return unsupported("an MCU of %d blocks", blocks) // libjpeg's limit
+	}
+	return nil
+}
+
+// decodeScan reads the SOS segment seg (readScan) and its tables, and decodes its
+// entropy-coded data at data[p:] when the decode at the scale reads what it codes (else
+// passes over it). It returns the offset of the marker after the scan.
+func (rw *rewriter) decodeScan(data, seg []byte, p int) (int, error) {
+	f := &rw.f
+	s := scan{comps: rw.scanComps}
+	err := f.readScan(seg, &s)
+	rw.scanComps = s.comps
+	if err != nil {
+		return 0, err
+	}
+	for k, c := range s.comps {
+		tabs := seg[2+2*k]
 		switch {
 		case s.ss == 0 && s.ah == 0:
 			c.dcTab, err = rw.table(0, int(tabs>>4))
@@ -392,13 +412,8 @@ func (rw *rewriter) decodeScan(data, seg []byte, p int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		blocks += c.h * c.v
-		s.comps = append(s.comps, c)
 	}
-	rw.scanComps = s.comps
-	if ns > 1 && blocks > 10 {
-		return 0, unsupported("an MCU of %d blocks", blocks) // libjpeg's limit
-	}
+	ns := len(s.comps)
 	if s.ss > 0 && !s.comps[0].needAC {
 		return jpegmarker.SkipEntropy(data, p), nil
 	}

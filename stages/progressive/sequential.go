@@ -1,6 +1,9 @@
-// Package progressive rewrites a progressive JPEG as a sequential (baseline) one with the
-// same DCT coefficients, as jpegtran does, so that a decoder of sequential JPEGs alone (the
-// GPU's) gives the pixels libjpeg-turbo gives for the progressive file.
+// Package progressive prepares progressive JPEGs for decodes that read less than all of
+// them, with libjpeg-turbo's pixels: Trim leaves out the scans a decode at 1/8 does not use,
+// for libjpeg-turbo itself, and Sequential rewrites a progressive JPEG as a sequential
+// (baseline) one with the same DCT coefficients, as jpegtran does, so that a decoder of
+// sequential JPEGs alone (the GPU's) gives the pixels libjpeg-turbo gives for the progressive
+// file. Both read the frame header and the scans' progression the same way.
 //
 // libjpeg-turbo spends nearly all of a progressive decode in its entropy decoder (jdphuff.c):
 // on 52 progressive photos, djpeg took 1.36 s at full size and 1.10 s at 1/8. The decoder

@@ -1,4 +1,4 @@
-package stages
+package progressive
 
 import (
 	"bytes"
@@ -10,25 +10,10 @@ import (
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
 
-// decodeEighth decodes data with libjpeg-turbo as decodeTurbo asks it to at scale 1/8.
-func decodeEighth(t testing.TB, data []byte) []byte {
-	t.Helper()
-	hd, err := jpegturbo.DecodeHeader(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, h := jpegturbo.ScaledSize(hd.W, hd.H, 8)
-	pix := make([]byte, w*h*3)
-	if err := jpegturbo.DecodeScaled(data, pix, 8, w, h, w*3, jpegturbo.PixelRGB); err != nil {
-		t.Fatal(err)
-	}
-	return pix
-}
-
-// A progressive JPEG without the scans trimProgressive leaves out decodes at 1/8 to the
+// A progressive JPEG without the scans Trim leaves out decodes at 1/8 to the
 // whole file's bytes, for every subsampling and scan script of the fixtures (and the photos
 // of IMGPIPE_TEST_PHOTOS, when set); what it leaves out is what the rule says.
-func TestTrimProgressive(t *testing.T) {
+func TestTrim(t *testing.T) {
 	if err := jpegturbo.Available(); err != nil {
 		t.Skipf("libjpeg-turbo: %v", err)
 	}
@@ -60,11 +45,11 @@ func TestTrimProgressive(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", tt.file))
+			data, err := os.ReadFile(filepath.Join("..", "testdata", tt.file))
 			if err != nil {
 				t.Fatal(err)
 			}
-			trimmed := trimProgressive(data, 8)
+			trimmed := Trim(data, 8)
 			switch {
 			case tt.kept < 0 && &trimmed[0] != &data[0]:
 				t.Fatalf("trimmed to %d of %d bytes, want data itself", len(trimmed), len(data))
@@ -75,12 +60,12 @@ func TestTrimProgressive(t *testing.T) {
 			if tt.file == "arith/arith_progressive.jpg" {
 				return // TurboJPEG may be built without arithmetic decoding
 			}
-			if !bytes.Equal(decodeEighth(t, trimmed), decodeEighth(t, data)) {
+			if !bytes.Equal(decode(t, trimmed, 8), decode(t, data, 8)) {
 				t.Errorf("at 1/8 the trimmed file (%d of %d bytes) decodes to other bytes", len(trimmed), len(data))
 			}
 			// At 1/4 and larger every coefficient counts: nothing is left out.
 			for _, denom := range []int{1, 2, 4} {
-				if out := trimProgressive(data, denom); &out[0] != &data[0] {
+				if out := Trim(data, denom); &out[0] != &data[0] {
 					t.Errorf("at 1/%d trimmed to %d of %d bytes", denom, len(out), len(data))
 				}
 			}
@@ -97,7 +82,7 @@ func TestTrimProgressive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if trimmed := trimProgressive(data, 8); !bytes.Equal(decodeEighth(t, trimmed), decodeEighth(t, data)) {
+		if trimmed := Trim(data, 8); !bytes.Equal(decode(t, trimmed, 8), decode(t, data, 8)) {
 			t.Errorf("%s: at 1/8 the trimmed file (%d of %d bytes) decodes to other bytes", f, len(trimmed), len(data))
 		}
 	}
@@ -121,7 +106,7 @@ func scanCounts(data []byte) (scans, zero int) {
 // (32,767 blocks), with its bytes stuffed and its last byte padded with 1 bits.
 func TestZeroACScan(t *testing.T) {
 	for _, blocks := range []int{1, 2, 3, 16, 255, 32767, 32768, 65535, 65536, 187500} {
-		scan := zeroACScan(&trimComponent{id: 7, blocks: blocks}, 2)
+		scan := zeroACScan(7, blocks, 2)
 		head := []byte{0xff, 0xc4, 0, 34, 0x12}
 		if !bytes.HasPrefix(scan, head) || !bytes.Contains(scan, []byte{0xff, 0xda, 0, 8, 1, 7, 2, 1, 1, 13}) {
 			t.Fatalf("%d blocks: table or scan header wrong: % x", blocks, scan[:min(len(scan), 60)])
@@ -168,8 +153,8 @@ func TestZeroACScan(t *testing.T) {
 
 // A zero scan needs an AC Huffman table slot that no AC scan of the file uses; without one
 // the first AC scan itself is kept.
-func TestTrimProgressiveNoFreeTable(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "progressive", "p420.jpg"))
+func TestTrimNoFreeTable(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "progressive", "p420.jpg"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,15 +175,15 @@ func TestTrimProgressiveNoFreeTable(t *testing.T) {
 	if got := freeACTable(d); got != -1 {
 		t.Fatalf("free AC table %d, want none", got)
 	}
-	if kept, zero := scanCounts(trimProgressive(d, 8)); kept != 7 || zero != 0 {
+	if kept, zero := scanCounts(Trim(d, 8)); kept != 7 || zero != 0 {
 		t.Errorf("%d scans kept, %d of them zero scans; want 7 and none", kept, zero)
 	}
 }
 
-// A file whose structure trimProgressive does not follow comes back whole, for the decoder
+// A file whose structure Trim does not follow comes back whole, for the decoder
 // to judge.
-func TestTrimProgressiveLeavesOddFiles(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "progressive", "p420.jpg"))
+func TestTrimLeavesOddFiles(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "progressive", "p420.jpg"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +216,7 @@ func TestTrimProgressiveLeavesOddFiles(t *testing.T) {
 		{"not a JPEG", []byte("not a JPEG at all")},
 	}
 	for _, tt := range tests {
-		if out := trimProgressive(tt.data, 8); &out[0] != &tt.data[0] || len(out) != len(tt.data) {
+		if out := Trim(tt.data, 8); &out[0] != &tt.data[0] || len(out) != len(tt.data) {
 			t.Errorf("%s: trimmed to %d of %d bytes, want the file itself", tt.name, len(out), len(tt.data))
 		}
 	}
@@ -247,7 +232,7 @@ func BenchmarkDecodeEighthProgressive(b *testing.B) {
 	files, _ := filepath.Glob(filepath.Join(dir, "*", "*.jpg"))
 	var progressive [][]byte
 	for _, f := range files {
-		if data, err := os.ReadFile(f); err == nil && JPEGProgressive(data) {
+		if data, err := os.ReadFile(f); err == nil && progressiveFrame(data) {
 			progressive = append(progressive, data)
 		}
 	}
@@ -259,22 +244,22 @@ func BenchmarkDecodeEighthProgressive(b *testing.B) {
 			for b.Loop() {
 				for _, data := range progressive {
 					if trim {
-						data = trimProgressive(data, 8)
+						data = Trim(data, 8)
 					}
-					decodeEighth(b, data)
+					decode(b, data, 8)
 				}
 			}
 		})
 	}
 }
 
-// FuzzTrimProgressive: on any bytes trimProgressive returns the file itself, or a shorter JPEG
+// FuzzTrim: on any bytes Trim returns the file itself, or a shorter JPEG
 // whose scans form a progression libjpeg-turbo accepts, and which trimming again leaves as it
-// is. (That the pixels are the whole file's is TestTrimProgressive's: on damaged files
+// is. (That the pixels are the whole file's is TestTrim's: on damaged files
 // libjpeg-turbo's own output is a guess, and it reports only a file's first warning.)
-func FuzzTrimProgressive(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "progressive", "*.jpg"))
-	for _, file := range append(files, filepath.Join("testdata", "progressive.jpg")) {
+func FuzzTrim(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "progressive", "*.jpg"))
+	for _, file := range append(files, filepath.Join("..", "testdata", "progressive.jpg")) {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)
@@ -282,7 +267,7 @@ func FuzzTrimProgressive(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out := trimProgressive(data, 8)
+		out := Trim(data, 8)
 		if len(out) == len(data) {
 			if len(data) > 0 && &out[0] != &data[0] {
 				t.Fatal("a copy of the whole file")
@@ -292,27 +277,24 @@ func FuzzTrimProgressive(f *testing.F) {
 		if len(out) > len(data) || !bytes.Equal(out[:2], data[:2]) || !validProgression(out) {
 			t.Fatalf("trimmed %d bytes to %d that are not a progressive JPEG libjpeg-turbo accepts", len(data), len(out))
 		}
-		if again := trimProgressive(out, 8); len(again) != len(out) {
+		if again := Trim(out, 8); len(again) != len(out) {
 			t.Fatalf("trimmed again: %d bytes to %d", len(out), len(again))
 		}
 	})
 }
 
 // validProgression reports whether data is a progressive JPEG up to EOI whose scans pass
-// progression.
+// frame.readScan.
 func validProgression(data []byte) bool {
-	var comps []trimComponent
+	var f frame
+	var s scan
 	ok := true
 	eoi := jpegmarker.Segments(data, func(m byte, seg []byte, _, _ int) bool {
 		switch {
 		case m == 0xc2:
-			comps = trimComponents(seg, 8)
-			ok = comps != nil
+			ok = len(f.comps) == 0 && f.read(seg, 8) == nil
 		case m == 0xda:
-			if ok = comps != nil && len(seg) >= 1 && len(seg) == 4+2*int(seg[0]); ok {
-				ns := int(seg[0])
-				ok = progression(comps, seg[1:1+2*ns], int(seg[1+2*ns]), int(seg[2+2*ns]), int(seg[3+2*ns]>>4), int(seg[3+2*ns]&15))
-			}
+			ok = len(f.comps) > 0 && f.readScan(seg, &s) == nil
 		}
 		return ok
 	})
