@@ -246,6 +246,11 @@ type gpuBackend struct {
 	inExec      sync.Map     // idx → *item: committed to the executor, result not yet taken
 	cpuFallback atomic.Int64 // images that ran on the CPU path instead
 	cpuStart    atomic.Int64 // inputs that ran wholly on the CPU while the devices opened
+	// aside holds the inputs set aside for the devices while they open (setAside), which
+	// only a run whose sink keeps no image does (writesOnly); setAsideN counts them.
+	aside      asideList
+	writesOnly bool
+	setAsideN  atomic.Int64
 
 	jpegMu     sync.Mutex
 	jpegNotice bool  // a save worker's device JPEG encoder failed to start; said once
@@ -427,51 +432,89 @@ func cloneImage(m *stages.Image) *stages.Image {
 	return c
 }
 
-// fileToDevice reads an input's file (load: the memory budget is charged as for any
-// decode, and a file far larger than its pixels is refused unread) and, when the routing
-// rule (deviceDecoder) sends it to the device decoder, commits its bytes to a batch: only
-// the file crosses the link, and its charge is given back once the bytes are in the slot.
-// done reports that the input was dealt with (committed, failed, or dropped because the
-// run is ending); otherwise file, with its charge still held, is for this CPU worker to
-// decode (nil when the input has no bytes to read: decodeInto says what is missing). The
-// file is checked as the CPU decoder would check it (pixel limit, size, JPEG scan limit)
-// before anything is reserved.
+// fileToDevice reads an input's file and, when the routing rule sends it to the device
+// decoder (routeFile), commits its bytes to a batch: only the file crosses the link, and
+// its charge is given back once the bytes are in the slot. done reports that the input
+// was dealt with (committed, failed, or dropped because the run is ending); otherwise
+// file, with its charge still held, is for this CPU worker to decode (nil when the input
+// has no bytes to read: decodeInto says what is missing).
 func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, committed bool) {
-	r, res, dec := b.r, &it.res, b.r.plan.Decode
-	stage := r.plan.Steps[0].Def.Name
+	r, res := b.r, &it.res
 	if it.in.Data == nil && it.in.Path == "" && it.in.Open == nil {
 		return nil, false, false
 	}
 	t0 := time.Now()
 	defer func() {
 		if done { // otherwise the CPU path's decode span covers this time too
-			r.span(w.track, stage, it.in.Name, t0)
+			r.span(w.track, r.plan.Steps[0].Def.Name, it.in.Name, t0)
 		}
 	}()
+	f, df, done := b.routeFile(it, w, true)
+	switch {
+	case done:
+		return nil, true, false
+	case df == nil:
+		return &f, false, false
+	}
+	rsv, err := b.x.reserve(r.ctx, func(e *sched.Executor) (*sched.Reservation, error) {
+		return e.ReserveFile(r.ctx, df.want, it)
+	})
+	switch {
+	case errors.Is(err, sched.ErrTooLarge):
+		return &f, false, false // too large for a slot: the CPU decodes it, then the usual path
+	case err != nil:
+		f.drop()
+		it.dropped = true // the executor stopped: the run is ending
+		return nil, true, false
+	}
+	copy(rsv.Bytes(), df.data)
+	f.drop()
+	res.Decoder = df.want.Decoder
+	if df.scale > 1 {
+		res.DecodeScale = scaleName(df.scale)
+	}
+	b.inExec.Store(it.idx, it)
+	rsv.Commit()
+	return nil, true, true
+}
+
+// deviceFile is an input file that the device decodes whole: the bytes that cross the
+// link (the file's, or its sequential rewrite in the worker's buffer), what its slot
+// holds, and the scale it is decoded at (1: whole).
+type deviceFile struct {
+	data  []byte
+	want  sched.File
+	scale int
+}
+
+// routeFile reads an input's file (load: the memory budget is charged as for any decode,
+// and a file far larger than its pixels is refused unread) and decides by the routing rule
+// (deviceDecoder) whether the device decodes it whole. The file is checked as the CPU
+// decoder would check it (pixel limit, size, JPEG scan limit) first. It returns the file,
+// its charge held, and the device's share, or nil when the CPU decodes it; done when the
+// input failed or, the run ending, was dropped (nothing is held then). rewrite allows the
+// sequential rewrite of a progressive JPEG, CPU work that setAside leaves to the CPU path.
+func (b *gpuBackend) routeFile(it *item, w *worker, rewrite bool) (f loaded, df *deviceFile, done bool) {
+	r, res, dec := b.r, &it.res, b.r.plan.Decode
+	stage := r.plan.Steps[0].Def.Name
 	f, err := r.load(it.in)
 	if err != nil {
 		if r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()) {
 			it.dropped = true // the run ended while it waited for memory: never started
-			return nil, true, false
+			return f, nil, true
 		}
 		failWith(res, stage, err)
-		return nil, true, false
+		return f, nil, true
 	}
-	handedOn := false
-	defer func() {
-		if !handedOn {
-			f.drop()
-		}
-	}()
 	data := f.data
 	if dec.Header == nil || data == nil || stages.Sniff(data) != "jpeg" { // nil: streamed, not a JPEG
-		handedOn = true
-		return &f, false, false
+		return f, nil, false
 	}
 	hd, err := dec.Header(data)
 	if err != nil {
+		f.drop()
 		failWith(res, stage, err)
-		return nil, true, false
+		return f, nil, true
 	}
 	scale := 1 // as the CPU run decodes it, and its report says
 	if decodesScaled(dec) {
@@ -495,7 +538,7 @@ func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, comm
 	// 0.18-0.19 against 0.29-0.33 s, 2 cores). At 1/4 the rewrite costs about what that
 	// decode does (0.80 against 0.77 s), and sending such files to the GPU as well did not
 	// change thumbnail runs on an H200, so the CPU workers decode them.
-	if route == "" && isProgressive && isTurbo && ok && idct == 8 && dec.Backend == backendAuto {
+	if rewrite && route == "" && isProgressive && isTurbo && ok && idct == 8 && dec.Backend == backendAuto {
 		if seq, err := progressive.Sequential(w.seq[:0], data, idct); err == nil {
 			w.seq = seq
 			if r := td.TurboRoute(seq); r != "" {
@@ -506,27 +549,8 @@ func (b *gpuBackend) fileToDevice(it *item, w *worker) (file *loaded, done, comm
 	sw, sh := jpegturbo.ScaledSize(hd.W, hd.H, scale)
 	shape := sched.Shape{W: sw, H: sh, C: 3}
 	if route == "" || sched.CheckShape(shape) != nil {
-		handedOn = true
-		return &f, false, false
+		return f, nil, false
 	}
-	want := sched.File{Size: len(data), Shape: shape, Orient: hd.Orientation, Scale: idct, Decoder: route}
-	rsv, err := b.x.reserve(r.ctx, func(e *sched.Executor) (*sched.Reservation, error) {
-		return e.ReserveFile(r.ctx, want, it)
-	})
-	switch {
-	case errors.Is(err, sched.ErrTooLarge):
-		handedOn = true
-		return &f, false, false // too large for a slot: the CPU decodes it, then the usual path
-	case err != nil:
-		it.dropped = true // the executor stopped: the run is ending
-		return nil, true, false
-	}
-	copy(rsv.Bytes(), data)
-	res.Decoder = route
-	if scale > 1 {
-		res.DecodeScale = scaleName(scale)
-	}
-	b.inExec.Store(it.idx, it)
-	rsv.Commit()
-	return nil, true, true
+	return f, &deviceFile{data: data, scale: scale,
+		want: sched.File{Size: len(data), Shape: shape, Orient: hd.Orientation, Scale: idct, Decoder: route}}, false
 }

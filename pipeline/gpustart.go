@@ -16,8 +16,9 @@ import (
 // second to initialise, find the device, create its context and load the kernels, which
 // happens in the background (sched.Starter), and each executor then page-locks its first
 // slot. Until the executors
-// are up, the decode workers run their inputs wholly on the CPU, with the same bits as the
-// device: a small folder is mostly done before the GPU is. Summary.CPUStart counts them.
+// are up, the decode workers run inputs wholly on the CPU, with the same bits as the
+// device (a small folder is mostly done before the GPU is; Summary.CPUStart counts them),
+// and set aside for the device those it decodes whole (gpuaside.go; Summary.SetAside).
 
 // start starts the executors, one per device, under the run's context (an interrupt or a
 // fatal error of the run stops them, abandoning the batches on the devices), the decode
@@ -140,17 +141,26 @@ func (b *gpuBackend) onCPU() bool {
 	}
 }
 
-// decodeWorker decodes inputs into the executor's slots until the source is drained.
+// decodeWorker decodes inputs into the executor's slots until none is left (next).
 // Inputs that need no device work (failed, skipped, too large for a slot) are finished
-// here, as are those that run on the CPU (onCPU); the others are finished by a save worker.
+// here, as are those that run on the CPU (onCPU); the others are finished by a save
+// worker. While the devices open, inputs they would decode whole are set aside for them
+// (see gpuaside.go).
 func (b *gpuBackend) decodeWorker(w *worker) {
 	r := b.r
-	for it := range r.jobs {
+	for it := b.next(); it != nil; it = b.next() {
 		if r.ctx.Err() != nil || r.after(it.idx) {
 			it.dropped = true
 		} else {
 			if b.onCPU() {
-				if r.process(it, w); !it.dropped {
+				aside, finished := b.setAside(it, w)
+				if aside {
+					continue // in the aside list now
+				}
+				if !finished {
+					r.process(it, w)
+				}
+				if !it.dropped {
 					b.cpuStart.Add(1)
 				}
 			} else if b.toDevice(it, w) {
@@ -174,6 +184,7 @@ func (b *gpuBackend) finish(sum *Summary) error {
 	}
 	sum.Device = b.run.name()
 	sum.CPUStart = int(b.cpuStart.Load())
+	sum.SetAside = int(b.setAsideN.Load())
 	if b.x == nil {
 		return nil
 	}

@@ -100,6 +100,7 @@ func MergeReports(w io.Writer, names []string, rs ...io.Reader) (Summary, error)
 		sum.D2HSeconds += s.D2HSeconds
 		sum.CPUFallback += s.CPUFallback
 		sum.CPUStart += s.CPUStart
+		sum.SetAside += s.SetAside
 		sum.Interrupted = sum.Interrupted || s.Interrupted
 		sum.Stopped = sum.Stopped || s.Stopped
 		if s.Streams != sum.Streams || s.Batch != sum.Batch {

@@ -128,6 +128,10 @@ type Summary struct {
 	// CPUStart counts the inputs of a GPU run that ran wholly on the CPU while its devices
 	// opened (see GPUOptions); their results are the same bits.
 	CPUStart int `json:"cpu_start,omitempty"`
+	// SetAside counts the inputs of a GPU run that were set aside for its devices while
+	// they opened, because the device decodes them whole; the CPU took those it would
+	// otherwise have waited for (they count in CPUStart too).
+	SetAside int `json:"set_aside,omitempty"`
 	// Phases are the time totals per phase (read, decode, chain, encode, write), summed
 	// over the inputs: see PhaseSeconds.
 	Phases PhaseSeconds `json:"phases_s"`

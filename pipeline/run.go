@@ -119,14 +119,15 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	}
 	var be backend = cpuBackend{}
 	if opt.GPU != nil {
-		g, err := newGPURun(plan, opt, writesOnly(sink))
+		keepsNone := writesOnly(sink)
+		g, err := newGPURun(plan, opt, keepsNone)
 		if err != nil {
 			return Summary{}, err
 		}
 		if g == nil {
 			opt.GPU = nil // the plan runs on the CPU; newGPURun gave the notice
 		} else {
-			be = &gpuBackend{run: g} // it names the devices in the summary, once they are found
+			be = &gpuBackend{run: g, writesOnly: keepsNone} // it names the devices in the summary, once they are found
 			opt.Window = max(opt.Window, g.window(opt.Workers))
 		}
 	}
@@ -209,8 +210,11 @@ type item struct {
 	// before reporting the input.
 	staged *stages.Staged
 	// outOfWindow says that collect took the item out of the window when it was processed
-	// (its output was staged); otherwise reportGroups does once it is reported.
+	// (its output was staged) or set it aside for the devices (gpuaside.go); otherwise
+	// reportGroups does once it is reported.
 	outOfWindow bool
+	// setAside says that the input waited for the devices to open (gpuaside.go).
+	setAside bool
 }
 
 type runner struct {
@@ -339,7 +343,7 @@ func (r *runner) collect(groups chan<- []*item) {
 				done = nil
 				continue
 			}
-			if it.staged != nil {
+			if it.staged != nil && !it.outOfWindow {
 				it.outOfWindow = true
 				<-r.window
 			}

@@ -1,0 +1,161 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
+	"github.com/imgpipe/imgpipe/stages/jpegturbo"
+)
+
+// While the device opens, the inputs it decodes whole (baseline JPEGs, for turbo-cuda) are
+// set aside for it, and the others run on the CPU; the CPU takes set-aside inputs when the
+// source has nothing ready, so none waits for a device that opens late or never. Whatever
+// happens, every output is the CPU run's and every goroutine ends. Only a sink that keeps
+// no image gets this (a set-aside input's result waits to be reported in input order).
+func TestSetAsideWhileOpening(t *testing.T) {
+	if jpegturbo.Available() != nil {
+		t.Skip("libjpeg-turbo not usable here")
+	}
+	rng := rand.New(rand.NewSource(3))
+	var inputs []Input
+	baseline := 0
+	for i := range 12 {
+		name, data := fmt.Sprintf("in/%02d.jpg", i), encode(t, randImage(rng, 30+i, 21, 3), "jpeg")
+		switch i % 4 {
+		case 0, 1: // baseline: the device decodes them whole
+			baseline++
+		case 2: // progressive at full size: the CPU decodes it
+			p, err := os.ReadFile(filepath.Join("..", "stages", "testdata", "progressive", []string{"p420", "p444", "gray"}[i/4]+".jpg"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data = p
+		case 3:
+			name, data = fmt.Sprintf("in/%02d.png", i), encode(t, randImage(rng, 30+i, 21, 3), "png")
+		}
+		inputs = append(inputs, Input{Name: name, Data: data})
+	}
+	bad := encode(t, randImage(rng, 9, 9, 3), "jpeg")
+	inputs = append(inputs, Input{Name: "in/bad.jpg", Data: bad[:40]}) // its header is cut short
+	n := len(inputs)
+	plan := compileWith(t, Builtin, "decode | flip axis=h | save format=png")
+	cpuOut := t.TempDir()
+	if _, err := Run(context.Background(), plan, Inputs(inputs...), ToFolder(cpuOut), Options{Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	openFailed := errors.New("CUDA_ERROR_DEVICE_UNAVAILABLE")
+	tests := []struct {
+		name string
+		// open is when the device opens: "reported" once every input was, "source end" once
+		// the source is read to its end, "never" (the run is interrupted at the first result).
+		open     string
+		openErr  error
+		keep     bool // the sink keeps images (Collect)
+		optional bool
+		// setAside is the least Summary.SetAside, or -1 for exactly 0; cpuStart the exact
+		// CPUStart, or -1 for any.
+		setAside, cpuStart int
+		device             string
+	}{
+		{name: "opens after every input", open: "reported", setAside: baseline, cpuStart: n, device: "fake"},
+		{name: "opens when the source ends", open: "source end", setAside: 1, cpuStart: -1, device: "fake"},
+		// The run is then on the CPU, and its summary has no GPU figures.
+		{name: "fails to open under auto", open: "source end", openErr: openFailed, optional: true, setAside: -1, cpuStart: -1, device: "cpu"},
+		{name: "sink keeps images", open: "source end", keep: true, setAside: -1, cpuStart: -1, device: "fake"},
+		{name: "interrupted while opening", open: "never", setAside: 1, cpuStart: -1, device: "fake"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := runtime.NumGoroutine()
+			opened := make(chan struct{})
+			dev := schedtest.Turbo{FakeDevice: fakeGPU(t, schedtest.FakeConfig{Opened: opened, OpenErr: tt.openErr})}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var src Source = Inputs(inputs...)
+			if tt.open == "source end" {
+				src = &endSignal{Source: src, end: opened}
+			}
+			out := t.TempDir()
+			var sink Sink = ToFolder(out)
+			if tt.keep {
+				sink = Collect()
+			}
+			var report bytes.Buffer
+			reported := 0
+			sum, err := Run(ctx, plan, src, sink, Options{Workers: 2, Report: &report, Notice: func(string) {},
+				Progress: func(*Result) {
+					reported++
+					switch {
+					case tt.open == "never" && reported == 1:
+						cancel()
+					case tt.open == "reported" && reported == n:
+						close(opened)
+					}
+				},
+				GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 2, SlotBytes: 64 << 10, Optional: tt.optional}})
+			if tt.open == "never" {
+				if !errors.Is(err, context.Canceled) || !sum.Interrupted {
+					t.Fatalf("Run = %v (interrupted %v), want interrupted", err, sum.Interrupted)
+				}
+			} else if err != nil || sum.OK != n-1 || sum.Failed != 1 {
+				t.Fatalf("Run = %v: %d ok, %d failed, want %d and 1", err, sum.OK, sum.Failed, n-1)
+			}
+			if sum.Device != tt.device {
+				t.Errorf("device %q, want %q", sum.Device, tt.device)
+			}
+			if tt.setAside < 0 && sum.SetAside != 0 || sum.SetAside < tt.setAside || sum.SetAside > baseline {
+				t.Errorf("%d set aside, want at least %d and at most %d", sum.SetAside, tt.setAside, baseline)
+			}
+			if tt.cpuStart >= 0 && (sum.CPUStart != tt.cpuStart || sum.Batches != 0) {
+				t.Errorf("%d started on the CPU in %d batches, want %d and none", sum.CPUStart, sum.Batches, tt.cpuStart)
+			}
+			if tt.keep {
+				return
+			}
+			// Every output reported is the CPU's, byte for byte; a baseline JPEG was decoded
+			// by turbo-cuda or on the CPU, the others on the CPU.
+			checkOutputsMatchReport(t, out, report.String(), sum.OK)
+			for _, l := range reportLines(t, report.String()) {
+				var rl ReportLine
+				if err := json.Unmarshal([]byte(l), &rl); err != nil || rl.Status != StatusOK {
+					continue
+				}
+				got, _ := os.ReadFile(filepath.Join(out, rl.Output))
+				want, err := os.ReadFile(filepath.Join(cpuOut, rl.Output))
+				if err != nil || !bytes.Equal(got, want) {
+					t.Errorf("%s differs from the CPU run's (%v)", rl.Output, err)
+				}
+				if rl.Decoder == schedtest.RouteTurbo && filepath.Ext(rl.Input) != ".jpg" {
+					t.Errorf("%s decoded by %s", rl.Input, rl.Decoder)
+				}
+			}
+			checkNoLeaks(t, base)
+		})
+	}
+}
+
+// endSignal is a source that closes end when it is read to its end.
+type endSignal struct {
+	Source
+	end  chan struct{}
+	done bool
+}
+
+func (s *endSignal) Next(ctx context.Context) (Input, error) {
+	in, err := s.Source.Next(ctx)
+	if errors.Is(err, io.EOF) && !s.done {
+		s.done = true
+		close(s.end)
+	}
+	return in, err
+}
