@@ -14,11 +14,12 @@ import (
 // them on the CPU only when the source has nothing else (next). A folder of photos that
 // mixes the two then has most of its CPU-only work done by the time the device opens.
 //
-// A set-aside input holds no memory (its file is read again when its turn comes), so it
-// leaves the window: the window bounds the memory of inputs in flight, and the reorder
-// span still bounds how many are taken. Only a run whose sink keeps no image (writesOnly)
-// does this, so that a set-aside input's result, held until reported in input order, is
-// small.
+// A set-aside input holds no memory: its file is read again when its turn comes, from the
+// page cache for a local file (an object in a bucket, which would cross the network twice,
+// is never set aside). So it leaves the window, which bounds the memory of inputs in
+// flight; the reorder span still bounds how many are taken. Only a run whose sink keeps no
+// image (writesOnly) does this, so that a set-aside input's result, held until reported in
+// input order, is small.
 
 // asideList is a first-in first-out list of set-aside inputs, safe for concurrent use.
 type asideList struct {
@@ -92,28 +93,22 @@ func (b *gpuBackend) next() *item {
 			return b.aside.pop()
 		default:
 		}
-		var (
-			up     <-chan struct{}
-			steal  *time.Timer
-			waited <-chan time.Time
-		)
+		var up <-chan struct{}
+		var steal <-chan time.Time
 		if opening {
 			up = b.up
 			if b.aside.len() > 0 {
-				steal = time.NewTimer(stealWait)
-				waited = steal.C
+				steal = time.After(stealWait)
 			}
 		}
 		select {
 		case it, ok := <-b.r.jobs:
-			stopTimer(steal)
 			if ok {
 				return it
 			}
 			return b.aside.pop()
 		case <-up: // the set-aside inputs go to the devices now
-			stopTimer(steal)
-		case <-waited:
+		case <-steal:
 			if it := b.aside.pop(); it != nil {
 				return it
 			}
@@ -121,21 +116,16 @@ func (b *gpuBackend) next() *item {
 	}
 }
 
-func stopTimer(t *time.Timer) {
-	if t != nil {
-		t.Stop()
-	}
-}
-
 // setAside sets an input aside for the devices, reporting whether it did: only while they
-// open, in a run whose sink keeps no image, once per input, and when the device would
-// decode its file whole (routeFile, without the rewrite of a progressive file, which is
-// CPU work). finished reports an input that needs no more work: failed reading its header,
-// dropped because the run is ending, or settled (skipped, or failed by its source).
+// open, in a run whose sink keeps no image, once per input, for a local file or bytes in
+// memory, and when the device would decode its file whole (routeFile, without the rewrite
+// of a progressive file, which is CPU work). finished reports an input that needs no more
+// work: failed reading its header, dropped because the run is ending, or settled (skipped,
+// or failed by its source).
 func (b *gpuBackend) setAside(it *item, w *worker) (aside, finished bool) {
 	r := b.r
 	if !b.writesOnly || it.setAside || b.run.files == nil || r.plan.Load != nil || it.in.Image != nil ||
-		(it.in.Data == nil && it.in.Path == "" && it.in.Open == nil) || !b.opening() {
+		it.in.Open != nil || (it.in.Data == nil && it.in.Path == "") || !b.opening() {
 		return false, false
 	}
 	if r.settle(it) {

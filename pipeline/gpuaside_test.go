@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
@@ -61,6 +62,7 @@ func TestSetAsideWhileOpening(t *testing.T) {
 		open     string
 		openErr  error
 		keep     bool // the sink keeps images (Collect)
+		objects  bool // the inputs are objects in a bucket (Input.Open), each to be read once
 		optional bool
 		// setAside is the least Summary.SetAside, or -1 for exactly 0; cpuStart the exact
 		// CPUStart, or -1 for any.
@@ -72,6 +74,7 @@ func TestSetAsideWhileOpening(t *testing.T) {
 		// The run is then on the CPU, and its summary has no GPU figures.
 		{name: "fails to open under auto", open: "source end", openErr: openFailed, optional: true, setAside: -1, cpuStart: -1, device: "cpu"},
 		{name: "sink keeps images", open: "source end", keep: true, setAside: -1, cpuStart: -1, device: "fake"},
+		{name: "objects in a bucket", open: "source end", objects: true, setAside: -1, cpuStart: -1, device: "fake"},
 		{name: "interrupted while opening", open: "never", setAside: 1, cpuStart: -1, device: "fake"},
 	}
 	for _, tt := range tests {
@@ -81,7 +84,18 @@ func TestSetAsideWhileOpening(t *testing.T) {
 			dev := schedtest.Turbo{FakeDevice: fakeGPU(t, schedtest.FakeConfig{Opened: opened, OpenErr: tt.openErr})}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var src Source = Inputs(inputs...)
+			var reads atomic.Int64
+			in := inputs
+			if tt.objects {
+				in = make([]Input, len(inputs))
+				for i, x := range inputs {
+					in[i] = Input{Name: x.Name, Open: func(context.Context) (io.ReadCloser, int64, error) {
+						reads.Add(1)
+						return io.NopCloser(bytes.NewReader(x.Data)), int64(len(x.Data)), nil
+					}}
+				}
+			}
+			var src Source = Inputs(in...)
 			if tt.open == "source end" {
 				src = &endSignal{Source: src, end: opened}
 			}
@@ -118,6 +132,9 @@ func TestSetAsideWhileOpening(t *testing.T) {
 			}
 			if tt.cpuStart >= 0 && (sum.CPUStart != tt.cpuStart || sum.Batches != 0) {
 				t.Errorf("%d started on the CPU in %d batches, want %d and none", sum.CPUStart, sum.Batches, tt.cpuStart)
+			}
+			if tt.objects && reads.Load() != int64(n) {
+				t.Errorf("%d objects read, want %d: each once", reads.Load(), n)
 			}
 			if tt.keep {
 				return
