@@ -56,16 +56,6 @@ func (l *asideList) pop() *item {
 	return it
 }
 
-// opening reports whether the executors are not up yet.
-func (b *gpuBackend) opening() bool {
-	select {
-	case <-b.up:
-		return false
-	default:
-		return true
-	}
-}
-
 // stealWait is how long a decode worker waits for the source before it takes a set-aside
 // input while the devices open. A folder yields its next input in microseconds, but a
 // source that is ready only now and then (16 workers take from one feeder) would have the

@@ -132,10 +132,13 @@ func (b *gpuBackend) begin(g *errgroup.Group, drained <-chan struct{}) error {
 
 // onCPU reports whether the decode workers run inputs wholly on the CPU: until the
 // executors are up, and for the whole run when no device opened (GPUOptions.Optional).
-func (b *gpuBackend) onCPU() bool {
+func (b *gpuBackend) onCPU() bool { return b.opening() || b.x == nil }
+
+// opening reports whether the executors are not up yet.
+func (b *gpuBackend) opening() bool {
 	select {
 	case <-b.up:
-		return b.x == nil
+		return false
 	default:
 		return true
 	}
