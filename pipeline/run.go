@@ -209,9 +209,9 @@ type item struct {
 	// staged is the output a stagingSink wrote, not yet in place: collect commits it
 	// before reporting the input.
 	staged *stages.Staged
-	// outOfWindow says that collect took the item out of the window when it was processed
-	// (its output was staged) or set it aside for the devices (gpuaside.go); otherwise
-	// reportGroups does once it is reported.
+	// outOfWindow says that the item left the window before it was reported: when collect
+	// got it with its output staged, or when it was set aside for the devices
+	// (gpuaside.go); otherwise reportGroups takes it out once it is reported.
 	outOfWindow bool
 	// setAside says that the input waited for the devices to open (gpuaside.go).
 	setAside bool
