@@ -176,3 +176,60 @@ func (s *endSignal) Next(ctx context.Context) (Input, error) {
 	}
 	return in, err
 }
+
+// StopOnError with inputs set aside: every input up to the first failure is still run
+// (the set-aside ones too) and reported, with the CPU run's bytes, and the run stops.
+func TestSetAsideStopOnError(t *testing.T) {
+	if jpegturbo.Available() != nil {
+		t.Skip("libjpeg-turbo not usable here")
+	}
+	base := runtime.NumGoroutine()
+	rng := rand.New(rand.NewSource(4))
+	inputs := make([]Input, 40)
+	for i := range inputs {
+		inputs[i] = Input{Name: fmt.Sprintf("in/%02d.jpg", i), Data: encode(t, randImage(rng, 24+i, 17, 3), "jpeg")}
+	}
+	const bad = 10
+	inputs[bad].Data = inputs[bad].Data[:40]
+	plan := compileWith(t, Builtin, "decode | flip axis=v | save format=png")
+	cpuOut := t.TempDir()
+	if _, err := Run(context.Background(), plan, Inputs(inputs...), ToFolder(cpuOut), Options{Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan struct{})
+	dev := schedtest.Turbo{FakeDevice: fakeGPU(t, schedtest.FakeConfig{Opened: opened})}
+	out := t.TempDir()
+	var report bytes.Buffer
+	reported := 0
+	sum, err := Run(context.Background(), plan, Inputs(inputs...), ToFolder(out), Options{Workers: 2, StopOnError: true, Report: &report,
+		Progress: func(*Result) {
+			if reported++; reported == 1 {
+				close(opened)
+			}
+		},
+		GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 2, SlotBytes: 64 << 10}})
+	if !errors.Is(err, ErrStopped) || !sum.Stopped || sum.Failed != 1 || sum.SetAside == 0 {
+		t.Fatalf("Run = %v, summary %+v: want stopped at one failure, with inputs set aside", err, sum)
+	}
+	var names []string
+	for _, l := range reportLines(t, report.String()) {
+		var rl ReportLine
+		if err := json.Unmarshal([]byte(l), &rl); err != nil || rl.Input == "" {
+			continue
+		}
+		names = append(names, rl.Input)
+		if rl.Status == StatusOK {
+			got, _ := os.ReadFile(filepath.Join(out, rl.Output))
+			want, err := os.ReadFile(filepath.Join(cpuOut, rl.Output))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s differs from the CPU run's (%v)", rl.Output, err)
+			}
+		}
+	}
+	for i := 0; i <= bad; i++ {
+		if i >= len(names) || names[i] != inputs[i].Name {
+			t.Fatalf("reported %q, want every input up to %s first, in order", names, inputs[bad].Name)
+		}
+	}
+	checkNoLeaks(t, base)
+}
