@@ -126,27 +126,14 @@ func zeroACScan(id byte, blocks, slot int) []byte {
 		b = append(b, byte(r<<4))
 	}
 	b = append(b, 0xff, 0xda, 0, 8, 1, id, byte(slot), 1, 1, 13) // Ss 1, Se 1, Ah 0, Al 13
-	var acc uint64
-	var n uint
-	put := func(v uint64, bits uint) {
-		acc, n = acc<<bits|v, n+bits
-		for n >= 8 {
-			n -= 8
-			c := byte(acc >> n)
-			if b = append(b, c); c == 0xff {
-				b = append(b, 0) // stuffing
-			}
-		}
-	}
+	w := bitWriter{buf: b}
 	for left := blocks; left > 0; {
 		run := min(left, 1<<15-1)
 		r := uint(bits.Len(uint(run)) - 1)
-		put(uint64(r), 4)
-		put(uint64(run-1<<r), r)
+		w.put(uint32(r), 4)
+		w.put(uint32(run-1<<r), r)
 		left -= run
 	}
-	if n > 0 {
-		put(1<<(8-n)-1, 8-n) // pad with 1 bits
-	}
-	return b
+	w.flush()
+	return w.buf
 }
