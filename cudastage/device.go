@@ -3,6 +3,7 @@ package cudastage
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
@@ -21,7 +22,8 @@ import (
 type Device struct {
 	g *GPU
 	// loaded is closed once the kernels are loaded into the context, k or
-	// loadErr set (NewDevice loads them in the background).
+	// loadErr set (Start loads them in the background).
+	start   sync.Once // Start's, or Close's when it comes first
 	loaded  chan struct{}
 	k       *Kernels
 	loadErr error
@@ -29,29 +31,37 @@ type Device struct {
 	turbo   turboCodec // the turbo-cuda decoder's buffers (turbodecode.go)
 }
 
-// NewDevice starts loading the kernels into g's context, in the background
-// like the device and its context (OpenGPU): Ready is closed once they are
-// loaded or failed to be, and every call that needs them waits until then.
-// Close unloads them, after every executor on the Device was closed.
+// NewDevice returns a Device on g, not opened yet: Start, or the first call
+// that needs the kernels, opens g and loads them in the background. Close
+// unloads them, after every executor on the Device was closed.
 func NewDevice(g *GPU) *Device {
-	d := &Device{g: g, loaded: make(chan struct{})}
-	go func() {
-		defer close(d.loaded)
-		d.loadErr = g.Do(func() (err error) {
-			d.k, err = LoadKernels()
-			return err
-		})
-	}()
-	return d
+	return &Device{g: g, loaded: make(chan struct{})}
+}
+
+// Start implements sched.Starter: it begins opening the GPU and loading the
+// kernels into its context, once; Ready is closed when they are loaded or
+// failed to be.
+func (d *Device) Start() {
+	d.start.Do(func() {
+		d.g.Start()
+		go func() {
+			defer close(d.loaded)
+			d.loadErr = d.g.Do(func() (err error) {
+				d.k, err = LoadKernels()
+				return err
+			})
+		}()
+	})
 }
 
 // Ready implements sched.Starter: it is closed once the context is retained
-// and the kernels are loaded, or either failed.
+// and the kernels are loaded, or either failed. It does not start the Device.
 func (d *Device) Ready() <-chan struct{} { return d.loaded }
 
 // OpenErr implements sched.Starter: why the context could not be retained or
-// the kernels loaded, or nil. It waits for Ready.
+// the kernels loaded, or nil. It starts the Device and waits for Ready.
 func (d *Device) OpenErr() error {
+	d.Start()
 	<-d.loaded
 	return d.loadErr
 }
@@ -65,8 +75,18 @@ func (d *Device) do(f func() error) error {
 }
 
 // Close releases nvJPEG's handles (when they were opened) and unloads the
-// kernels (when they were loaded). Without a context nothing was opened.
+// kernels (when they were loaded). Without a context nothing was opened; a
+// Device that was never started never opens.
 func (d *Device) Close() error {
+	started := true
+	d.start.Do(func() {
+		started = false
+		d.loadErr = ErrClosed
+		close(d.loaded)
+	})
+	if !started {
+		return nil
+	}
 	if <-d.loaded; d.g.retained() != nil {
 		return nil
 	}

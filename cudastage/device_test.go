@@ -35,6 +35,10 @@ func exDevice(t testing.TB) *Device {
 			t.Error(err)
 		}
 	})
+	// Open, as an executor's BindThread leaves it: tests call its methods directly.
+	if err := d.OpenErr(); err != nil {
+		t.Fatal(err)
+	}
 	return d
 }
 

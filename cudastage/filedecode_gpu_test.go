@@ -91,6 +91,10 @@ func testDevice(t testing.TB) *Device {
 			t.Error(err)
 		}
 	})
+	// Open, as an executor's BindThread leaves it: tests call its methods directly.
+	if err := d.OpenErr(); err != nil {
+		t.Fatal(err)
+	}
 	return d
 }
 

@@ -40,9 +40,10 @@ var ErrNoSuchGPU = sched.ErrNoSuchDevice
 // anything more, returning it. A GPU is safe for concurrent use.
 type GPU struct {
 	ordinal int
+	start   sync.Once // Start's, or Close's when it comes first
 	// found is closed once the driver is initialised and the device found, dev and name
 	// or findErr set; opened once its primary context is retained, ctx or ctxErr set
-	// (OpenGPU does both in the background).
+	// (in the background, from Start).
 	found   chan struct{}
 	dev     cu.Device
 	name    string
@@ -56,10 +57,12 @@ type GPU struct {
 	closed bool
 }
 
-// OpenGPU checks that the driver library is there and new enough, then
-// initialises the driver, finds the device with the given ordinal and retains
-// its primary context in the background: the driver takes a few tenths of a
-// second for that, which a run spends on its CPU workers (Device.Ready). Calls
+// OpenGPU checks that the driver library is there and new enough, and returns
+// the GPU with the given ordinal, not opened yet. Start (or the first call that
+// needs the device or its context) initialises the driver, finds the device and
+// retains its primary context in the background: the driver takes a few tenths
+// of a second for that, which a run spends on its CPU workers (Device.Ready),
+// and a run that ends before needing the GPU does not pay it at all. Calls
 // that need the device or the context wait for it, and fail with the reason
 // when it could not be had: no device, or an ordinal that is not one of the
 // GPUs (wrapping ErrNoSuchGPU, saying how many there are), or the driver's
@@ -73,16 +76,22 @@ func OpenGPU(ordinal int) (*GPU, error) {
 	if err := cu.Find(); err != nil {
 		return nil, err
 	}
-	g := &GPU{ordinal: ordinal, found: make(chan struct{}), opened: make(chan struct{})}
-	go func() {
-		defer close(g.opened)
-		g.dev, g.name, g.findErr = findDevice(ordinal)
-		close(g.found)
-		if g.findErr == nil {
-			g.ctx, g.ctxErr = g.dev.PrimaryCtxRetain()
-		}
-	}()
-	return g, nil
+	return &GPU{ordinal: ordinal, found: make(chan struct{}), opened: make(chan struct{})}, nil
+}
+
+// Start begins opening the GPU in the background, once. A GPU closed before it
+// started never opens: its calls fail with ErrClosed.
+func (g *GPU) Start() {
+	g.start.Do(func() {
+		go func() {
+			defer close(g.opened)
+			g.dev, g.name, g.findErr = findDevice(g.ordinal)
+			close(g.found)
+			if g.findErr == nil {
+				g.ctx, g.ctxErr = g.dev.PrimaryCtxRetain()
+			}
+		}()
+	})
 }
 
 // findDevice initialises the driver and returns the device with the given
@@ -131,6 +140,7 @@ func (g *GPU) Ordinal() int { return g.ordinal }
 
 // Device returns the device handle, once found (0 when it could not be).
 func (g *GPU) Device() cu.Device {
+	g.Start()
 	<-g.found
 	return g.dev
 }
@@ -138,12 +148,14 @@ func (g *GPU) Device() cu.Device {
 // Name is the device's name as the driver gives it ("NVIDIA H200"), once found;
 // "" when it could not be.
 func (g *GPU) Name() string {
+	g.Start()
 	<-g.found
 	return g.name
 }
 
 // Context returns the primary context, once retained (0 when it could not be).
 func (g *GPU) Context() cu.Context {
+	g.Start()
 	<-g.opened
 	return g.ctx
 }
@@ -151,6 +163,7 @@ func (g *GPU) Context() cu.Context {
 // retained waits for the primary context and returns why it could not be
 // retained (or the device found), or nil.
 func (g *GPU) retained() error {
+	g.Start()
 	<-g.opened
 	if g.findErr != nil {
 		return g.findErr
@@ -219,9 +232,9 @@ func (g *GPU) Err() error {
 	return nil
 }
 
-// Close releases the primary context, once retained. Streams, modules and
-// memory of the context must have been released first (pools closed). Close is
-// idempotent.
+// Close releases the primary context, once retained; a GPU that was never
+// started is not opened then. Streams, modules and memory of the context must
+// have been released first (pools closed). Close is idempotent.
 func (g *GPU) Close() error {
 	g.mu.Lock()
 	if g.closed {
@@ -230,7 +243,14 @@ func (g *GPU) Close() error {
 	}
 	g.closed = true
 	g.mu.Unlock()
-	if g.retained() != nil {
+	started := true
+	g.start.Do(func() {
+		started = false
+		g.findErr = ErrClosed
+		close(g.found)
+		close(g.opened)
+	})
+	if !started || g.retained() != nil {
 		return nil // nothing was retained
 	}
 	return g.dev.PrimaryCtxRelease()

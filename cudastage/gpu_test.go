@@ -68,16 +68,20 @@ func TestFaultTracking(t *testing.T) {
 	}
 }
 
-// Open returns before the device is open; closed at once, before it is used, it waits
-// for the opening and releases everything; opened, it is named by its model and usable.
+// Open returns a device not started yet. Closed before it started, it never opens: its
+// calls fail with ErrClosed. Started and closed at once, Close waits for the opening and
+// releases everything; opened, it is named by its model and usable.
 func TestOpenInBackground(t *testing.T) {
 	ordinal := cutest.Require(t)
-	for _, use := range []bool{false, true} {
+	for _, use := range []string{"never started", "started", "used"} {
 		d, closeDev, err := Open(ordinal)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if use {
+		switch use {
+		case "started":
+			d.Start()
+		case "used":
 			if err := d.OpenErr(); err != nil {
 				t.Fatal(err)
 			}
@@ -89,12 +93,17 @@ func TestOpenInBackground(t *testing.T) {
 			}
 		}
 		if err := closeDev(); err != nil {
-			t.Errorf("close (used %v): %v", use, err)
+			t.Errorf("close (%s): %v", use, err)
 		}
 		select {
 		case <-d.Ready():
 		default:
-			t.Errorf("closed (used %v) before Ready", use)
+			t.Errorf("closed (%s) before Ready", use)
+		}
+		if use == "never started" {
+			if err := d.OpenErr(); !errors.Is(err, ErrClosed) || d.GPU().Name() != "" || d.Name() != fmt.Sprintf("GPU %d", ordinal) {
+				t.Errorf("closed before it started: OpenErr %v, named %q and %q; want ErrClosed, no model", err, d.GPU().Name(), d.Name())
+			}
 		}
 	}
 }

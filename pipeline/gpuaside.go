@@ -78,6 +78,7 @@ func (b *gpuBackend) next() *item {
 		select {
 		case it, ok := <-b.r.jobs:
 			if ok {
+				b.pace.taken.Add(1)
 				return it
 			}
 			return b.aside.pop()
@@ -94,6 +95,7 @@ func (b *gpuBackend) next() *item {
 		select {
 		case it, ok := <-b.r.jobs:
 			if ok {
+				b.pace.taken.Add(1)
 				return it
 			}
 			return b.aside.pop()
@@ -107,7 +109,7 @@ func (b *gpuBackend) next() *item {
 }
 
 // setAside sets an input aside for the devices, reporting whether it did: only while they
-// open, in a run whose sink keeps no image, once per input, for a local file or bytes in
+// open (started, not up yet), in a run whose sink keeps no image, once per input, for a local file or bytes in
 // memory, and when the device would decode its file whole (routeFile, without the rewrite
 // of a progressive file, which is CPU work). finished reports an input that needs no more
 // work: failed reading its header, dropped because the run is ending, or settled (skipped,
@@ -115,7 +117,7 @@ func (b *gpuBackend) next() *item {
 func (b *gpuBackend) setAside(it *item, w *worker) (aside, finished bool) {
 	r := b.r
 	if !b.writesOnly || it.setAside || b.run.files == nil || r.plan.Load != nil || it.in.Image != nil ||
-		it.in.Open != nil || (it.in.Data == nil && it.in.Path == "") || !b.opening() {
+		it.in.Open != nil || (it.in.Data == nil && it.in.Path == "") || !b.opening() || !isClosed(b.started) {
 		return false, false
 	}
 	if r.settle(it) {

@@ -64,6 +64,12 @@ type GPUOptions struct {
 	// create its context); otherwise, and for a device that does not exist
 	// (sched.ErrNoSuchDevice), that fails the run. The CLI's --device auto sets it.
 	Optional bool
+	// Inputs, when positive with Optional, is how many inputs the run has (the caller
+	// counted a local folder, say). The run then starts its devices only when the CPU's
+	// measured pace says that it would need longer alone than a GPU's start costs (see
+	// gpudefer.go); a smaller run never starts them and reports Summary.GPUNotStarted. 0:
+	// unknown, and the devices start with the run.
+	Inputs int
 	// HostPool and DevicePool, when set, are where the slots' page-locked and device
 	// memory come from and go back to (sched.Config's fields of those names): runs one
 	// after another on Device that share them (a benchmark's repeats) take the memory
@@ -79,6 +85,9 @@ type gpuRun struct {
 	cfg      sched.Config
 	optional bool // GPUOptions.Optional
 	wait     bool // GPUOptions.Wait, or the CPU cannot start the run (newGPURun)
+	// inputs is GPUOptions.Inputs when the run may leave its devices unstarted (Optional,
+	// not wait), else 0.
+	inputs int
 	// files is the first device's file decoder when the decode backend sends files to it
 	// (deviceDecoder), else nil: it routes the files for every device.
 	files sched.FileDecoder
@@ -125,6 +134,9 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	// bits: every stage runs there, and no decode asks for nvJPEG's pixels.
 	wait := o.Wait || plan.CheckCPU() != nil || plan.Decode != nil && plan.Decode.Backend == backendNvJPEG
 	g := &gpuRun{devs: devs, optional: o.Optional, wait: wait}
+	if o.Optional && !wait {
+		g.inputs = o.Inputs
+	}
 	ops, err := deviceOps(plan, devs[0], encode)
 	if err != nil {
 		if plan.Decode.Backend == backendNvJPEG {
@@ -242,6 +254,12 @@ type gpuBackend struct {
 	x       *executors
 	results <-chan *sched.Result // every executor's
 	noGPU   error                // why no device opened, under GPUOptions.Optional
+	// started is closed once the devices were started, which a deferred run does only when
+	// its pace says they are worth it (gpudefer.go); notStarted is set when it ended first.
+	deferred   bool
+	started    chan struct{}
+	pace       pace
+	notStarted bool
 
 	inExec      sync.Map     // idx → *item: committed to the executor, result not yet taken
 	cpuFallback atomic.Int64 // images that ran on the CPU path instead

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -19,17 +20,24 @@ import (
 // are up, the decode workers run inputs wholly on the CPU, with the same bits as the
 // device (a small folder is mostly done before the GPU is; Summary.CPUStart counts them),
 // and set aside for the device those it decodes whole (gpuaside.go; Summary.SetAside).
+// Under GPUOptions.Optional with a count of the inputs, the devices start only once the
+// CPU's pace says they are worth it, which a small folder never does (gpudefer.go).
 
 // start starts the executors, one per device, under the run's context (an interrupt or a
 // fatal error of the run stops them, abandoning the batches on the devices), the decode
 // and save workers, and the goroutines that end the run when a device fails and close done
-// once every input was accounted for. When every device is open, or GPUOptions.Wait, the
-// executors start first, and an error means that nothing was started; otherwise they
-// start in the background (begin).
+// once every input was accounted for. The devices are started first, unless deferred.
+// When every device is open, or GPUOptions.Wait, the executors start first, and an error
+// means that nothing was started; otherwise they start in the background (begin).
 func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
-	b.r, b.up = r, make(chan struct{})
+	b.r, b.up, b.started = r, make(chan struct{}), make(chan struct{})
 	r.sum.Streams, r.sum.Batch = b.run.cfg.Streams, b.run.cfg.Batch
 	drained := make(chan struct{}) // every decode worker is done
+	// Only devices still to open are worth leaving unstarted (gpudefer.go).
+	b.deferred = b.run.inputs > 0 && b.run.opening()
+	if !b.deferred {
+		b.startDevices()
+	}
 	if b.run.opening() && !b.run.wait {
 		g.Go(func() error { return b.begin(g, drained) })
 	} else {
@@ -90,6 +98,13 @@ func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
 func (b *gpuBackend) begin(g *errgroup.Group, drained <-chan struct{}) error {
 	defer close(b.up)
 	r := b.r
+	if b.deferred {
+		if !b.awaitWorth(drained) {
+			b.notStarted = r.ctx.Err() == nil
+			return nil
+		}
+		b.startDevices()
+	}
 	for _, d := range b.run.devs {
 		if s, ok := d.(sched.Starter); ok {
 			select {
@@ -130,17 +145,30 @@ func (b *gpuBackend) begin(g *errgroup.Group, drained <-chan struct{}) error {
 	return nil
 }
 
+// startDevices starts the devices that open in the background (sched.Starter).
+func (b *gpuBackend) startDevices() {
+	for _, d := range b.run.devs {
+		if s, ok := d.(sched.Starter); ok {
+			s.Start()
+		}
+	}
+	close(b.started)
+}
+
 // onCPU reports whether the decode workers run inputs wholly on the CPU: until the
 // executors are up, and for the whole run when no device opened (GPUOptions.Optional).
 func (b *gpuBackend) onCPU() bool { return b.opening() || b.x == nil }
 
 // opening reports whether the executors are not up yet.
-func (b *gpuBackend) opening() bool {
+func (b *gpuBackend) opening() bool { return !isClosed(b.up) }
+
+// isClosed reports whether c is closed.
+func isClosed(c <-chan struct{}) bool {
 	select {
-	case <-b.up:
-		return false
-	default:
+	case <-c:
 		return true
+	default:
+		return false
 	}
 }
 
@@ -161,7 +189,9 @@ func (b *gpuBackend) decodeWorker(w *worker) {
 					continue // in the aside list now
 				}
 				if !finished {
+					t0 := time.Now()
 					r.process(it, w)
+					b.pace.finished(time.Since(t0))
 				}
 				if !it.dropped {
 					b.cpuStart.Add(1)
@@ -181,8 +211,8 @@ func (b *gpuBackend) decodeWorker(w *worker) {
 // summary. Without executors the CPU did every input (before the devices opened, or
 // because none did under GPUOptions.Optional), or the run failed: its error says why.
 func (b *gpuBackend) finish(sum *Summary) error {
-	if b.noGPU != nil {
-		sum.Device, sum.Streams, sum.Batch = "cpu", 0, 0
+	if b.noGPU != nil || b.notStarted {
+		sum.Device, sum.Streams, sum.Batch, sum.GPUNotStarted = "cpu", 0, 0, b.notStarted
 		return nil
 	}
 	sum.Device = b.run.name()

@@ -101,6 +101,7 @@ func MergeReports(w io.Writer, names []string, rs ...io.Reader) (Summary, error)
 		sum.CPUFallback += s.CPUFallback
 		sum.CPUStart += s.CPUStart
 		sum.SetAside += s.SetAside
+		sum.GPUNotStarted = sum.GPUNotStarted || s.GPUNotStarted
 		sum.Interrupted = sum.Interrupted || s.Interrupted
 		sum.Stopped = sum.Stopped || s.Stopped
 		if s.Streams != sum.Streams || s.Batch != sum.Batch {

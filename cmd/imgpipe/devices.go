@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
@@ -113,6 +116,43 @@ type target struct {
 	why     string         // why the CPU is used under --device auto
 }
 
+// start starts opening the GPUs in the background (sched.Starter).
+func (t *target) start() {
+	for _, d := range t.devs {
+		if s, ok := d.(sched.Starter); ok {
+			s.Start()
+		}
+	}
+}
+
+// countForGPU lets a run under auto leave its GPUs unstarted when the CPU alone finishes
+// sooner (pipeline.GPUOptions.Inputs), which needs a count of its inputs: it counts a
+// local walk up to limit. With more inputs (a folder with more entries than limit is not
+// walked: its names are cheaper to read than its files' information), or inputs in a
+// bucket, it starts the GPUs at once, as cuda does.
+func countForGPU(ctx context.Context, in *inputs, o *pipeline.GPUOptions, tgt *target, limit int) {
+	switch {
+	case blobio.IsURL(in.dir), len(in.files) > limit, in.dir != "" && moreEntries(in.dir, limit):
+	default:
+		if n := in.countUpTo(ctx, limit); n >= 0 && n <= limit {
+			o.Inputs = n
+			return
+		}
+	}
+	tgt.start()
+}
+
+// moreEntries reports whether folder dir has more than n entries, reading names only.
+func moreEntries(dir string, n int) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false // the walk says why
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(n + 1)
+	return len(names) > n
+}
+
 // close closes the GPUs; on the CPU there is nothing to close. A GPU still opening (the
 // CPU did the whole run meanwhile) is closed in the background rather than waited for:
 // the process may end first, which ends the driver's work on it.
@@ -138,7 +178,9 @@ func (t *target) close() error {
 // lists. A GPU that fails to open closes those opened before it. wait waits for the GPUs
 // to finish opening, so that a GPU the driver cannot open is one of the failures above
 // (bench, and the queue worker, which runs many times on them); run does not wait: its
-// GPU run starts on the CPU and finds out meanwhile (pipeline.GPUOptions).
+// GPU run starts on the CPU and finds out meanwhile (pipeline.GPUOptions). cuda starts
+// opening the GPUs at once; auto leaves that to the run, which does not start them when
+// the CPU alone finishes sooner (pipeline.GPUOptions.Inputs).
 func resolveDevice(device string, gpus pipeline.GPUSet, need string, wait bool, stderr io.Writer) (*target, error) {
 	cpu := &target{}
 	if device == "cpu" { // else auto or cuda: the settings table checked it
@@ -151,9 +193,14 @@ func resolveDevice(device string, gpus pipeline.GPUSet, need string, wait bool, 
 	tgt := &target{}
 	for _, n := range ordinals { // none when listing them failed
 		dev, closeDev, openErr := openDevice(n)
-		if s, ok := dev.(sched.Starter); ok && wait && openErr == nil {
-			if openErr = s.OpenErr(); openErr != nil {
-				closeDev()
+		if s, ok := dev.(sched.Starter); ok && openErr == nil {
+			switch {
+			case wait:
+				if openErr = s.OpenErr(); openErr != nil {
+					closeDev()
+				}
+			case device == "cuda":
+				s.Start() // meanwhile the run gets ready; auto leaves it to the run (GPUOptions.Inputs)
 			}
 		}
 		if err = openErr; err != nil {

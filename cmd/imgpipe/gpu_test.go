@@ -84,12 +84,16 @@ func TestGPURunMatchesCPU(t *testing.T) {
 		}
 	})
 	t.Run("auto", func(t *testing.T) {
-		// Without --gpu-wait: the first inputs may run on the CPU while the GPU opens.
-		_, sum, stderr := compareDevices(t, in, gpuChains[2], "auto")
-		t.Logf("%d of %d inputs ran on the CPU while the GPU opened", sum.CPUStart, sum.Total())
-		// "GPU 0" without its model when the CPU did every input before the driver found it.
-		if !strings.HasPrefix(sum.Device, "GPU 0") || strings.Contains(stderr, "no usable GPU") || sum.CPUStart > sum.Total() {
-			t.Errorf("auto did not use the GPU: %+v\n%s", sum, stderr)
+		// The workers take every input at once: none is left that the GPU could take
+		// sooner, so auto does not start it.
+		_, sum, stderr := compareDevices(t, in, gpuChains[2], "auto", "--workers", "64")
+		if sum.Device != "cpu" || !sum.GPUNotStarted || strings.Contains(stderr, "no usable GPU") {
+			t.Errorf("auto started the GPU for a run the CPU finishes alone: %+v\n%s", sum, stderr)
+		}
+		// --gpu-wait makes auto use the GPU whatever the run.
+		_, sum, stderr = compareDevices(t, in, gpuChains[2], "auto", "--gpu-wait")
+		if !strings.HasPrefix(sum.Device, "GPU 0 (") || sum.Batches == 0 || sum.GPUNotStarted || strings.Contains(stderr, "no usable GPU") {
+			t.Errorf("auto --gpu-wait did not use the GPU: %+v\n%s", sum, stderr)
 		}
 	})
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/job"
 )
 
 // A GPU that fails to open in the background (after the run started on the CPU): under
@@ -116,5 +119,82 @@ func TestResolveDeviceWaits(t *testing.T) {
 		if tgt != nil {
 			tgt.close()
 		}
+	}
+}
+
+// Under auto, a run over a local folder that the CPU finishes sooner than a GPU opens
+// leaves the GPU unstarted (no driver work, nothing to wait for at exit), and says so;
+// under cuda the GPU starts as soon as it is opened.
+func TestAutoLeavesGPUUnstarted(t *testing.T) {
+	in := deviceFolder(t)
+	for _, device := range []string{"auto", "cuda"} {
+		t.Run(device, func(t *testing.T) {
+			opened := make(chan struct{}) // the GPU never opens by itself
+			defer close(opened)
+			var dev *schedtest.FakeDevice
+			setOpenDevice(t, func(int) (sched.Device, func() error, error) {
+				dev = schedtest.NewFake(schedtest.FakeConfig{Opened: opened})
+				return dev, func() error { dev.Close(); return nil }, nil
+			})
+			// More workers than inputs: they take every input at once, so that however slow
+			// the machine, none is left for the GPU.
+			_, sum, stderr := compareDevices(t, in, "decode | blur sigma=1 | save", device, "--workers", "64")
+			auto := device == "auto"
+			if dev.Started() == auto || sum.GPUNotStarted != auto {
+				t.Errorf("started %v, report's gpu_not_started %v, want %v", dev.Started(), sum.GPUNotStarted, !auto)
+			}
+			wantDevice, note := "fake", strings.Contains(stderr, "the GPU was not started")
+			if auto {
+				wantDevice = "cpu"
+			}
+			if sum.Device != wantDevice || note != auto {
+				t.Errorf("on %q, want %q; stderr:\n%s", sum.Device, wantDevice, stderr)
+			}
+		})
+	}
+}
+
+// countForGPU gives the run the count of a local folder's inputs up to the limit, and
+// starts the GPU at once for more, or for inputs it cannot count.
+func TestCountForGPU(t *testing.T) {
+	dir, tree := t.TempDir(), t.TempDir()
+	for _, d := range []string{dir, filepath.Join(tree, "sub")} {
+		for _, name := range []string{"a.png", "b.jpg", "c.png"} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, name), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tests := []struct {
+		name       string
+		dir        string
+		limit      int
+		wantInputs int
+		started    bool
+	}{
+		{"within the limit", dir, 3, 3, false},
+		{"more entries than the limit", dir, 2, 0, true},
+		{"a folder that cannot be walked", filepath.Join(dir, "missing"), 10, 0, true},
+		{"a tree within the limit", tree, 3, 3, false},
+		// One entry at the top, so walked: its subfolder holds more than the limit.
+		{"a tree over the limit", tree, 2, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dev := schedtest.NewFake(schedtest.FakeConfig{Opened: make(chan struct{})})
+			in, err := openInputs(context.Background(), &job.Job{InputDir: tt.dir}, pipeline.Selection{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.close()
+			var o pipeline.GPUOptions
+			countForGPU(context.Background(), in, &o, &target{devs: []sched.Device{dev}}, tt.limit)
+			if o.Inputs != tt.wantInputs || dev.Started() != tt.started {
+				t.Errorf("inputs %d, started %v; want %d, %v", o.Inputs, dev.Started(), tt.wantInputs, tt.started)
+			}
+		})
 	}
 }

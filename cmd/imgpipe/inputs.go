@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -103,17 +104,28 @@ func (in *inputs) source() pipeline.Source {
 }
 
 // count walks the inputs once, cheaply, for the progress bar's total: -1 if that fails.
-func (in *inputs) count() int {
-	src, n := in.source(), 0
-	for {
-		if _, err := src.Next(context.Background()); err != nil {
+func (in *inputs) count() int { return in.countUpTo(context.Background(), math.MaxInt-1) }
+
+// gpuCountLimit is the most inputs a run under --device auto counts before it starts (see
+// pipeline.GPUOptions.Inputs); a larger one starts the GPU at once. A local folder's walk
+// takes about 5 µs a file (5,400 files in 22-30 ms on the 2-core development machine),
+// and on 16 cores a run of more than 1,000 inputs would need them to cost under 8 ms each
+// for the GPU not to pay (a 12 MP photo's thumbnail costs about 14 ms).
+const gpuCountLimit = 1000
+
+// countUpTo counts the inputs as count does, at most limit of them: limit+1 means more.
+// It gives up with -1 when ctx ends.
+func (in *inputs) countUpTo(ctx context.Context, limit int) int {
+	src := in.source()
+	for n := 0; n <= limit; n++ {
+		if _, err := src.Next(ctx); err != nil {
 			if errors.Is(err, io.EOF) {
 				return n
 			}
 			return -1
 		}
-		n++
 	}
+	return limit + 1
 }
 
 // failingSource is a source whose first Next fails the run with err.

@@ -380,9 +380,13 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 			fmt.Fprintf(stderr, "imgpipe: closing the GPU: %v\n", err)
 		}
 	}()
+	opt := job.Exec.RunOptions(tgt.devs...)
+	if opt.GPU != nil && opt.GPU.Optional && !opt.GPU.Wait {
+		// First, so that a GPU that starts at once (as under cuda) starts as early.
+		countForGPU(cmd.Context(), in, opt.GPU, tgt, gpuCountLimit)
+	}
 	// On a GPU, settings that cannot work together (a batch whose slots do not fit in
 	// --pinned-mb) are usage errors, found before anything is written.
-	opt := job.Exec.RunOptions(tgt.devs...)
 	if err := pipeline.CheckGPU(plan, opt); err != nil {
 		if errors.Is(err, cudastage.ErrNoSuchGPU) {
 			return noSuchGPU(err)
@@ -579,6 +583,9 @@ func summaryLine(s pipeline.Summary) string {
 			line += fmt.Sprintf("; %d run on the CPU while the GPU opened", s.CPUStart)
 		}
 		line += ")"
+	}
+	if s.GPUNotStarted {
+		line += " (auto: the GPU was not started, the CPU alone finished sooner)"
 	}
 	return line
 }

@@ -102,11 +102,13 @@ type Device interface {
 // run reports even where it could go on without the device.
 var ErrNoSuchDevice = errors.New("no GPU")
 
-// Starter is implemented by a Device that finishes opening in the background
-// (the CUDA device: the driver takes about a tenth of a second for a context).
-// Ready is closed once the device opened or failed to; OpenErr then says
-// which. BindThread waits for Ready and fails with OpenErr.
+// Starter is implemented by a Device that opens in the background once started
+// (the CUDA device: the driver takes a few tenths of a second for a context).
+// Start begins opening, once; Ready is closed once the device opened or failed
+// to, and OpenErr then says which. Ready does not start the device; OpenErr and
+// BindThread do, then wait for Ready (BindThread failing with OpenErr).
 type Starter interface {
+	Start()
 	Ready() <-chan struct{}
 	OpenErr() error
 }

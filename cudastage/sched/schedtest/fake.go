@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
@@ -76,8 +77,9 @@ type FakeConfig struct {
 // launches whose table was not uploaded (its kernels read offsets and shapes
 // from the device copy of the launch table, as real kernels do).
 type FakeDevice struct {
-	cfg  FakeConfig
-	name string
+	cfg     FakeConfig
+	name    string
+	started atomic.Bool // Start was called
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -157,6 +159,13 @@ var opened = func() chan struct{} {
 	return c
 }()
 
+// Start implements sched.Starter: it records that the device was started
+// (Started); FakeConfig.Opened still says when it is open.
+func (f *FakeDevice) Start() { f.started.Store(true) }
+
+// Started reports whether Start, OpenErr or BindThread was called.
+func (f *FakeDevice) Started() bool { return f.started.Load() }
+
 // Ready implements sched.Starter: FakeConfig.Opened, or a closed channel.
 func (f *FakeDevice) Ready() <-chan struct{} {
 	if f.cfg.Opened == nil {
@@ -165,8 +174,10 @@ func (f *FakeDevice) Ready() <-chan struct{} {
 	return f.cfg.Opened
 }
 
-// OpenErr implements sched.Starter: FakeConfig.OpenErr, once Ready is closed.
+// OpenErr implements sched.Starter: it starts the device and returns
+// FakeConfig.OpenErr once Ready is closed.
 func (f *FakeDevice) OpenErr() error {
+	f.Start()
 	<-f.Ready()
 	return f.cfg.OpenErr
 }
