@@ -6,7 +6,8 @@
 #
 # The job is 256-pixel thumbnails written as JPEG at one quality for both:
 #   imgpipe   decode scale=auto | resize width=256 height=256 fit=inside filter=lanczos3 |
-#             save format=jpeg quality=Q, once with --device cuda and once with --device cpu
+#             save format=jpeg quality=Q, with --device auto (the default: the GPU when the run
+#             repays starting it), cuda and cpu
 #   libvips   vipsthumbnail -s 256 -o DIR/%s.jpg[Q=Q], one process per core (xargs -P), one
 #             thread each (VIPS_CONCURRENCY=1), files handed out 30 at a time and also in equal
 #             shares of files/cores; the table takes the faster of the two in each round
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --files) sizes=${2:?--files needs a value}; shift 2 ;;
     --rounds) rounds=${2:?--rounds needs a value}; shift 2 ;;
     --quality) quality=${2:?--quality needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "thumbnails.sh: unknown option $1" >&2; usage ;;
     *) [ -z "$photos" ] || usage; photos=$1; shift ;;
   esac
@@ -100,16 +101,17 @@ joined() { echo "$*" | sed 's/ /, /g'; }
 
 IFS=, read -ra counts <<<"$sizes"
 for n in "${counts[@]}"; do folder "$n"; done
-declare -A vt gt ct
+declare -A vt at gt ct
 for ((r = 1; r <= rounds; r++)); do
   for n in "${counts[@]}"; do
     share=$(((n + cores - 1) / cores))
     v30=$(timed "$n" vips_run "$n" 30)
     vshare=$(timed "$n" vips_run "$n" "$share")
+    a=$(timed "$n" imgpipe_run "$n" auto)
     g=$(timed "$n" imgpipe_run "$n" cuda)
     c=$(timed "$n" imgpipe_run "$n" cpu)
-    vt[$n]+="$(best "$v30" "$vshare") " gt[$n]+="$g " ct[$n]+="$c "
-    echo "round $r, $n files: libvips -n 30 $v30, -n $share $vshare; imgpipe GPU $g, CPU $c (seconds)" >&2
+    vt[$n]+="$(best "$v30" "$vshare") " at[$n]+="$a " gt[$n]+="$g " ct[$n]+="$c "
+    echo "round $r, $n files: libvips -n 30 $v30, -n $share $vshare; imgpipe auto $a, GPU $g, CPU $c (seconds)" >&2
   done
 done
 
@@ -127,13 +129,15 @@ fi
 echo "thumbnails.sh $(date -u +%FT%TZ): $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || echo 'no GPU'), $cores cores"
 echo "$("${vips[@]}" --vips-version 2>/dev/null | head -n 1); $("$imgpipe" version 2>/dev/null | head -n 1)"
 echo
-echo "| files | libvips, s | imgpipe GPU, s | vs libvips | imgpipe CPU, s | vs libvips |"
-echo "|---|---|---|---|---|---|"
+echo "| files | libvips, s | imgpipe auto, s | vs libvips | imgpipe GPU, s | vs libvips | imgpipe CPU, s | vs libvips |"
+echo "|---|---|---|---|---|---|---|---|"
 for n in "${counts[@]}"; do
-  read -ra v <<<"${vt[$n]}"; read -ra g <<<"${gt[$n]}"; read -ra c <<<"${ct[$n]}"
-  gr=() cr=()
-  for ((i = 0; i < rounds; i++)); do gr+=("$(ratio "${v[i]}" "${g[i]}")"); cr+=("$(ratio "${v[i]}" "${c[i]}")"); done
-  echo "| $n | $(joined "${v[@]}") | $(joined "${g[@]}") | $(joined "${gr[@]}") | $(joined "${c[@]}") | $(joined "${cr[@]}") |"
+  read -ra v <<<"${vt[$n]}"; read -ra a <<<"${at[$n]}"; read -ra g <<<"${gt[$n]}"; read -ra c <<<"${ct[$n]}"
+  ar=() gr=() cr=()
+  for ((i = 0; i < rounds; i++)); do
+    ar+=("$(ratio "${v[i]}" "${a[i]}")"); gr+=("$(ratio "${v[i]}" "${g[i]}")"); cr+=("$(ratio "${v[i]}" "${c[i]}")")
+  done
+  echo "| $n | $(joined "${v[@]}") | $(joined "${a[@]}") | $(joined "${ar[@]}") | $(joined "${g[@]}") | $(joined "${gr[@]}") | $(joined "${c[@]}") | $(joined "${cr[@]}") |"
 done
 echo
 echo "Each ratio is libvips's time over imgpipe's in the same round. GPU against CPU thumbnails, $first files: $check."

@@ -47,8 +47,9 @@ func TestThumbnailsScript(t *testing.T) {
 	}
 	row := func(n, gpu, gpuRatio string) *regexp.Regexp {
 		num := `[0-9]+\.[0-9]{2}`
-		return regexp.MustCompile(`(?m)^\| ` + n + ` \| ` + num + `, ` + num + ` \| ` + gpu + ` \| ` + gpuRatio +
-			` \| ` + num + `, ` + num + ` \| [0-9.]+, [0-9.]+ \|$`)
+		pair, ratios := num+`, `+num, `[0-9.]+, [0-9.]+`
+		return regexp.MustCompile(`(?m)^\| ` + n + ` \| ` + pair + ` \| ` + pair + ` \| ` + ratios + ` \| ` + gpu + ` \| ` + gpuRatio +
+			` \| ` + pair + ` \| ` + ratios + ` \|$`)
 	}
 	num, ratio := `[0-9]+\.[0-9]{2}, [0-9]+\.[0-9]{2}`, `[0-9]+\.[0-9], [0-9]+\.[0-9]`
 	tests := []struct {
@@ -74,7 +75,7 @@ func TestThumbnailsScript(t *testing.T) {
 			regexp.MustCompile(`imgpipe_run 3 cuda \(status 3, 0 of 3 thumbnails\):\nimgpipe: --device cuda: no usable GPU: fake`),
 		}},
 		{name: "libvips short of files", args: []string{"--files", "3", "--rounds", "1"}, env: []string{"FAKE_VIPS_SHORT=1"}, status: 1, want: []*regexp.Regexp{
-			regexp.MustCompile(`(?m)^\| 3 \| failed \| [0-9.]+ \| - \| [0-9.]+ \| - \|$`),
+			regexp.MustCompile(`(?m)^\| 3 \| failed \| [0-9.]+ \| - \| [0-9.]+ \| - \| [0-9.]+ \| - \|$`),
 			regexp.MustCompile(`vips_run 3 30 \(status 0, 2 of 3 thumbnails\)`),
 		}},
 		{name: "no folder", args: []string{"--files", "3"}, dir: filepath.Join(dir, "none"), status: 2,

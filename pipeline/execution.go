@@ -200,7 +200,7 @@ func hostOutFor(ops []sched.Op, slotBytes int) int {
 // The upper bounds of streams, batch and pinned_mb are the executor's limits.
 var executionSettings = []ParamSpec{
 	{Name: "device", Kind: Enum, Default: "auto", Values: []string{"auto", "cpu", "cuda"},
-		Help: "where pixel stages run: auto uses a working GPU, else the CPU; gpu means cuda"},
+		Help: "where pixel stages run: auto uses a working GPU when the run is long enough to repay starting it, else the CPU; gpu means cuda"},
 	{Name: "gpu", Kind: String, Default: "0",
 		Help: "which GPUs auto and cuda use: an ordinal counting from 0, a list (0,2,3) or all; a run over several spreads its batches over them (see 'imgpipe devices')"},
 	{Name: "streams", Kind: Int, Default: int64(DefaultStreams), Range: &Range{Min: 1, Max: sched.MaxStreams},

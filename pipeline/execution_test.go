@@ -155,7 +155,7 @@ func TestExecutionSettingsTable(t *testing.T) {
 	streams, _ := ExecutionSetting("streams")
 	resume, _ := ExecutionSetting("resume")
 	for ps, want := range map[*ParamSpec]string{
-		&device:  "where pixel stages run: auto uses a working GPU, else the CPU; gpu means cuda (auto|cpu|cuda)",
+		&device:  "where pixel stages run: auto uses a working GPU when the run is long enough to repay starting it, else the CPU; gpu means cuda (auto|cpu|cuda)",
 		&streams: "CUDA streams (GPU only) (1..64)",
 		&resume:  resume.Help,
 	} {

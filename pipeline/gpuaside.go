@@ -109,9 +109,9 @@ func (b *gpuBackend) next() *item {
 }
 
 // setAside sets an input aside for the devices, reporting whether it did: only while they
-// open (started, not up yet), in a run whose sink keeps no image, once per input, for a local file or bytes in
-// memory, and when the device would decode its file whole (routeFile, without the rewrite
-// of a progressive file, which is CPU work). finished reports an input that needs no more
+// open (started, not up yet), in a run whose sink keeps no image, once per input, for a
+// local file or bytes in memory, and when the device would decode its file whole
+// (routeFile, without the rewrite of a progressive file, which is CPU work). finished reports an input that needs no more
 // work: failed reading its header, dropped because the run is ending, or settled (skipped,
 // or failed by its source).
 func (b *gpuBackend) setAside(it *item, w *worker) (aside, finished bool) {

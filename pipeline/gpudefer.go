@@ -16,32 +16,26 @@ import (
 // gpuStartCost is what starting the GPU costs a run that the CPU could finish alone. On an
 // H200 host the executors were up 0.26-0.40 s after the process started, and the driver's
 // teardown added about 0.17 s at exit; a folder of photo thumbnails broke even at about
-// 600 photos (0.52 s on the CPU alone, 0.51-0.54 s with the GPU), where the CPU had about
-// half a second of work left once it knew its pace.
+// 600 photos (0.52 s on the CPU alone against 0.51-0.54 s with the GPU in one lease,
+// 0.64-0.66 s against 0.57-0.60 s in another), where the CPU had about half a second of
+// work left once it knew its pace.
 const gpuStartCost = 500 * time.Millisecond
 
 // paceTick is how often a run that has not started its devices looks at its pace again.
 const paceTick = 2 * time.Millisecond
 
 // pace is what the CPU did in a GPU run whose devices have not started: the inputs the
-// decode workers took from the source, and those they finished with the time it took them.
-type pace struct {
-	taken, done atomic.Int64
-	busy        atomic.Int64 // nanoseconds
-}
-
-// finished records an input that the CPU took d to run.
-func (p *pace) finished(d time.Duration) {
-	p.done.Add(1)
-	p.busy.Add(int64(d))
-}
+// decode workers took from the source, and those they finished.
+type pace struct{ taken, done atomic.Int64 }
 
 // worthStarting reports whether the CPU alone would still need longer than gpuStartCost
-// for the inputs not taken yet: total inputs, taken of them, and done in busy of worker
-// time, elapsed into the run, on workers. Until an input is done, each is taken to cost
-// the whole elapsed time, a lower bound. More taken than counted (files added since) makes
-// the count worthless: then it is worth it, as for a run that did not count.
-func worthStarting(total, taken, done int64, busy, elapsed time.Duration, workers int) bool {
+// for the inputs not taken yet: total inputs, taken of them and done, elapsed into the
+// run, on workers. The workers are busy from the start, so done inputs in elapsed time are
+// their pace; until each worker has done one, an input is taken to cost the whole elapsed
+// time (a lower bound), so that a few quick inputs first do not hide slow ones. More taken
+// than counted (files added since) makes the count worthless: then it is worth it, as for
+// a run that did not count.
+func worthStarting(total, taken, done int64, elapsed time.Duration, workers int) bool {
 	left := total - taken
 	switch {
 	case left < 0:
@@ -49,11 +43,7 @@ func worthStarting(total, taken, done int64, busy, elapsed time.Duration, worker
 	case left == 0:
 		return false
 	}
-	per := elapsed
-	if done > 0 {
-		per = busy / time.Duration(done)
-	}
-	return time.Duration(left)*per/time.Duration(workers) > gpuStartCost
+	return time.Duration(left)*elapsed/time.Duration(max(done, int64(workers))) > gpuStartCost
 }
 
 // awaitWorth waits until the run's devices are worth starting (worthStarting), reporting
@@ -71,7 +61,7 @@ func (b *gpuBackend) awaitWorth(drained <-chan struct{}) bool {
 			return false
 		case <-tick.C:
 		}
-		if worthStarting(int64(b.run.inputs), p.taken.Load(), p.done.Load(), time.Duration(p.busy.Load()), time.Since(start), r.opt.Workers) {
+		if worthStarting(int64(b.run.inputs), p.taken.Load(), p.done.Load(), time.Since(start), r.opt.Workers) {
 			return true
 		}
 	}

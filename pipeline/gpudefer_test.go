@@ -20,25 +20,26 @@ func TestWorthStarting(t *testing.T) {
 	tests := []struct {
 		name               string
 		total, taken, done int64
-		busy, elapsed      time.Duration
+		elapsed            time.Duration
 		workers            int
 		want               bool
 	}{
-		{"every input taken", 50, 50, 10, 150 * ms, 20 * ms, 16, false},
-		{"more taken than counted", 50, 60, 10, 150 * ms, 20 * ms, 16, true},
-		// Until an input is done, each costs at least the time so far: 584 × 1 ms / 16.
-		{"none done, early", 600, 16, 0, 0, 1 * ms, 16, false},
-		{"none done, the time so far bounds the pace", 600, 16, 0, 0, 20 * ms, 16, true},
-		// Photo thumbnails at 14 ms each: 168 × 14 ms / 16 is 0.15 s, 1,768 × 14 ms / 16 1.5 s.
-		{"200 photos", 200, 32, 16, 16 * 14 * ms, 15 * ms, 16, false},
-		{"1,800 photos", 1800, 32, 16, 16 * 14 * ms, 15 * ms, 16, true},
-		{"the pace, not the time so far", 1800, 32, 16, 16 * 14 * ms, time.Hour, 16, true},
-		{"two workers", 100, 2, 2, 2 * 20 * ms, 20 * ms, 2, true},
+		{"every input taken", 50, 50, 10, 20 * ms, 16, false},
+		{"more taken than counted", 50, 60, 10, 20 * ms, 16, true},
+		// Until each worker has done one, an input costs at least the time so far:
+		// 584 × 1 ms / 16, then 584 × 20 ms / 16.
+		{"none done, early", 600, 16, 0, 1 * ms, 16, false},
+		{"none done, the time so far bounds the pace", 600, 16, 0, 20 * ms, 16, true},
+		{"a few quick ones done", 600, 24, 8, 20 * ms, 16, true},
+		// About a photo a millisecond: 168 left take 0.16 s, 1,768 1.7 s.
+		{"200 photos", 200, 32, 16, 15 * ms, 16, false},
+		{"1,800 photos", 1800, 32, 16, 15 * ms, 16, true},
+		{"two workers", 100, 2, 2, 20 * ms, 2, true},
 		// 50 × 160 ms / 16 is the start cost itself: the CPU is as fast.
-		{"exactly the start cost", 66, 16, 16, 16 * 160 * ms, 0, 16, false},
+		{"exactly the start cost", 66, 16, 16, 160 * ms, 16, false},
 	}
 	for _, tt := range tests {
-		if got := worthStarting(tt.total, tt.taken, tt.done, tt.busy, tt.elapsed, tt.workers); got != tt.want {
+		if got := worthStarting(tt.total, tt.taken, tt.done, tt.elapsed, tt.workers); got != tt.want {
 			t.Errorf("%s: worthStarting = %v, want %v", tt.name, got, tt.want)
 		}
 	}

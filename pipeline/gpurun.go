@@ -254,8 +254,9 @@ type gpuBackend struct {
 	x       *executors
 	results <-chan *sched.Result // every executor's
 	noGPU   error                // why no device opened, under GPUOptions.Optional
-	// started is closed once the devices were started, which a deferred run does only when
-	// its pace says they are worth it (gpudefer.go); notStarted is set when it ended first.
+	// deferred: the devices start only once the run's pace says they are worth it
+	// (gpudefer.go); started is closed once they were started, and notStarted is set when
+	// the run ended first.
 	deferred   bool
 	started    chan struct{}
 	pace       pace

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -145,12 +144,10 @@ func (b *gpuBackend) begin(g *errgroup.Group, drained <-chan struct{}) error {
 	return nil
 }
 
-// startDevices starts the devices that open in the background (sched.Starter).
+// startDevices starts the devices (sched.Start).
 func (b *gpuBackend) startDevices() {
 	for _, d := range b.run.devs {
-		if s, ok := d.(sched.Starter); ok {
-			s.Start()
-		}
+		sched.Start(d)
 	}
 	close(b.started)
 }
@@ -189,10 +186,9 @@ func (b *gpuBackend) decodeWorker(w *worker) {
 					continue // in the aside list now
 				}
 				if !finished {
-					t0 := time.Now()
 					r.process(it, w)
-					b.pace.finished(time.Since(t0))
 				}
+				b.pace.done.Add(1)
 				if !it.dropped {
 					b.cpuStart.Add(1)
 				}

@@ -116,12 +116,10 @@ type target struct {
 	why     string         // why the CPU is used under --device auto
 }
 
-// start starts opening the GPUs in the background (sched.Starter).
+// start starts opening the GPUs in the background (sched.Start).
 func (t *target) start() {
 	for _, d := range t.devs {
-		if s, ok := d.(sched.Starter); ok {
-			s.Start()
-		}
+		sched.Start(d)
 	}
 }
 

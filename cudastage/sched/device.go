@@ -113,6 +113,14 @@ type Starter interface {
 	OpenErr() error
 }
 
+// Start starts d when it opens in the background (Starter); another device is open
+// already.
+func Start(d Device) {
+	if s, ok := d.(Starter); ok {
+		s.Start()
+	}
+}
+
 // Opened reports whether d is open: it opens at once (it is no Starter), or its
 // Ready is closed.
 func Opened(d Device) bool {
