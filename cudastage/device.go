@@ -20,10 +20,10 @@ import (
 // unusable and later calls fail fast; the executor treats any device error
 // as fatal and the CLI maps cu.IsSticky errors to exit code 3.
 type Device struct {
-	g *GPU
+	g     *GPU
+	start sync.Once // Start's, or Close's when it comes first
 	// loaded is closed once the kernels are loaded into the context, k or
 	// loadErr set (Start loads them in the background).
-	start   sync.Once // Start's, or Close's when it comes first
 	loaded  chan struct{}
 	k       *Kernels
 	loadErr error
