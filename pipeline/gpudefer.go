@@ -29,8 +29,8 @@ const paceTick = 2 * time.Millisecond
 type pace struct{ taken, done atomic.Int64 }
 
 // worthStarting reports whether the CPU alone would still need longer than gpuStartCost
-// for the inputs not taken yet: total inputs, taken of them and done, elapsed into the
-// run, on workers. The workers are busy from the start, so done inputs in elapsed time are
+// for the inputs not taken yet: total inputs, taken of them and done, elapsed since the
+// first was taken, on workers. The workers are busy from the start, so done inputs in elapsed time are
 // their pace; until each worker has done one, an input is taken to cost the whole elapsed
 // time (a lower bound), so that a few quick inputs first do not hide slow ones. More taken
 // than counted (files added since) makes the count worthless: then it is worth it, as for
@@ -48,9 +48,11 @@ func worthStarting(total, taken, done int64, elapsed time.Duration, workers int)
 
 // awaitWorth waits until the run's devices are worth starting (worthStarting), reporting
 // true, or until the decode workers are done (drained) or the run ended, reporting false.
+// The pace's clock starts when the first input is taken: the time the process takes to
+// get there (a few milliseconds on the H200 host) is no input's.
 func (b *gpuBackend) awaitWorth(drained <-chan struct{}) bool {
 	r, p := b.r, &b.pace
-	start := time.Now()
+	var start time.Time
 	tick := time.NewTicker(paceTick)
 	defer tick.Stop()
 	for {
@@ -61,7 +63,14 @@ func (b *gpuBackend) awaitWorth(drained <-chan struct{}) bool {
 			return false
 		case <-tick.C:
 		}
-		if worthStarting(int64(b.run.inputs), p.taken.Load(), p.done.Load(), time.Since(start), r.opt.Workers) {
+		taken := p.taken.Load()
+		switch {
+		case taken == 0:
+			continue
+		case start.IsZero():
+			start = time.Now()
+		}
+		if worthStarting(int64(b.run.inputs), taken, p.done.Load(), time.Since(start), r.opt.Workers) {
 			return true
 		}
 	}
