@@ -77,11 +77,7 @@ func (b *gpuBackend) next() *item {
 		}
 		select {
 		case it, ok := <-b.r.jobs:
-			if ok {
-				b.pace.taken.Add(1)
-				return it
-			}
-			return b.aside.pop()
+			return b.fromSource(it, ok)
 		default:
 		}
 		var up <-chan struct{}
@@ -94,11 +90,7 @@ func (b *gpuBackend) next() *item {
 		}
 		select {
 		case it, ok := <-b.r.jobs:
-			if ok {
-				b.pace.taken.Add(1)
-				return it
-			}
-			return b.aside.pop()
+			return b.fromSource(it, ok)
 		case <-up: // the set-aside inputs go to the devices now
 		case <-steal:
 			if it := b.aside.pop(); it != nil {
@@ -108,12 +100,22 @@ func (b *gpuBackend) next() *item {
 	}
 }
 
+// fromSource returns an input received from the source, counting it (pace), or when the
+// source has ended (!ok), a set-aside input (nil when none is left).
+func (b *gpuBackend) fromSource(it *item, ok bool) *item {
+	if !ok {
+		return b.aside.pop()
+	}
+	b.pace.taken.Add(1)
+	return it
+}
+
 // setAside sets an input aside for the devices, reporting whether it did: only while they
 // open (started, not up yet), in a run whose sink keeps no image, once per input, for a
 // local file or bytes in memory, and when the device would decode its file whole
-// (routeFile, without the rewrite of a progressive file, which is CPU work). finished reports an input that needs no more
-// work: failed reading its header, dropped because the run is ending, or settled (skipped,
-// or failed by its source).
+// (routeFile, without the rewrite of a progressive file, which is CPU work). finished
+// reports an input that needs no more work: failed reading its header, dropped because the
+// run is ending, or settled (skipped, or failed by its source).
 func (b *gpuBackend) setAside(it *item, w *worker) (aside, finished bool) {
 	r := b.r
 	if !b.writesOnly || it.setAside || b.run.files == nil || r.plan.Load != nil || it.in.Image != nil ||

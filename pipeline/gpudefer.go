@@ -30,11 +30,11 @@ type pace struct{ taken, done atomic.Int64 }
 
 // worthStarting reports whether the CPU alone would still need longer than gpuStartCost
 // for the inputs not taken yet: total inputs, taken of them and done, elapsed since the
-// first was taken, on workers. The workers are busy from the start, so done inputs in elapsed time are
-// their pace; until each worker has done one, an input is taken to cost the whole elapsed
-// time (a lower bound), so that a few quick inputs first do not hide slow ones. More taken
-// than counted (files added since) makes the count worthless: then it is worth it, as for
-// a run that did not count.
+// first was taken, on workers. The workers are busy from the start, so the inputs done in
+// elapsed are their pace; until each worker has done one, an input is taken to cost the
+// whole elapsed time (a lower bound), so that a few quick inputs first do not hide slow
+// ones. More taken than counted (files added since) makes the count worthless: then it is
+// worth it, as for a run that did not count.
 func worthStarting(total, taken, done int64, elapsed time.Duration, workers int) bool {
 	left := total - taken
 	switch {

@@ -48,7 +48,8 @@ func TestWorthStarting(t *testing.T) {
 // Under Optional with a count of the inputs, a run starts its devices only when the CPU's
 // pace says they are worth it: a small run never starts them, and reports that it ran on
 // the CPU. An unknown count starts them, as do slow inputs with many more to come; without
-// Optional, or with Wait, Inputs is not used. The outputs are the CPU run's whatever happens, and every goroutine ends.
+// Optional, or with Wait, Inputs is not used. The outputs are the CPU run's whatever
+// happens, and every goroutine ends.
 func TestDeferredGPUStart(t *testing.T) {
 	rng := rand.New(rand.NewSource(6))
 	inputs := make([]Input, 12)

@@ -460,7 +460,12 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 		sink = out
 	}
 
-	ui := newProgress(stderr, f.quiet, f.progress, in.count)
+	count := in.count
+	if opt.GPU != nil && opt.GPU.Inputs > 0 {
+		n := opt.GPU.Inputs // countForGPU walked the inputs already
+		count = func() int { return n }
+	}
+	ui := newProgress(stderr, f.quiet, f.progress, count)
 	src = ui.source(src)
 	// The first Ctrl-C cancels the context: say at once what happens now.
 	stopNotice := ui.onInterrupt(cmd.Context())
