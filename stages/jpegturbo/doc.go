@@ -39,7 +39,10 @@
 // # Threading
 //
 // A TurboJPEG handle may be used by one thread at a time, and libjpeg-turbo
-// keeps its last error message per OS thread. Each call therefore takes a
-// handle of its own from a sync.Pool and runs under runtime.LockOSThread;
-// the functions are safe for concurrent use.
+// keeps its last error message per OS thread. Each call therefore makes a
+// handle of its own and runs under runtime.LockOSThread; the functions are
+// safe for concurrent use. A decode's handle serves that one call: libjpeg
+// keeps a handle's tables from file to file, and a file that lacks some (a
+// Motion-JPEG frame has no Huffman tables) would otherwise decode by what the
+// handle read before.
 package jpegturbo

@@ -173,50 +173,33 @@ func Available() error {
 	return err
 }
 
-// decompressor is one TurboJPEG decompression handle. A handle serves one
-// call at a time; idle ones wait in handles.
+// decompressor is one TurboJPEG decompression handle, made for one call and destroyed after
+// it. A handle is not reused: libjpeg keeps the Huffman and quantisation tables of every
+// file a handle has read and uses them for a later file that lacks its own, so a reused
+// handle would decode such a file by its history. A Motion-JPEG frame, which has no Huffman
+// tables, gets the standard ones (jdhuff.c) on a fresh handle, and after a file with other
+// tables failed as "bad Huffman code". Making one costs about 0.3 µs.
 type decompressor struct {
-	lib     *library
-	h       uintptr
-	cleanup runtime.Cleanup // destroys h once the pool has dropped d
+	lib *library
+	h   uintptr
 }
 
-// handles keeps idle decompressors. The pool may drop one at any GC; its
-// cleanup then destroys the C handle.
-var handles sync.Pool
-
-// release returns d to the pool after a call that succeeded, and destroys
-// it after one that failed: TurboJPEG 2.x leaves a handle mid-stream after
-// some failures (e.g. its subsampling check in tjDecompressHeader3), and
-// every later call on it then fails with a stale error.
-func (d *decompressor) release(ok bool) {
-	if ok {
-		handles.Put(d)
-		return
-	}
-	d.cleanup.Stop()
-	d.lib.call(d.lib.destroy, d.h)
-	d.h = 0
-}
-
-// getDecompressor takes an idle handle or makes one. The caller has locked
-// its OS thread (for the error message of a failed tjInitDecompress).
-func getDecompressor() (*decompressor, error) {
+// newDecompressor makes a handle. The caller has locked its OS thread (for the error
+// message of a failed tjInitDecompress), and destroys the handle with close.
+func newDecompressor() (*decompressor, error) {
 	l, err := load()
 	if err != nil {
 		return nil, err
-	}
-	if d, ok := handles.Get().(*decompressor); ok {
-		return d, nil
 	}
 	h := l.call(l.initDecompress)
 	if h == 0 {
 		return nil, fmt.Errorf("tjInitDecompress: %s", l.errorString(0))
 	}
-	d := &decompressor{lib: l, h: h}
-	d.cleanup = runtime.AddCleanup(d, func(h uintptr) { l.call(l.destroy, h) }, h)
-	return d, nil
+	return &decompressor{lib: l, h: h}, nil
 }
+
+// close destroys the handle.
+func (d *decompressor) close() { d.lib.call(d.lib.destroy, d.h) }
 
 // errorString copies the message of the last failure of handle h (0: of a
 // call that had no handle). The message lives in libjpeg-turbo's memory,
@@ -259,28 +242,25 @@ func (d *decompressor) failure() error {
 	return &Error{Msg: msg, Warning: warning}
 }
 
-// header reads data's header with d. ok says whether the call itself
-// succeeded: after a harmless warning err is nil but ok is false, and the
-// handle is released as failed.
-func (d *decompressor) header(data []byte) (hd Header, ok bool, err error) {
+// header reads data's header with d.
+func (d *decompressor) header(data []byte) (Header, error) {
 	var w, h, subsamp, cs int32
 	l := d.lib
 	r := l.call(l.decompressHeader3, d.h,
 		uintptr(unsafe.Pointer(unsafe.SliceData(data))), uintptr(len(data)),
 		uintptr(unsafe.Pointer(&w)), uintptr(unsafe.Pointer(&h)),
 		uintptr(unsafe.Pointer(&subsamp)), uintptr(unsafe.Pointer(&cs)))
-	ok = int32(uint32(r)) == 0
-	if !ok {
+	if int32(uint32(r)) != 0 {
 		if err := d.failure(); err != nil {
-			return Header{}, false, err
+			return Header{}, err
 		}
 	}
 	if w <= 0 || h <= 0 {
 		// TurboJPEG 2.x returns success without a size when the data ends
 		// (or has its EOI) before the first scan: a "tables-only" stream.
-		return Header{}, ok, fmt.Errorf("%w: no image before the end of the JPEG data", io.ErrUnexpectedEOF)
+		return Header{}, fmt.Errorf("%w: no image before the end of the JPEG data", io.ErrUnexpectedEOF)
 	}
-	return Header{W: int(w), H: int(h), Colorspace: Colorspace(cs)}, ok, nil
+	return Header{W: int(w), H: int(h), Colorspace: Colorspace(cs)}, nil
 }
 
 // DecodeHeader reads the size and colour space of a JPEG file without
@@ -291,13 +271,12 @@ func DecodeHeader(data []byte) (Header, error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	d, err := getDecompressor()
+	d, err := newDecompressor()
 	if err != nil {
 		return Header{}, err
 	}
-	hd, ok, err := d.header(data)
-	d.release(ok)
-	return hd, err
+	defer d.close()
+	return d.header(data)
 }
 
 // ScaleDenoms are the DCT scales DecodeScaled offers, as denominators: 1/1,
@@ -393,13 +372,12 @@ func DecodeScaled(data, pix []byte, denom, w, h, stride int, f PixelFormat) erro
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	d, err := getDecompressor()
+	d, err := newDecompressor()
 	if err != nil {
 		return err
 	}
-	ok, err := d.decode(data, pix, denom, w, h, stride, f)
-	d.release(ok)
-	return err
+	defer d.close()
+	return d.decode(data, pix, denom, w, h, stride, f)
 }
 
 // checkRows checks that pix holds h rows of w pixels of bpp bytes, stride bytes apart (w and h
@@ -415,12 +393,11 @@ func checkRows(pix []byte, w, h, stride, bpp int) error {
 	return nil
 }
 
-// decode is DecodeScaled on d, also saying whether every library call
-// succeeded.
-func (d *decompressor) decode(data, pix []byte, denom, w, h, stride int, f PixelFormat) (bool, error) {
-	hd, ok, err := d.header(data)
+// decode is DecodeScaled on d.
+func (d *decompressor) decode(data, pix []byte, denom, w, h, stride int, f PixelFormat) error {
+	hd, err := d.header(data)
 	if err != nil {
-		return ok, err
+		return err
 	}
 	// tjDecompress2 picks the largest of its scaling factors (M/8) whose
 	// result fits in w×h; a size other than the file's at this scale would
@@ -429,12 +406,12 @@ func (d *decompressor) decode(data, pix []byte, denom, w, h, stride int, f Pixel
 	// the same size: either way exactly w×h is written.
 	if sw, sh := ScaledSize(hd.W, hd.H, denom); sw != w || sh != h {
 		if denom == 1 {
-			return ok, fmt.Errorf("JPEG is %dx%d, not %dx%d", hd.W, hd.H, w, h)
+			return fmt.Errorf("JPEG is %dx%d, not %dx%d", hd.W, hd.H, w, h)
 		}
-		return ok, fmt.Errorf("JPEG is %dx%d, %dx%d at 1/%d, not %dx%d", hd.W, hd.H, sw, sh, denom, w, h)
+		return fmt.Errorf("JPEG is %dx%d, %dx%d at 1/%d, not %dx%d", hd.W, hd.H, sw, sh, denom, w, h)
 	}
 	if !hd.Colorspace.DecodesToRGB() {
-		return ok, fmt.Errorf("libjpeg-turbo cannot decode %v JPEG to RGB", hd.Colorspace)
+		return fmt.Errorf("libjpeg-turbo cannot decode %v JPEG to RGB", hd.Colorspace)
 	}
 	l := d.lib
 	r := l.call(l.decompress2, d.h,
@@ -442,7 +419,7 @@ func (d *decompressor) decode(data, pix []byte, denom, w, h, stride int, f Pixel
 		uintptr(unsafe.Pointer(unsafe.SliceData(pix))),
 		uintptr(w), uintptr(stride), uintptr(h), uintptr(f), tjflagLimitScan)
 	if int32(uint32(r)) != 0 {
-		return false, d.failure()
+		return d.failure()
 	}
-	return ok, nil
+	return nil
 }

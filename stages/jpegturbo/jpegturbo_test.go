@@ -310,8 +310,8 @@ func TestDecodeDamaged(t *testing.T) {
 }
 
 // TestHandleAfterFailure decodes a good file after each kind of failure,
-// many times: a failed call must not leave its handle in the pool, where
-// TurboJPEG 2.x would fail every later call on it.
+// many times: TurboJPEG 2.x fails every later call on a handle left
+// mid-stream by some failures, which must not touch a later call.
 func TestHandleAfterFailure(t *testing.T) {
 	requireLib(t)
 	good := encode(t, photoLike(30, 20, false, 8), 90)
@@ -337,5 +337,71 @@ func TestHandleAfterFailure(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("after bad input %d: pixels differ", i%len(bad))
 		}
+	}
+}
+
+// withoutSegments returns data without its marker segments of type m before the first scan.
+func withoutSegments(t *testing.T, data []byte, m byte) []byte {
+	t.Helper()
+	out := bytes.Clone(data[:2])
+	for p := 2; p+4 <= len(data) && data[p] == 0xff; {
+		if data[p+1] == 0xda {
+			return append(out, data[p:]...)
+		}
+		end := p + 2 + int(binary.BigEndian.Uint16(data[p+2:]))
+		if data[p+1] != m {
+			out = append(out, data[p:end]...)
+		}
+		p = end
+	}
+	t.Fatal("no scan")
+	return nil
+}
+
+// TestDecodeIndependentOfHistory: a file that lacks tables decodes the same after other
+// files as first. libjpeg keeps a handle's tables from file to file, so a reused handle
+// decoded a Motion-JPEG frame (no Huffman tables: libjpeg-turbo gives it the standard
+// ones) with the previous file's tables ("bad Huffman code"), and a file without
+// quantisation tables with the previous file's.
+func TestDecodeIndependentOfHistory(t *testing.T) {
+	requireLib(t)
+	frame := encode(t, photoLike(40, 24, false, 9), 90) // Go's encoder uses the standard tables
+	want := make([]byte, 40*24*3)
+	if err := Decode(frame, want, 40, 24, 120, PixelRGB); err != nil {
+		t.Fatal(err)
+	}
+	others := [][]byte{fixture(t, "progressive.jpg"), encode(t, photoLike(40, 24, true, 3), 20)}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		err  string // "" for want's pixels
+	}{
+		{"Motion-JPEG frame (no DHT)", withoutSegments(t, frame, 0xc4), ""},
+		{"no DQT", withoutSegments(t, frame, 0xdb), "Quantization table 0x00 was not defined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := range 2 * len(others) {
+				if i%2 == 1 { // every other round comes right after another file
+					o := others[i/2]
+					hd, err := DecodeHeader(o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := Decode(o, make([]byte, hd.W*hd.H*3), hd.W, hd.H, hd.W*3, PixelRGB); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got := make([]byte, len(want))
+				err := Decode(tc.data, got, 40, 24, 120, PixelRGB)
+				switch {
+				case tc.err == "" && err != nil:
+					t.Fatalf("round %d: %v", i, err)
+				case tc.err == "" && !bytes.Equal(got, want):
+					t.Fatalf("round %d: pixels differ from the file with its tables", i)
+				case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+					t.Fatalf("round %d: error %v, want %q", i, err, tc.err)
+				}
+			}
+		})
 	}
 }
