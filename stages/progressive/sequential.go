@@ -190,14 +190,9 @@ func (rw *rewriter) rewrite(dst, data []byte, denom int) ([]byte, error) {
 	if scans == 0 {
 		return dst, unsupported("no scan")
 	}
-	for i := range f.comps {
-		for k, b := range f.comps[i].bits {
-			if b != 0 {
-				// libjpeg-turbo would smooth the blocks (jdcoefct.c), which a sequential
-				// file is not
-				return dst, unsupported("component %d's coefficient %d is not complete", i, k)
-			}
-		}
+	if i, k := f.incomplete(); i >= 0 {
+		// libjpeg-turbo would smooth the blocks (jdcoefct.c), which a sequential file is not
+		return dst, unsupported("component %d's coefficient %d is not complete", i, k)
 	}
 	return f.encode(dst)
 }
@@ -249,6 +244,19 @@ func (rw *rewriter) table(class, id int) (*decTable, error) {
 		s.built = true
 	}
 	return &s.tab, nil
+}
+
+// incomplete returns a component and a coefficient (zigzag order) that the scans read so far
+// have not sent to its last bit, or -1, -1 when every one is complete.
+func (f *frame) incomplete() (comp, k int) {
+	for i := range f.comps {
+		for k, b := range f.comps[i].bits {
+			if b != 0 {
+				return i, k
+			}
+		}
+	}
+	return -1, -1
 }
 
 // read reads the frame header and lays out the coefficients for a decode at 1/denom.

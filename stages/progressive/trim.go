@@ -29,8 +29,11 @@ import (
 //
 // A file whose scans libjpeg-turbo would refuse, or warn of as a bogus progression, is left
 // whole, as is one whose frame or scan headers Sequential does not take (a frame of other
-// than 1 or 3 components, a first scan of coefficients already sent). The dropped scans are not read at all, so damage inside them goes unnoticed, where
-// libjpeg-turbo, reading the whole file, would warn of corrupt data.
+// than 1 or 3 components, a first scan of coefficients already sent), and one whose scans
+// leave some coefficient short of its last bit: libjpeg-turbo smooths the blocks of such a
+// file by what every scan sent, DC coefficients included. The dropped scans are not read at
+// all, so damage inside them goes unnoticed, where libjpeg-turbo, reading the whole file,
+// would warn of corrupt data.
 
 // Trim returns a Huffman-coded progressive 8-bit JPEG without the scans that libjpeg-turbo's
 // decode of it at scale 1/denom (the scale jpegturbo.DecodeScaled applies) does not use, or
@@ -91,7 +94,7 @@ func Trim(data []byte, denom int) []byte {
 		}
 		return true
 	})
-	if !eoi || !usual || !dropped {
+	if i, _ := f.incomplete(); !eoi || !usual || !dropped || i >= 0 {
 		return data // nothing to leave out, or a file for the decoder to read whole
 	}
 	return append(out, 0xff, 0xd9)
