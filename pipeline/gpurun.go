@@ -553,10 +553,10 @@ func (b *gpuBackend) routeFile(it *item, w *worker, rewrite bool) (f loaded, df 
 	route := deviceDecoder(dec.Backend, scale > 1, isProgressive, turbo, func() string { return b.run.files.DecodeRoute(data) })
 	// A progressive JPEG at 1/8 goes to turbo-cuda rewritten as a sequential one with the
 	// same coefficients, where the decode reads them (package progressive): the same pixels,
-	// for 1.6 times less CPU than libjpeg-turbo's decode of its trimmed scans (52 photos:
-	// 0.18-0.19 against 0.29-0.33 s, 2 cores). At 1/4 the rewrite costs about what that
-	// decode does (0.80 against 0.77 s), and sending such files to the GPU as well did not
-	// change thumbnail runs on an H200, so the CPU workers decode them.
+	// and the GPU decodes the rewrite that a CPU worker would otherwise decode too (stages'
+	// decodeTurbo). At 1/4 the rewrite costs about what libjpeg-turbo's whole decode does
+	// (0.80 against 0.77 s, 52 photos, 2 cores), and sending such files to the GPU as well
+	// did not change thumbnail runs on an H200, so the CPU workers decode them.
 	if rewrite && route == "" && isProgressive && isTurbo && ok && idct == 8 && dec.Backend == backendAuto {
 		if seq, err := progressive.Sequential(w.seq[:0], data, idct); err == nil {
 			w.seq = seq
