@@ -146,9 +146,7 @@ func (b *gpuBackend) begin(g *errgroup.Group, drained <-chan struct{}) error {
 
 // startDevices starts the devices (sched.Start).
 func (b *gpuBackend) startDevices() {
-	for _, d := range b.run.devs {
-		sched.Start(d)
-	}
+	sched.Start(b.run.devs...)
 	close(b.started)
 }
 

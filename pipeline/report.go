@@ -132,7 +132,7 @@ type Summary struct {
 	// they opened, because the device decodes them whole; the CPU took those it would
 	// otherwise have waited for (they count in CPUStart too).
 	SetAside int `json:"set_aside,omitempty"`
-	// GPUNotStarted is set when a run that could choose (GPUOptions.Optional and Count)
+	// GPUNotStarted is set when a run that could choose (GPUOptions.Optional and Inputs)
 	// left its GPUs unstarted: the CPU finished it sooner than they would have opened.
 	// Device is "cpu" then. Merged reports set it when one of theirs does.
 	GPUNotStarted bool `json:"gpu_not_started,omitempty"`

@@ -116,13 +116,6 @@ type target struct {
 	why     string         // why the CPU is used under --device auto
 }
 
-// start starts opening the GPUs in the background (sched.Start).
-func (t *target) start() {
-	for _, d := range t.devs {
-		sched.Start(d)
-	}
-}
-
 // countForGPU lets a run under auto leave its GPUs unstarted when the CPU alone finishes
 // sooner (pipeline.GPUOptions.Inputs), which needs a count of its inputs: it counts a
 // local walk up to limit. With more inputs (a folder with more entries than limit is not
@@ -137,7 +130,7 @@ func countForGPU(ctx context.Context, in *inputs, o *pipeline.GPUOptions, tgt *t
 			return
 		}
 	}
-	tgt.start()
+	sched.Start(tgt.devs...)
 }
 
 // moreEntries reports whether folder dir has more than n entries, reading names only.

@@ -113,11 +113,13 @@ type Starter interface {
 	OpenErr() error
 }
 
-// Start starts d when it opens in the background (Starter); another device is open
-// already.
-func Start(d Device) {
-	if s, ok := d.(Starter); ok {
-		s.Start()
+// Start starts each device that opens in the background (Starter); another device is
+// open already.
+func Start(devs ...Device) {
+	for _, d := range devs {
+		if s, ok := d.(Starter); ok {
+			s.Start()
+		}
 	}
 }
 
