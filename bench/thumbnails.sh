@@ -13,7 +13,8 @@
 #             shares of files/cores; the table takes the faster of the two in each round
 # Both decode JPEGs at 1/2, 1/4 or 1/8 size when the thumbnail allows (libvips always does;
 # imgpipe because of scale=auto). Every command is one process (or one xargs) timed end to end,
-# outputs on tmpfs. A folder of N files repeats the photos (hard links) under new names.
+# outputs on tmpfs, in an order that turns at each folder of each round. A folder of N files
+# repeats the photos (hard links) under new names.
 # After the timings the GPU's thumbnails are compared byte for byte with the CPU's.
 #
 # Environment: IMGPIPE is the CLI (default .gpu/imgpipe, else imgpipe on PATH); VIPSTHUMBNAIL
@@ -30,7 +31,7 @@ while [ $# -gt 0 ]; do
     --files) sizes=${2:?--files needs a value}; shift 2 ;;
     --rounds) rounds=${2:?--rounds needs a value}; shift 2 ;;
     --quality) quality=${2:?--quality needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "thumbnails.sh: unknown option $1" >&2; usage ;;
     *) [ -z "$photos" ] || usage; photos=$1; shift ;;
   esac
@@ -101,17 +102,25 @@ joined() { echo "$*" | sed 's/ /, /g'; }
 
 IFS=, read -ra counts <<<"$sizes"
 for n in "${counts[@]}"; do folder "$n"; done
+# The four contenders run in an order that turns one place at each step (folder of a round), so
+# none always runs right after another: in earlier tables `auto` always followed libvips.
+modes=(libvips auto cuda cpu) step=0
 declare -A vt at gt ct
 for ((r = 1; r <= rounds; r++)); do
   for n in "${counts[@]}"; do
-    share=$(((n + cores - 1) / cores))
-    v30=$(timed "$n" vips_run "$n" 30)
-    vshare=$(timed "$n" vips_run "$n" "$share")
-    a=$(timed "$n" imgpipe_run "$n" auto)
-    g=$(timed "$n" imgpipe_run "$n" cuda)
-    c=$(timed "$n" imgpipe_run "$n" cpu)
-    vt[$n]+="$(best "$v30" "$vshare") " at[$n]+="$a " gt[$n]+="$g " ct[$n]+="$c "
-    echo "round $r, $n files: libvips -n 30 $v30, -n $share $vshare; imgpipe auto $a, GPU $g, CPU $c (seconds)" >&2
+    share=$(((n + cores - 1) / cores)) order=()
+    for ((k = 0; k < ${#modes[@]}; k++)); do order+=("${modes[(step + k) % ${#modes[@]}]}"); done
+    step=$((step + 1))
+    declare -A t=()
+    for m in "${order[@]}"; do
+      if [ "$m" = libvips ]; then
+        t[v30]=$(timed "$n" vips_run "$n" 30) t[vshare]=$(timed "$n" vips_run "$n" "$share")
+      else
+        t[$m]=$(timed "$n" imgpipe_run "$n" "$m")
+      fi
+    done
+    vt[$n]+="$(best "${t[v30]}" "${t[vshare]}") " at[$n]+="${t[auto]} " gt[$n]+="${t[cuda]} " ct[$n]+="${t[cpu]} "
+    echo "round $r, $n files ($(joined "${order[@]}")): libvips -n 30 ${t[v30]}, -n $share ${t[vshare]}; imgpipe auto ${t[auto]}, GPU ${t[cuda]}, CPU ${t[cpu]} (seconds)" >&2
   done
 done
 
