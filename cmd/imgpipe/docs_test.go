@@ -3,10 +3,14 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/imgpipe/imgpipe/pipeline"
 )
@@ -82,4 +86,108 @@ func TestStagesDoc(t *testing.T) {
 			t.Errorf("%s has no section for %s", stagesDocPath, d.Name)
 		}
 	}
+}
+
+// TestMarkdownLinks checks the links of every Markdown page of the repository: each names a
+// file of the repository, and with "#anchor" one of its headings. A link to a page outside the
+// repository is an error too: the repository carries its own documentation.
+func TestMarkdownLinks(t *testing.T) {
+	root := filepath.Join("..", "..")
+	var pages []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != root && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir // .git, .gpu, .ci and other tools' folders
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".md") {
+			pages = append(pages, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) < 5 {
+		t.Fatalf("found %d Markdown pages under %s, want the README, docs/ and bench/'s", len(pages), root)
+	}
+	links := 0
+	for _, page := range pages {
+		for _, link := range markdownLinks(t, page) {
+			links++
+			target, anchor, _ := strings.Cut(link, "#")
+			switch {
+			case strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:"):
+				t.Errorf("%s links %s, outside the repository", page, link)
+				continue
+			case target == "":
+				target = page
+			default:
+				target = filepath.Join(filepath.Dir(page), target)
+			}
+			if rel, err := filepath.Rel(root, target); err != nil || strings.HasPrefix(rel, "..") {
+				t.Errorf("%s links %s, outside the repository", page, link)
+				continue
+			}
+			if _, err := os.Stat(target); err != nil {
+				t.Errorf("%s links %s, which does not exist", page, link)
+				continue
+			}
+			if anchor != "" && !slices.Contains(headingAnchors(t, target), anchor) {
+				t.Errorf("%s links %s, but %s has no heading with that anchor", page, link, target)
+			}
+		}
+	}
+	if links < 20 {
+		t.Errorf("found %d links in %d pages; the pattern must have missed some", links, len(pages))
+	}
+}
+
+var (
+	fencedBlock  = regexp.MustCompile("(?ms)^```.*?^```")
+	codeSpan     = regexp.MustCompile("`[^`\n]*`")
+	markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+)
+
+// markdownLinks returns the targets of a page's links and images, outside code.
+func markdownLinks(t *testing.T, page string) []string {
+	t.Helper()
+	text, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prose := codeSpan.ReplaceAllString(fencedBlock.ReplaceAllString(string(text), ""), "")
+	var links []string
+	for _, m := range markdownLink.FindAllStringSubmatch(prose, -1) {
+		links = append(links, m[1])
+	}
+	return links
+}
+
+// headingAnchors returns the anchors GitHub gives a page's headings: lower case, spaces as
+// hyphens, punctuation other than hyphens and underscores dropped.
+func headingAnchors(t *testing.T, page string) []string {
+	t.Helper()
+	text, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var anchors []string
+	for _, line := range strings.Split(fencedBlock.ReplaceAllString(string(text), ""), "\n") {
+		heading, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
+		if !ok || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		anchors = append(anchors, strings.Map(func(r rune) rune {
+			switch {
+			case r == ' ':
+				return '-'
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				return unicode.ToLower(r)
+			}
+			return -1
+		}, heading))
+	}
+	return anchors
 }
