@@ -105,13 +105,13 @@ for n in "${counts[@]}"; do folder "$n"; done
 # The four contenders run in an order that turns one place at each step (folder of a round), so
 # none always runs right after another: in earlier tables `auto` always followed libvips.
 modes=(libvips auto cuda cpu) step=0
-declare -A vt at gt ct
+declare -A vt at gt ct t  # t: this step's timings by mode
 for ((r = 1; r <= rounds; r++)); do
   for n in "${counts[@]}"; do
     share=$(((n + cores - 1) / cores)) order=()
     for ((k = 0; k < ${#modes[@]}; k++)); do order+=("${modes[(step + k) % ${#modes[@]}]}"); done
     step=$((step + 1))
-    declare -A t=()
+    t=()
     for m in "${order[@]}"; do
       if [ "$m" = libvips ]; then
         t[v30]=$(timed "$n" vips_run "$n" 30) t[vshare]=$(timed "$n" vips_run "$n" "$share")
