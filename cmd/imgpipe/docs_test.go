@@ -93,7 +93,7 @@ func TestStagesDoc(t *testing.T) {
 // repository is an error too: the repository carries its own documentation.
 func TestMarkdownLinks(t *testing.T) {
 	root := filepath.Join("..", "..")
-	var pages []string
+	pages := map[string]markdownPage{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -102,7 +102,11 @@ func TestMarkdownLinks(t *testing.T) {
 			return filepath.SkipDir // .git, .gpu, .ci and other tools' folders
 		}
 		if !d.IsDir() && strings.HasSuffix(p, ".md") {
-			pages = append(pages, p)
+			text, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			pages[p] = parseMarkdown(string(text))
 		}
 		return nil
 	})
@@ -113,8 +117,8 @@ func TestMarkdownLinks(t *testing.T) {
 		t.Fatalf("found %d Markdown pages under %s, want the README, docs/ and bench/'s", len(pages), root)
 	}
 	links := 0
-	for _, page := range pages {
-		for _, link := range markdownLinks(t, page) {
+	for page, md := range pages {
+		for _, link := range md.links {
 			links++
 			target, anchor, _ := strings.Cut(link, "#")
 			switch {
@@ -134,7 +138,7 @@ func TestMarkdownLinks(t *testing.T) {
 				t.Errorf("%s links %s, which does not exist", page, link)
 				continue
 			}
-			if anchor != "" && !slices.Contains(headingAnchors(t, target), anchor) {
+			if anchor != "" && !slices.Contains(pages[target].anchors, anchor) {
 				t.Errorf("%s links %s, but %s has no heading with that anchor", page, link, target)
 			}
 		}
@@ -144,42 +148,32 @@ func TestMarkdownLinks(t *testing.T) {
 	}
 }
 
+// markdownPage is what TestMarkdownLinks reads of a page, outside code: the targets of its links
+// and images, and the anchors GitHub gives its headings.
+type markdownPage struct {
+	links, anchors []string
+}
+
 var (
 	fencedBlock  = regexp.MustCompile("(?ms)^```.*?^```")
 	codeSpan     = regexp.MustCompile("`[^`\n]*`")
 	markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 )
 
-// markdownLinks returns the targets of a page's links and images, outside code.
-func markdownLinks(t *testing.T, page string) []string {
-	t.Helper()
-	text, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
+// parseMarkdown reads a page's links and heading anchors. An anchor is the heading in lower case,
+// spaces as hyphens, punctuation other than hyphens and underscores dropped.
+func parseMarkdown(text string) markdownPage {
+	var md markdownPage
+	text = fencedBlock.ReplaceAllString(text, "")
+	for _, m := range markdownLink.FindAllStringSubmatch(codeSpan.ReplaceAllString(text, ""), -1) {
+		md.links = append(md.links, m[1])
 	}
-	prose := codeSpan.ReplaceAllString(fencedBlock.ReplaceAllString(string(text), ""), "")
-	var links []string
-	for _, m := range markdownLink.FindAllStringSubmatch(prose, -1) {
-		links = append(links, m[1])
-	}
-	return links
-}
-
-// headingAnchors returns the anchors GitHub gives a page's headings: lower case, spaces as
-// hyphens, punctuation other than hyphens and underscores dropped.
-func headingAnchors(t *testing.T, page string) []string {
-	t.Helper()
-	text, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var anchors []string
-	for _, line := range strings.Split(fencedBlock.ReplaceAllString(string(text), ""), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		heading, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
 		if !ok || !strings.HasPrefix(line, "#") {
 			continue
 		}
-		anchors = append(anchors, strings.Map(func(r rune) rune {
+		md.anchors = append(md.anchors, strings.Map(func(r rune) rune {
 			switch {
 			case r == ' ':
 				return '-'
@@ -189,5 +183,5 @@ func headingAnchors(t *testing.T, page string) []string {
 			return -1
 		}, heading))
 	}
-	return anchors
+	return md
 }
