@@ -3,7 +3,7 @@
 // kernel launches and the multi-stream executor.
 //
 // The CUDA driver binding itself is package cu; memory pools are
-// memory/pinned (host) and cudastage/devmem (device), which the executor
+// memory/pinned (host) and memory/devmem (device), which the executor
 // draws on through Device (sched.HostAllocator, sched.DeviceDriver).
 package cudastage
 

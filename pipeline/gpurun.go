@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/imgpipe/imgpipe/cudastage/devmem"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/memory/devmem"
 	"github.com/imgpipe/imgpipe/memory/pinned"
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"

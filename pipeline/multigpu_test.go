@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imgpipe/imgpipe/cudastage/devmem"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
+	"github.com/imgpipe/imgpipe/memory/devmem"
 )
 
 // fakeGPUs are n fake devices named fake0, fake1, ..., each set up by cfg(i).

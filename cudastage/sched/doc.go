@@ -23,7 +23,7 @@
 //
 // The host buffers come from a page-locked pool (memory/pinned, drawing on
 // Device.HostAlloc) and the device buffers from a caching allocator
-// (cudastage/devmem, drawing on Device.DevAlloc). An executor makes its own
+// (memory/devmem, drawing on Device.DevAlloc). An executor makes its own
 // pools, with MaxHostBytes and MaxDeviceBytes as budgets, or takes shared
 // ones (Config.HostPool, Config.DevicePool) so that executors run one after
 // another on a device reuse the memory instead of allocating it again;

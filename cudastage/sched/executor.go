@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imgpipe/imgpipe/cudastage/devmem"
+	"github.com/imgpipe/imgpipe/memory/devmem"
 	"github.com/imgpipe/imgpipe/memory/pinned"
 )
 

@@ -5,7 +5,7 @@ import (
 	"math"
 	"runtime"
 
-	"github.com/imgpipe/imgpipe/cudastage/devmem"
+	"github.com/imgpipe/imgpipe/memory/devmem"
 	"github.com/imgpipe/imgpipe/memory/pinned"
 )
 

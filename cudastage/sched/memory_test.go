@@ -11,7 +11,7 @@ import (
 	. "github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 
-	"github.com/imgpipe/imgpipe/cudastage/devmem"
+	"github.com/imgpipe/imgpipe/memory/devmem"
 	"github.com/imgpipe/imgpipe/memory/pinned"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/imgpipe/imgpipe/cudastage/devmem"
+	"github.com/imgpipe/imgpipe/memory/devmem"
 	"github.com/imgpipe/imgpipe/memory/pinned"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage"
-	"github.com/imgpipe/imgpipe/cudastage/devmem"
 	"github.com/imgpipe/imgpipe/cudastage/userkernel"
+	"github.com/imgpipe/imgpipe/memory/devmem"
 	"github.com/imgpipe/imgpipe/memory/pinned"
 )
 
