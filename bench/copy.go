@@ -199,7 +199,7 @@ type batchProfile struct {
 // one slot, timing the allocation, each batch's phases, and the freeing.
 func profileBatch(ctx context.Context, dev sched.Device, ops []sched.Op, pool *Pool, batch int) (p batchProfile, err error) {
 	frameBytes := pool.w * pool.h * 3
-	step := (frameBytes + sched.Align - 1) &^ (sched.Align - 1)
+	step := sched.AlignUp(frameBytes)
 	if int64(step)*int64(batch) > sched.MaxSlotBytes {
 		return p, fmt.Errorf("batch %d of %dx%d frames exceeds a slot's %d bytes", batch, pool.w, pool.h, int64(sched.MaxSlotBytes))
 	}

@@ -226,7 +226,7 @@ func newDeviceDecode(dev sched.Device, fd sched.FileDecoder, files [][]byte, bat
 				}
 				s := sched.Shape{W: hd.W, H: hd.H, C: 3}
 				call.Images = append(call.Images, sched.DecodeImage{Data: f, Shape: s, Orient: hd.Orientation, DstOff: devBytes, Decoder: route})
-				devBytes += (s.Bytes() + sched.Align - 1) &^ (sched.Align - 1)
+				devBytes += sched.AlignUp(s.Bytes())
 			}
 			if len(call.Images) == 0 {
 				continue

@@ -53,7 +53,7 @@ func RunFrames(ctx context.Context, dev sched.Device, ops []sched.Op, pool *Pool
 		return res, fmt.Errorf("raw frames: %d frames, %d warm-up and %d timed runs; want at least 1 frame and 1 timed run", cfg.Frames, cfg.Warmup, cfg.Repeats)
 	}
 	frameBytes := pool.w * pool.h * 3
-	step := (frameBytes + sched.Align - 1) &^ (sched.Align - 1)
+	step := sched.AlignUp(frameBytes)
 	if int64(step)*int64(cfg.Batch) > sched.MaxSlotBytes {
 		return res, fmt.Errorf("batch %d of %dx%d frames exceeds a slot's %d bytes", cfg.Batch, pool.w, pool.h, int64(sched.MaxSlotBytes))
 	}

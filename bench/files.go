@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
@@ -320,7 +319,7 @@ func checkFolderOutputs(plan *pipeline.Plan, chain *Chain, in, out, report strin
 		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Status != pipeline.StatusOK || l.Output == "" {
 			continue
 		}
-		if strings.HasPrefix(l.Decoder, "nvjpeg") {
+		if l.Decoder == sched.RouteHW || l.Decoder == sched.RouteCUDA {
 			deviceDecoded++
 			continue
 		}

@@ -10,9 +10,9 @@ import (
 )
 
 // Decode implements sched.FileDecoder. On stream s it decodes the images
-// routed RouteTurbo with turbo-cuda (decodeTurbo; nvJPEG is not opened for
-// them; it alone decodes at a DCT scale), those routed RouteHW in batched
-// calls of at most nvJPEG's capacity, and those routed RouteCUDA one by one.
+// routed sched.RouteTurbo with turbo-cuda (decodeTurbo; nvJPEG is not opened for
+// them; it alone decodes at a DCT scale), those routed sched.RouteHW in batched
+// calls of at most nvJPEG's capacity, and those routed sched.RouteCUDA one by one.
 // An upright image (Orient 1) is decoded straight into call.Dst at its
 // DstOff; the others are decoded into the stream's scratch and turned into
 // place by the orientation kernel.
@@ -30,10 +30,10 @@ func (d *Device) Decode(s sched.Stream, call *sched.DecodeCall) error {
 	for i, im := range call.Images {
 		switch {
 		case im.Err != nil:
-		case im.Decoder == RouteTurbo:
+		case im.Decoder == sched.RouteTurbo:
 			turbo = append(turbo, i)
 		case im.Scale > 1:
-			call.Images[i].Err = fmt.Errorf("%s does not decode at a DCT scale (1/%d): only %s does", im.Decoder, im.Scale, RouteTurbo)
+			call.Images[i].Err = fmt.Errorf("%s does not decode at a DCT scale (1/%d): only %s does", im.Decoder, im.Scale, sched.RouteTurbo)
 		default:
 			nv = true
 		}
@@ -49,7 +49,7 @@ func (d *Device) Decode(s sched.Stream, call *sched.DecodeCall) error {
 	c, err := d.jpeg()
 	if err != nil {
 		for i := range call.Images {
-			if call.Images[i].Decoder != RouteTurbo {
+			if call.Images[i].Decoder != sched.RouteTurbo {
 				call.Images[i].Err = err
 			}
 		}
@@ -68,11 +68,11 @@ func (d *Device) Decode(s sched.Stream, call *sched.DecodeCall) error {
 	for i := range call.Images {
 		im := &call.Images[i]
 		switch {
-		case im.Err != nil, im.Decoder == RouteTurbo:
-		case im.Decoder == RouteHW && sc.batch != nil:
+		case im.Err != nil, im.Decoder == sched.RouteTurbo:
+		case im.Decoder == sched.RouteHW && sc.batch != nil:
 			hw = append(hw, i)
-		case im.Decoder == RouteCUDA || im.Decoder == RouteHW:
-			// RouteHW without engines cannot come from DecodeRoute; the CUDA
+		case im.Decoder == sched.RouteCUDA || im.Decoder == sched.RouteHW:
+			// sched.RouteHW without engines cannot come from DecodeRoute; the CUDA
 			// decoder takes whatever the engines take.
 			single, err := sc.singleDecoder()
 			if err != nil {
@@ -96,7 +96,7 @@ func (d *Device) Decode(s sched.Stream, call *sched.DecodeCall) error {
 		hw = hw[n:]
 	}
 	for i, im := range call.Images {
-		if im.Err != nil || im.Orient == 1 || im.Decoder == RouteTurbo {
+		if im.Err != nil || im.Orient == 1 || im.Decoder == sched.RouteTurbo {
 			continue
 		}
 		sw, sh := im.Shape.W, im.Shape.H
@@ -157,7 +157,7 @@ func (sc *streamCodec) plan(call *sched.DecodeCall) ([]nvjpeg.Dst, error) {
 	var scratch uint64
 	for i := range call.Images {
 		im := &call.Images[i]
-		if im.Err != nil || im.Decoder == RouteTurbo {
+		if im.Err != nil || im.Decoder == sched.RouteTurbo {
 			continue
 		}
 		sw, sh, err := sc.storedSize(im)
@@ -170,7 +170,7 @@ func (sc *streamCodec) plan(call *sched.DecodeCall) ([]nvjpeg.Dst, error) {
 			continue
 		}
 		offs[i] = scratch
-		scratch = alignUp(scratch+uint64(3*sw*sh), scratchAlign)
+		scratch = alignUp(scratch+uint64(3*sw*sh), sched.Align)
 		dst[i].Pitch = 3 * sw
 	}
 	if err := sc.growScratch(scratch); err != nil {

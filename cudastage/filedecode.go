@@ -11,23 +11,11 @@ import (
 	"github.com/imgpipe/imgpipe/stages"
 )
 
-// The device's JPEG decoders, as DecodeRoute names them (and the report
-// shows them).
-const (
-	// RouteHW is nvJPEG's hardware engines, in batched calls.
-	RouteHW = "nvjpeg-hw"
-	// RouteCUDA is nvJPEG's CUDA (GPU_HYBRID) decoder, one file at a time.
-	RouteCUDA = "nvjpeg-cuda"
-)
-
 var (
 	_ sched.FileDecoder   = (*Device)(nil)
 	_ sched.DecoderInfo   = (*Device)(nil)
 	_ sched.DecoderWarmer = (*Device)(nil)
 )
-
-// scratchAlign aligns each upright image in the orientation scratch.
-const scratchAlign = 256
 
 // jpegCodec is a Device's nvJPEG side, opened on first use (a chain that
 // decodes no file never loads nvJPEG).
@@ -199,9 +187,9 @@ func (d *Device) WarmDecoder(s sched.Stream, batch int) error {
 	})
 }
 
-// DecodeRoute implements sched.FileDecoder: RouteHW when nvJPEG parses the
+// DecodeRoute implements sched.FileDecoder: sched.RouteHW when nvJPEG parses the
 // file and nvjpegDecodeBatchedSupported accepts it for the hardware engines,
-// else RouteCUDA when the CUDA decoder takes it, else "" (not a JPEG,
+// else sched.RouteCUDA when the CUDA decoder takes it, else "" (not a JPEG,
 // corrupt headers, CMYK, arithmetic-coded or lossless, no nvJPEG: the CPU
 // decodes it).
 //
@@ -243,7 +231,7 @@ func (d *Device) DecodeRoute(data []byte) string {
 	return route
 }
 
-// hwRoute is DecodeRoute's answer from one header parse: RouteHW when the
+// hwRoute is DecodeRoute's answer from one header parse: sched.RouteHW when the
 // hardware engines take the file, "" when no nvJPEG decoder can (the
 // header does not parse: the CUDA decoder's parser would say the same), and
 // decided false when only the CUDA decoder can tell.
@@ -255,7 +243,7 @@ func (c *jpegCodec) hwRoute(p *routeParser, data []byte) (route string, decided 
 		return "", true
 	}
 	if ok, err := p.hw.BatchedSupported(); err == nil && ok {
-		return RouteHW, true
+		return sched.RouteHW, true
 	}
 	return "", false
 }
@@ -271,7 +259,7 @@ func (c *jpegCodec) cudaRoute(p *routeParser, data []byte) string {
 	if err != nil || !ok {
 		return ""
 	}
-	return RouteCUDA
+	return sched.RouteCUDA
 }
 
 // parser takes a free routeParser, or makes one on a bound thread (once per

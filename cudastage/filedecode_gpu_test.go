@@ -252,9 +252,9 @@ func readFixture(t testing.TB, path string) []byte {
 func TestDecodeFixtures(t *testing.T) {
 	d := jpegDevice(t)
 	c, _ := d.jpeg()
-	hw := RouteHW
+	hw := sched.RouteHW
 	if c.hw == nil {
-		hw = RouteCUDA
+		hw = sched.RouteCUDA
 	}
 	st := func(name string) string { return filepath.Join("..", "stages", "testdata", name) }
 	nv := func(name string) string { return filepath.Join("nvjpeg", "testdata", name) }
@@ -267,22 +267,22 @@ func TestDecodeFixtures(t *testing.T) {
 	add := func(name string, data []byte, routes ...string) { fx = append(fx, fixture{name, data, routes}) }
 	add("go 4:2:0 640x480", goJPEG(t, 640, 480, false), hw)
 	add("go gray 333x207", goJPEG(t, 333, 207, true), hw)
-	add("go 1x1", goJPEG(t, 1, 1, false), hw, RouteCUDA)
-	add("go 4000x3", goJPEG(t, 4000, 3, false), hw, RouteCUDA)
-	add("go 3x4000", goJPEG(t, 3, 4000, false), hw, RouteCUDA)
+	add("go 1x1", goJPEG(t, 1, 1, false), hw, sched.RouteCUDA)
+	add("go 4000x3", goJPEG(t, 4000, 3, false), hw, sched.RouteCUDA)
+	add("go 3x4000", goJPEG(t, 3, 4000, false), hw, sched.RouteCUDA)
 	for _, n := range []string{"base444.jpg", "base422.jpg", "restart_rows.jpg", "restart_blocks.jpg"} {
 		add(n, readFixture(t, nv(n)), hw)
 	}
 	for _, n := range []string{"sub444.jpg", "sub422.jpg", "sub420.jpg", "sub440.jpg"} {
-		add(n, readFixture(t, st(n)), hw, RouteCUDA)
+		add(n, readFixture(t, st(n)), hw, sched.RouteCUDA)
 	}
 	for _, n := range []string{"sub411.jpg", "sub410.jpg", "progressive.jpg", "progressive_gray.jpg"} {
-		add(n, readFixture(t, st(n)), RouteCUDA, "") // never the engines
+		add(n, readFixture(t, st(n)), sched.RouteCUDA, "") // never the engines
 	}
 	add("cmyk.jpg", readFixture(t, st("cmyk.jpg")), "") // the CPU's Adobe-aware conversion
 	for o := 1; o <= 8; o++ {
 		n := fmt.Sprintf("orient_%d.jpg", o)
-		add(n, readFixture(t, st(n)), hw, RouteCUDA)
+		add(n, readFixture(t, st(n)), hw, sched.RouteCUDA)
 	}
 	var files [][]byte
 	for _, f := range fx {
@@ -334,10 +334,10 @@ func TestDecodeBadFilesIsolated(t *testing.T) {
 		corrupt[i] = 0xFF
 	}
 	files := [][]byte{good, goJPEG(t, 64, 48, true), truncated, good, corrupt, goJPEG(t, 99, 77, false)}
-	route := []string{"", "", RouteHW, "", RouteHW, ""}
+	route := []string{"", "", sched.RouteHW, "", sched.RouteHW, ""}
 	c, _ := d.jpeg()
 	if c.hw == nil {
-		route = []string{"", "", RouteCUDA, "", RouteCUDA, ""}
+		route = []string{"", "", sched.RouteCUDA, "", sched.RouteCUDA, ""}
 	}
 	imgs, got := decodeOnDevice(t, d, files, route, 1)
 	alone, aloneGot := decodeOnDevice(t, d, [][]byte{good}, nil, 1)

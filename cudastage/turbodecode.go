@@ -13,10 +13,6 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
-// RouteTurbo is imgpipe's own JPEG decoder on CUDA cores (kernels/jpegdec.cu), which gives
-// libjpeg-turbo's bytes: the CPU's decoder, bit for bit.
-const RouteTurbo = "turbo-cuda"
-
 // The kernels of kernels/jpegdec.cu and their constants (mirrored from there; a CPU test
 // reads them from the source).
 const (
@@ -45,7 +41,7 @@ const (
 
 var jpegKernels = []string{"jpeg_sync", "jpeg_mark", "jpeg_count", "jpeg_scan", "jpeg_write", "jpeg_serial", "jpeg_idct", "jpeg_rgb"}
 
-// turboCodec is a Device's RouteTurbo side: each stream's buffers, kept for its next calls.
+// turboCodec is a Device's sched.RouteTurbo side: each stream's buffers, kept for its next calls.
 type turboCodec struct {
 	mu      sync.Mutex
 	streams map[sched.Stream]*turboStream
@@ -63,7 +59,7 @@ type turboStream struct {
 
 var _ sched.TurboDecoder = (*Device)(nil)
 
-// TurboRoute implements sched.TurboDecoder: RouteTurbo for a baseline JPEG that package
+// TurboRoute implements sched.TurboDecoder: sched.RouteTurbo for a baseline JPEG that package
 // jpegdec takes, else "" (libjpeg-turbo on the CPU, or nvJPEG, gives its verdict on the
 // others).
 func (d *Device) TurboRoute(data []byte) string {
@@ -77,7 +73,7 @@ func (d *Device) TurboRoute(data []byte) string {
 	if err != nil {
 		return ""
 	}
-	return RouteTurbo
+	return sched.RouteTurbo
 }
 
 // TurboBatch implements sched.TurboDecoder. A call of 54 photos (2.7 MP) took 5.3 ms of
@@ -184,7 +180,7 @@ type turboImage struct {
 	scanOff int
 }
 
-// decodeTurbo decodes images idx of call (routed RouteTurbo) on stream s, in passes of at most
+// decodeTurbo decodes images idx of call (routed sched.RouteTurbo) on stream s, in passes of at most
 // jpegChunkBytes of device memory (turboPasses). A file the parser now refuses, whose data the
 // kernels find corrupt, or that alone does not fit in the device's memory, fails alone; the
 // returned error is the device's.
@@ -202,7 +198,7 @@ func (d *Device) decodeTurbo(s sched.Stream, call *sched.DecodeCall, idx []int) 
 	pass := func(idx []int) error { return d.turboPass(ts, cu.Stream(s), call, idx) }
 	fail := func(i int, err error) {
 		im := &call.Images[i]
-		im.Err = fmt.Errorf("%s: the %dx%d image does not fit in the memory left: %w", RouteTurbo, im.Shape.W, im.Shape.H, err)
+		im.Err = fmt.Errorf("%s: the %dx%d image does not fit in the memory left: %w", sched.RouteTurbo, im.Shape.W, im.Shape.H, err)
 	}
 	release := func() error { // after the stream's work that may still use the memory
 		if err := cu.Stream(s).Synchronize(); err != nil {
@@ -249,22 +245,19 @@ func turboPasses(idx []int, bytesOf func(int) int, pass func([]int) error, relea
 	return nil
 }
 
-// align rounds n up to 256 bytes, the alignment of every table in the arena.
-func align(n int) int { return (n + 255) &^ 255 }
-
 // turboPass decodes images idx of call in one pass: it parses them into the stream's staging,
 // lays out the kernels' tables behind them and runs the kernels (turboLaunch).
 func (d *Device) turboPass(ts *turboStream, s cu.Stream, call *sched.DecodeCall, idx []int) error {
 	// Staging layout: ctx | scans | images | tables | segments | subsequence→segment | readback.
-	need := align(jpegCtxBytes)
+	need := sched.AlignUp(jpegCtxBytes)
 	for _, i := range idx {
 		need += len(call.Images[i].Data)
 	}
-	need = align(need + 8)
+	need = sched.AlignUp(need + 8)
 	if err := ts.growHost(need, 0); err != nil {
 		return d.g.Check(err)
 	}
-	scanBase := align(jpegCtxBytes)
+	scanBase := sched.AlignUp(jpegCtxBytes)
 	scan := ts.host[scanBase:scanBase]
 	var imgs []turboImage
 	for _, i := range idx {
@@ -275,17 +268,17 @@ func (d *Device) turboPass(ts *turboStream, s cu.Stream, call *sched.DecodeCall,
 			err = errors.New("its scan outgrew the staging buffer") // never: a scan is shorter than its file
 		}
 		if err != nil {
-			im.Err = fmt.Errorf("%s: %w", RouteTurbo, err)
+			im.Err = fmt.Errorf("%s: %w", sched.RouteTurbo, err)
 			continue
 		}
 		scan = grown
 		t := turboImage{call: i, f: f, scanOff: off}
 		if err := jpegGeometry(&t.rec, f, max(1, im.Scale)); err != nil {
-			im.Err = fmt.Errorf("%s: %w", RouteTurbo, err)
+			im.Err = fmt.Errorf("%s: %w", sched.RouteTurbo, err)
 			continue
 		}
 		if t.rec.OW != int32(storedW(im)) || t.rec.OH != int32(storedH(im)) {
-			im.Err = fmt.Errorf("%s: the file is %dx%d, not the reserved %dx%d", RouteTurbo, t.rec.OW, t.rec.OH, storedW(im), storedH(im))
+			im.Err = fmt.Errorf("%s: the file is %dx%d, not the reserved %dx%d", sched.RouteTurbo, t.rec.OW, t.rec.OH, storedW(im), storedH(im))
 			continue
 		}
 		imgs = append(imgs, t)
@@ -362,7 +355,7 @@ func (d *Device) turboPass(ts *turboStream, s cu.Stream, call *sched.DecodeCall,
 			r.Out = int64(call.Dst) + int64(im.DstOff)
 		} else {
 			r.Out = orientBytes // an offset in ts.orient until it is known
-			orientBytes += int64(align(int(3 * px)))
+			orientBytes += int64(sched.AlignUp(int(3 * px)))
 		}
 	}
 	if err := grow(&ts.orient, &ts.orientN, uint64(max(orientBytes, 1))); err != nil {
@@ -375,21 +368,21 @@ func (d *Device) turboPass(ts *turboStream, s cu.Stream, call *sched.DecodeCall,
 	}
 	nsub := int64(len(subseg))
 	// the arena: the staged part, then the device-only tables
-	off := align(scanBase + int(nw+1)*4)
+	off := sched.AlignUp(scanBase + int(nw+1)*4)
 	imgOff := off
-	off = align(off + len(imgs)*jpegImgBytes)
+	off = sched.AlignUp(off + len(imgs)*jpegImgBytes)
 	tabOff := off
-	off = align(off + len(tabs)*jpegTabBytes)
+	off = sched.AlignUp(off + len(tabs)*jpegTabBytes)
 	segOff := off
-	off = align(off + len(segs)*jpegSegBytes)
+	off = sched.AlignUp(off + len(segs)*jpegSegBytes)
 	subOff := off
-	off = align(off + 4*int(nsub))
+	off = sched.AlignUp(off + 4*int(nsub))
 	staged := off
 	// the tables and the readback (flag, badpos, bad) after the scans, which stay
 	if err := ts.growHost(staged+8+12*len(imgs), scanBase+int(nw+1)*4); err != nil {
 		return d.g.Check(err)
 	}
-	region := func(n int64) int64 { o := int64(off); off = align(off + int(n)); return o }
+	region := func(n int64) int64 { o := int64(off); off = sched.AlignUp(off + int(n)); return o }
 	e0, e1, ch0, ch1 := region(16*nsub), region(16*nsub), region(nsub), region(nsub)
 	cnt, sums, blk, pred := region(4*nsub), region(12*nsub), region(8*nsub), region(12*nsub)
 	coef, bad, badpos := region(128*nblk), region(4*int64(len(imgs))), region(8*int64(len(imgs)))
@@ -465,7 +458,7 @@ func (d *Device) turboLaunch(ts *turboStream, s cu.Stream, call *sched.DecodeCal
 	launch := func(name string, n int64, args ...any) error {
 		fn, ok := d.k.fn[name]
 		if !ok {
-			return fmt.Errorf("%s: kernel %s is not loaded", RouteTurbo, name)
+			return fmt.Errorf("%s: kernel %s is not loaded", sched.RouteTurbo, name)
 		}
 		if n == 0 {
 			return nil
@@ -547,9 +540,9 @@ func (d *Device) turboLaunch(ts *turboStream, s cu.Stream, call *sched.DecodeCal
 		pos := binary.LittleEndian.Uint64(badAt[8*k:])
 		switch {
 		case binary.LittleEndian.Uint32(shortAt[4*k:])&jpegBadShort != 0:
-			im.Err = fmt.Errorf("%s: Corrupt JPEG data: premature end of data segment", RouteTurbo)
+			im.Err = fmt.Errorf("%s: Corrupt JPEG data: premature end of data segment", sched.RouteTurbo)
 		case pos != ^uint64(0) && warnsBadCode(t, im.Data, int64(pos)):
-			im.Err = fmt.Errorf("%s: Corrupt JPEG data: bad Huffman code", RouteTurbo)
+			im.Err = fmt.Errorf("%s: Corrupt JPEG data: bad Huffman code", sched.RouteTurbo)
 		}
 	}
 	return nil

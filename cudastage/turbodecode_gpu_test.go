@@ -63,9 +63,9 @@ func TestTurboDecodeExact(t *testing.T) {
 	var allNames []string
 	var all [][]byte
 	for name, f := range turboFixtures(t) {
-		if d.TurboRoute(f) != RouteTurbo {
+		if d.TurboRoute(f) != sched.RouteTurbo {
 			if strings.HasPrefix(name, "sub4") && name != "sub410.jpg" || strings.HasPrefix(name, "go-") || strings.HasPrefix(name, "orient_") {
-				t.Errorf("%s: not taken by %s", name, RouteTurbo)
+				t.Errorf("%s: not taken by %s", name, sched.RouteTurbo)
 			}
 			continue
 		}
@@ -85,10 +85,10 @@ func TestTurboDecodeExact(t *testing.T) {
 					}
 				}
 			}
-			routes := slices.Repeat([]string{RouteTurbo}, len(files))
-			imgs, out := decodeOnDevice(t, d, append(files, nvFile), append(routes, RouteHW), scale)
+			routes := slices.Repeat([]string{sched.RouteTurbo}, len(files))
+			imgs, out := decodeOnDevice(t, d, append(files, nvFile), append(routes, sched.RouteHW), scale)
 			if nv := imgs[len(files)]; scale > 1 && (nv.Err == nil || !strings.Contains(nv.Err.Error(), "DCT scale")) {
-				t.Errorf("%s at 1/%d: %v, want a refusal", RouteHW, scale, nv.Err)
+				t.Errorf("%s at 1/%d: %v, want a refusal", sched.RouteHW, scale, nv.Err)
 			}
 			for i, im := range imgs[:len(files)] {
 				if im.Err != nil {
@@ -140,14 +140,14 @@ func TestTurboDecodeDamaged(t *testing.T) {
 		case 2: // junk after the scan
 			f = append(f[:len(f)-2:len(f)-2], append(bytes.Repeat([]byte{0x5A}, 1+rng.IntN(20)), 0xFF, 0xD9)...)
 		}
-		if d.TurboRoute(f) == RouteTurbo {
+		if d.TurboRoute(f) == sched.RouteTurbo {
 			files = append(files, f)
 			kinds = append(kinds, fmt.Sprintf("%s, %d bytes", []string{"flipped bytes", "cut short", "junk after the scan"}[kind], len(f)))
 		}
 	}
 	routes := make([]string, len(files))
 	for i := range routes {
-		routes[i] = RouteTurbo
+		routes[i] = sched.RouteTurbo
 	}
 	imgs, out := decodeOnDevice(t, d, files, routes, 1)
 	var failed, differ int
@@ -184,14 +184,14 @@ func TestTurboOutOfMemory(t *testing.T) {
 	d := turboDevice(t)
 	small, big := goJPEG(t, 1024, 768, false), goJPEG(t, 6000, 4000, false)
 	// Warm up: the kernels load, and the stream's buffers exist, before memory runs short.
-	if imgs, _ := decodeOnDevice(t, d, [][]byte{small}, []string{RouteTurbo}, 1); imgs[0].Err != nil {
+	if imgs, _ := decodeOnDevice(t, d, [][]byte{small}, []string{sched.RouteTurbo}, 1); imgs[0].Err != nil {
 		t.Fatal(imgs[0].Err)
 	}
 	// In 4:2:0, 4.5 bytes a pixel and a quarter more of room: 60 small images need about 265 MB
 	// in one pass and the big one alone 135 MB, more than is left, which 15 small ones fit in.
 	files := slices.Repeat([][]byte{small}, 60)
 	files[30] = big
-	routes := slices.Repeat([]string{RouteTurbo}, len(files))
+	routes := slices.Repeat([]string{sched.RouteTurbo}, len(files))
 	const leave = 100 << 20
 	var s sched.Stream
 	if err := d.g.Do(func() (err error) { s, err = d.NewStream(); return err }); err != nil {

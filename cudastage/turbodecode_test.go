@@ -11,6 +11,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/jpegdec"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
 
@@ -96,8 +97,8 @@ func TestTurboRoute(t *testing.T) {
 	cases := []struct {
 		file, want string
 	}{
-		{"sub420.jpg", RouteTurbo}, {"sub422.jpg", RouteTurbo}, {"sub444.jpg", RouteTurbo},
-		{"sub440.jpg", RouteTurbo}, {"sub411.jpg", RouteTurbo}, {"orient_6.jpg", RouteTurbo},
+		{"sub420.jpg", sched.RouteTurbo}, {"sub422.jpg", sched.RouteTurbo}, {"sub444.jpg", sched.RouteTurbo},
+		{"sub440.jpg", sched.RouteTurbo}, {"sub411.jpg", sched.RouteTurbo}, {"orient_6.jpg", sched.RouteTurbo},
 		{"sub410.jpg", ""}, {"progressive.jpg", ""}, {"cmyk.jpg", ""}, {"arith/arith420.jpg", ""},
 		{"lossy.webp", ""}, {"lzw.tif", ""},
 	}

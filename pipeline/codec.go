@@ -107,8 +107,8 @@ func deviceDecoder(backend string, scaled, progressive bool, turbo, route func()
 		if scaled || progressive {
 			return ""
 		}
-		if route() == "nvjpeg-hw" {
-			return "nvjpeg-hw"
+		if route() == sched.RouteHW {
+			return sched.RouteHW
 		}
 	case backendNvJPEG:
 		return route()

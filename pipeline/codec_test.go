@@ -9,31 +9,33 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
 func TestDeviceDecoderRule(t *testing.T) {
+	const hw, cuda, turbo = sched.RouteHW, sched.RouteCUDA, sched.RouteTurbo
 	tests := []struct {
 		backend, turbo, route string
 		scaled, progressive   bool
 		want                  string
 		asks                  bool // whether the rule asks nvJPEG's route
 	}{
-		{"auto", "", "nvjpeg-hw", false, false, "nvjpeg-hw", true},
-		{"auto", "turbo-cuda", "nvjpeg-hw", false, false, "turbo-cuda", false}, // libjpeg-turbo's bytes, on the device
-		{"auto", "turbo-cuda", "nvjpeg-hw", true, false, "turbo-cuda", false},  // a thumbnail: libjpeg-turbo's scaled pixels, on the device
-		{"auto", "", "nvjpeg-hw", true, false, "", false},                      // the engines do not scale as libjpeg-turbo: CPU workers
-		{"auto", "", "nvjpeg-cuda", false, true, "", false},                    // progressive: libjpeg-turbo on CPU workers, nvJPEG not opened
-		{"auto", "", "nvjpeg-cuda", true, true, "", false},
-		{"auto", "", "nvjpeg-cuda", false, false, "", true}, // a baseline file only the CUDA decoder takes: CPU workers
+		{"auto", "", hw, false, false, hw, true},
+		{"auto", turbo, hw, false, false, turbo, false}, // libjpeg-turbo's bytes, on the device
+		{"auto", turbo, hw, true, false, turbo, false},  // a thumbnail: libjpeg-turbo's scaled pixels, on the device
+		{"auto", "", hw, true, false, "", false},        // the engines do not scale as libjpeg-turbo: CPU workers
+		{"auto", "", cuda, false, true, "", false},      // progressive: libjpeg-turbo on CPU workers, nvJPEG not opened
+		{"auto", "", cuda, true, true, "", false},
+		{"auto", "", cuda, false, false, "", true}, // a baseline file only the CUDA decoder takes: CPU workers
 		{"auto", "", "", false, false, "", true},
-		{"nvjpeg", "turbo-cuda", "nvjpeg-hw", false, false, "nvjpeg-hw", true},
-		{"nvjpeg", "", "nvjpeg-hw", true, false, "nvjpeg-hw", true},
-		{"nvjpeg", "", "nvjpeg-cuda", false, true, "nvjpeg-cuda", true},
+		{"nvjpeg", turbo, hw, false, false, hw, true},
+		{"nvjpeg", "", hw, true, false, hw, true},
+		{"nvjpeg", "", cuda, false, true, cuda, true},
 		{"nvjpeg", "", "", false, false, "", true},
-		{"go", "turbo-cuda", "nvjpeg-hw", false, false, "", false},
-		{"turbo", "turbo-cuda", "nvjpeg-hw", true, false, "", false},
+		{"go", turbo, hw, false, false, "", false},
+		{"turbo", turbo, hw, true, false, "", false},
 	}
 	for _, tt := range tests {
 		asked := false
@@ -132,8 +134,8 @@ func TestProgressiveNotRouted(t *testing.T) {
 		routes   int    // nvJPEG's route asked: for b.jpg only, without turbo-cuda
 		baseline string // b.jpg's decoder
 	}{
-		{false, 1, schedtest.RouteHW},
-		{true, 0, schedtest.RouteTurbo},
+		{false, 1, sched.RouteHW},
+		{true, 0, sched.RouteTurbo},
 	} {
 		dev := fakeGPU(t, schedtest.FakeConfig{Name: "fake0"})
 		opt := Options{Workers: 2, GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 2}}

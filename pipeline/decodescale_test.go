@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
@@ -154,9 +155,9 @@ func TestDecodeScaleRun(t *testing.T) {
 						wantDec := string(stages.JPEGTurbo)
 						switch {
 						case withTurbo:
-							wantDec = schedtest.RouteTurbo
+							wantDec = sched.RouteTurbo
 						case w.scale == "":
-							wantDec = schedtest.RouteHW
+							wantDec = sched.RouteHW
 						}
 						if r.Decoder != wantDec {
 							t.Errorf("a.jpg decoded by %q, want %q", r.Decoder, wantDec)
@@ -238,7 +239,7 @@ func TestDecodeScaleTinyOnDevice(t *testing.T) {
 				want[r.Input] = r.Encoded
 			}
 			for _, r := range gpu.Results {
-				dec := cmp.Or(tc.decoder[r.Input], schedtest.RouteTurbo)
+				dec := cmp.Or(tc.decoder[r.Input], sched.RouteTurbo)
 				if r.Status != StatusOK || r.Decoder != dec || !bytes.Equal(r.Encoded, want[r.Input]) {
 					t.Errorf("%s: %s by %q (%v), want ok by %q with the CPU run's bytes (same: %v)", r.Input, r.Status, r.Decoder, r.Err, dec, bytes.Equal(r.Encoded, want[r.Input]))
 				}
@@ -290,7 +291,7 @@ func TestProgressiveOnDevice(t *testing.T) {
 			for _, r := range gpu.Results {
 				dec := cpuWorkers
 				if strings.Contains(tc.spec, "1/8") {
-					dec = cmp.Or(tc.decoder[r.Input], schedtest.RouteTurbo)
+					dec = cmp.Or(tc.decoder[r.Input], sched.RouteTurbo)
 				}
 				w := want[r.Input]
 				if r.Input == "cut.jpg" {

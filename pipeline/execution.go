@@ -122,9 +122,7 @@ func DefaultSlots(streams int) int { return streams + 2 }
 
 // DefaultSlotBytes is a slot's input capacity when neither GPUOptions.SlotBytes nor a
 // page-locked budget sets it: room for batch 1080p RGB frames.
-func DefaultSlotBytes(batch int) int { return batch * int(alignTo(1920*1080*3, sched.Align)) }
-
-func alignTo(n, a int64) int64 { return (n + a - 1) / a * a }
+func DefaultSlotBytes(batch int) int { return batch * sched.AlignUp(1920*1080*3) }
 
 // fileHostShare is how much smaller a slot's page-locked input is than its device input
 // when files go to the device decoder (sched.Config.HostInBytes): the page-locked input
@@ -136,7 +134,7 @@ const fileHostShare = 4
 
 // hostInFor is the page-locked input of a slot of slotBytes whose inputs are files.
 func hostInFor(slotBytes int) int {
-	return max(sched.Align, slotBytes/fileHostShare&^(sched.Align-1))
+	return max(sched.Align, sched.AlignDown(slotBytes/fileHostShare))
 }
 
 // slotBytesFor is the largest slot capacity whose slots, with the page-locked buffers
@@ -190,7 +188,7 @@ func hostOutFor(ops []sched.Op, slotBytes int) int {
 	for _, in := range hostOutRefs {
 		share = max(share, float64(sched.OutputBytes(ops, in))/float64(in.Bytes()))
 	}
-	n := int(min(1, hostOutHeadroom*share)*float64(slotBytes)) &^ (sched.Align - 1)
+	n := sched.AlignDown(int(min(1, hostOutHeadroom*share) * float64(slotBytes)))
 	return min(slotBytes, max(hostOutFloor, n))
 }
 

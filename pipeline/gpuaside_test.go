@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 )
@@ -152,7 +153,7 @@ func TestSetAsideWhileOpening(t *testing.T) {
 				if err != nil || !bytes.Equal(got, want) {
 					t.Errorf("%s differs from the CPU run's (%v)", rl.Output, err)
 				}
-				if rl.Decoder == schedtest.RouteTurbo && filepath.Ext(rl.Input) != ".jpg" {
+				if rl.Decoder == sched.RouteTurbo && filepath.Ext(rl.Input) != ".jpg" {
 					t.Errorf("%s decoded by %s", rl.Input, rl.Decoder)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 )
 
@@ -68,7 +69,7 @@ func TestDeviceDecodeRouting(t *testing.T) {
 				case l.Status != "ok":
 					want = c.Decoder // a file that fails before decoding names none
 				case strings.HasSuffix(l.Input, ".jpg"):
-					want = schedtest.RouteHW
+					want = sched.RouteHW
 					onDevice++
 				}
 				if l.Status != c.Status || l.Output != c.Output || l.Decoder != want {

@@ -14,6 +14,22 @@ import (
 // This file is the contract between the executor, the CUDA device (nvJPEG
 // decode, the PNG encoder's kernels) and the fake device.
 
+// The device decoders' names (routes): what FileDecoder.DecodeRoute and
+// TurboDecoder.TurboRoute return, what DecodeImage.Decoder and File.Decoder
+// carry, and what the report shows as an image's decoder. The CUDA device
+// implements them and the fake device (schedtest) imitates them; the run's
+// routing policy chooses between them by these names.
+const (
+	// RouteHW is nvJPEG's hardware engines, in batched calls: baseline JPEGs.
+	RouteHW = "nvjpeg-hw"
+	// RouteCUDA is nvJPEG's CUDA (GPU_HYBRID) decoder, one file at a time.
+	RouteCUDA = "nvjpeg-cuda"
+	// RouteTurbo is the device's own JPEG decoder on CUDA cores, which gives
+	// libjpeg-turbo's bytes (the CPU's decoder, bit for bit) and is the only
+	// one that decodes at a DCT scale.
+	RouteTurbo = "turbo-cuda"
+)
+
 // DecodeImage is one image of a DecodeCall.
 type DecodeImage struct {
 	// Data is the whole file, in the slot's page-locked host memory.
@@ -26,16 +42,16 @@ type DecodeImage struct {
 	Orient int
 	// Scale is the DCT scale the decoder applies, as a denominator of
 	// jpegturbo.ScaleDenoms (0 or 1: full size), as libjpeg-turbo scales:
-	// each side is divided, rounded up. Of the CUDA device's decoders only
-	// turbo-cuda scales; the others fail a scaled image.
+	// each side is divided, rounded up. Only RouteTurbo scales; the others
+	// fail a scaled image.
 	Scale int
 	// DstOff is the byte offset of the decoded image in DecodeCall.Dst,
 	// tightly packed (row stride W·C).
 	DstOff int
 
 	// Decoder is the device decoder that takes the image, as
-	// FileDecoder.DecodeRoute named it ("nvjpeg-hw", "nvjpeg-cuda"); the
-	// report shows it.
+	// FileDecoder.DecodeRoute or TurboDecoder.TurboRoute named it (RouteHW,
+	// RouteCUDA, RouteTurbo); the report shows it.
 	Decoder string
 	// Err is set by FileDecoder.Decode when this image could not be decoded (its
 	// bytes in Dst are then undefined); the batch's other images go on.
@@ -66,8 +82,8 @@ type DecodeCall struct {
 // FileDecoder is implemented by a Device that decodes files itself.
 type FileDecoder interface {
 	// DecodeRoute names the device decoder that would take the file:
-	// "nvjpeg-hw" (the hardware engines, batched), "nvjpeg-cuda" (the CUDA
-	// decoder, one image at a time), or "" when none accepts it. It parses
+	// RouteHW (the hardware engines, batched), RouteCUDA (the CUDA decoder,
+	// one image at a time), or "" when none accepts it. It parses
 	// the stream and asks the library; it never guesses from bytes.
 	DecodeRoute(data []byte) string
 	// Decode enqueues on s the decoding of every image of call into
@@ -80,10 +96,10 @@ type FileDecoder interface {
 }
 
 // TurboDecoder is optionally implemented by a FileDecoder that also decodes baseline JPEGs
-// with libjpeg-turbo's exact arithmetic (the CUDA device's "turbo-cuda"), so that a GPU run
-// gives the CPU run's bytes. Its decoder needs no warm-up.
+// with libjpeg-turbo's exact arithmetic (RouteTurbo), so that a GPU run gives the CPU run's
+// bytes. Its decoder needs no warm-up.
 type TurboDecoder interface {
-	// TurboRoute names that decoder when it takes data, else "".
+	// TurboRoute returns RouteTurbo when that decoder takes data, else "".
 	TurboRoute(data []byte) string
 	// TurboBatch is the files per Decode call it decodes fastest.
 	TurboBatch() int

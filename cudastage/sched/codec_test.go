@@ -348,7 +348,7 @@ func TestFileSlotAccounting(t *testing.T) {
 	// device input would take 16 decoded images.
 	var rs []*Reservation
 	for i := range 5 {
-		r, err := e.ReserveFile(ctx, File{Size: 1000, Shape: small, Orient: 1, Decoder: schedtest.RouteHW}, i)
+		r, err := e.ReserveFile(ctx, File{Size: 1000, Shape: small, Orient: 1, Decoder: RouteHW}, i)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,7 +372,7 @@ func TestFileSlotAccounting(t *testing.T) {
 		{"image over a slot", 100, Shape{W: 40, H: 40, C: 3}},
 	}
 	for _, c := range tooLarge {
-		if _, err := e.ReserveFile(ctx, File{Size: c.size, Shape: c.out, Orient: 1, Decoder: schedtest.RouteHW}, nil); !errors.Is(err, ErrTooLarge) {
+		if _, err := e.ReserveFile(ctx, File{Size: c.size, Shape: c.out, Orient: 1, Decoder: RouteHW}, nil); !errors.Is(err, ErrTooLarge) {
 			t.Errorf("%s: %v, want ErrTooLarge", c.name, err)
 		}
 	}
@@ -399,7 +399,7 @@ func TestFileErrors(t *testing.T) {
 		dev := schedtest.NewFake(schedtest.FakeConfig{})
 		e := startExec(t, ctx, dev, Config{Ops: []Op{GrayscaleOp()}, Streams: 1, Slots: 1, Batch: 2, SlotBytes: 4096})
 		hw := func(size int, out Shape, orient, scale int) File {
-			return File{Size: size, Shape: out, Orient: orient, Scale: scale, Decoder: schedtest.RouteHW}
+			return File{Size: size, Shape: out, Orient: orient, Scale: scale, Decoder: RouteHW}
 		}
 		cases := []struct {
 			name string
@@ -437,7 +437,7 @@ func TestFileErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = e.ReserveFile(ctx, File{Size: 10, Shape: good, Orient: 1, Decoder: schedtest.RouteHW}, nil)
+			_, err = e.ReserveFile(ctx, File{Size: 10, Shape: good, Orient: 1, Decoder: RouteHW}, nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s: %v, want %q", c.name, err, c.want)
 			}

@@ -30,7 +30,7 @@ func TestHostInputSizedApart(t *testing.T) {
 	if _, err := e.Reserve(context.Background(), 100, 100, 3, -1); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("raw 100x100x3 over the page-locked input: %v, want ErrTooLarge", err)
 	}
-	if _, err := e.ReserveFile(context.Background(), File{Size: hostIn + 1, Shape: Shape{W: 8, H: 8, C: 3}, Orient: 1, Decoder: schedtest.RouteHW}, -1); !errors.Is(err, ErrTooLarge) {
+	if _, err := e.ReserveFile(context.Background(), File{Size: hostIn + 1, Shape: Shape{W: 8, H: 8, C: 3}, Orient: 1, Decoder: RouteHW}, -1); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("file over the page-locked input: %v, want ErrTooLarge", err)
 	}
 	var in []input

@@ -13,9 +13,17 @@ const (
 
 // Align is the byte alignment of every image inside a buffer: the CUDA
 // allocation granularity, so that kernels may use vector loads on any image.
+// Whatever packs images or tables for a kernel (the executor's slots, the
+// CUDA device's scratch, a caller sizing a slot) aligns them with AlignUp.
 const Align = 256
 
-func alignUp(n int) int { return (n + Align - 1) &^ (Align - 1) }
+// AlignUp rounds n up to a multiple of Align: the bytes an image or table of
+// n bytes takes in a buffer, its successor starting right after.
+func AlignUp(n int) int { return (n + Align - 1) &^ (Align - 1) }
+
+// AlignDown rounds n down to a multiple of Align: the largest aligned
+// capacity that n bytes of memory give.
+func AlignDown(n int) int { return n &^ (Align - 1) }
 
 // chain is the static layout logic of one segment.
 type chain struct {
@@ -103,15 +111,15 @@ func (c *chain) plan(in Shape) (shapes []Shape, need []int) {
 	shapes = make([]Shape, len(c.ops)+1)
 	need = make([]int, 1+c.nImg)
 	shapes[0] = in
-	need[0] = alignUp(in.Bytes())
+	need[0] = AlignUp(in.Bytes())
 	q := 0
 	for j, op := range c.ops {
 		shapes[j+1] = op.OutShape(shapes[j])
 		if op.makesImage() {
 			q++
-			need[q] = alignUp(shapes[j+1].Bytes())
+			need[q] = AlignUp(shapes[j+1].Bytes())
 			if op.Encode != nil {
-				need[q] = alignUp(op.Encode.Bound(shapes[j]))
+				need[q] = AlignUp(op.Encode.Bound(shapes[j]))
 			}
 		}
 	}

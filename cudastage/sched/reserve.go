@@ -120,7 +120,7 @@ func (e *Executor) ReserveFile(ctx context.Context, f File, tag any) (*Reservati
 	if err != nil {
 		return nil, err
 	}
-	req.hostNeed = alignUp(f.Size)
+	req.hostNeed = AlignUp(f.Size)
 	req.file = &fileRoom{File: f}
 	return e.reserve(ctx, req)
 }

@@ -158,13 +158,13 @@ func slotBufs(c Config, ch *chain, tabBytes int) []bufSize {
 		same(c.Batch * HistBytes)
 	}
 	if ch.nValues > 0 {
-		same(alignUp(c.Batch * ch.nValues * ElemBytes))
+		same(AlignUp(c.Batch * ch.nValues * ElemBytes))
 	}
 	if tabBytes > 0 {
 		same(tabBytes)
 	}
 	if ch.encode != nil {
-		same(alignUp(4 * c.Batch))
+		same(AlignUp(4 * c.Batch))
 	}
 	return bufs
 }
@@ -174,7 +174,7 @@ func slotBufs(c Config, ch *chain, tabBytes int) []bufSize {
 func tableLayout(dev Device, c Config) (off []int, size int) {
 	for _, op := range c.Ops {
 		off = append(off, size)
-		size += alignUp(dev.TableBytes(op, c.Batch))
+		size += AlignUp(dev.TableBytes(op, c.Batch))
 	}
 	return off, size
 }

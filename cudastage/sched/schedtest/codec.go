@@ -9,16 +9,6 @@ import (
 	"github.com/imgpipe/imgpipe/stages"
 )
 
-// The fake's device decoders, named as the CUDA device names nvJPEG's.
-const (
-	// RouteHW is the batched hardware decoder: baseline JPEGs of 1 or 3 components.
-	RouteHW = "nvjpeg-hw"
-	// RouteCUDA is the one-at-a-time CUDA decoder: progressive JPEGs.
-	RouteCUDA = "nvjpeg-cuda"
-	// RouteTurbo is Turbo's decoder, named as the CUDA device's turbo-cuda.
-	RouteTurbo = "turbo-cuda"
-)
-
 // Turbo is a FakeDevice that also has a decoder of its own, as the CUDA device has
 // turbo-cuda (sched.TurboDecoder): it takes the baseline JPEGs of 1 or 3 components, and
 // decodes them with libjpeg-turbo, at the DecodeImage's DCT scale.
@@ -29,7 +19,7 @@ var _ sched.TurboDecoder = Turbo{}
 // TurboRoute implements sched.TurboDecoder.
 func (Turbo) TurboRoute(data []byte) string {
 	if sequentialRGB(data) && !stages.JPEGProgressive(data) {
-		return RouteTurbo
+		return sched.RouteTurbo
 	}
 	return ""
 }
@@ -39,8 +29,8 @@ func (Turbo) TurboBatch() int { return 8 }
 
 // DecodeRoute implements sched.FileDecoder from the JPEG's frame header, as
 // nvJPEG's hardware backend decides: a baseline or extended sequential frame of 1
-// or 3 components goes to RouteHW, a progressive one to RouteCUDA, anything else
-// (other formats, lossless or arithmetic-coded JPEG, CMYK) to neither.
+// or 3 components goes to sched.RouteHW, a progressive one to sched.RouteCUDA,
+// anything else (other formats, lossless or arithmetic-coded JPEG, CMYK) to neither.
 func (f *FakeDevice) DecodeRoute(data []byte) string {
 	f.mu.Lock()
 	f.routes++
@@ -49,9 +39,9 @@ func (f *FakeDevice) DecodeRoute(data []byte) string {
 	case !sequentialRGB(data):
 		return ""
 	case stages.JPEGProgressive(data):
-		return RouteCUDA
+		return sched.RouteCUDA
 	}
-	return RouteHW
+	return sched.RouteHW
 }
 
 // RouteCalls is how many times DecodeRoute ran: on a CUDA device the first call
@@ -160,7 +150,7 @@ func (f *FakeDevice) Decode(s sched.Stream, call *sched.DecodeCall) error {
 		f.mu.Unlock()
 		var hw []int
 		for i := range imgs {
-			if imgs[i].Decoder == RouteHW {
+			if imgs[i].Decoder == sched.RouteHW {
 				hw = append(hw, i)
 				continue
 			}
@@ -200,7 +190,7 @@ func (f *FakeDevice) checkDecode(call *sched.DecodeCall) error {
 		switch {
 		case !f.pinned(im.Data) || len(im.Data) == 0:
 			return fmt.Errorf("image %d: the file is not in page-locked (HostAlloc) memory", i)
-		case im.Decoder != RouteHW && im.Decoder != RouteCUDA && im.Decoder != RouteTurbo:
+		case im.Decoder != sched.RouteHW && im.Decoder != sched.RouteCUDA && im.Decoder != sched.RouteTurbo:
 			return fmt.Errorf("image %d: unknown decoder %q", i, im.Decoder)
 		case im.Shape.C != 3 || im.Orient < 1 || im.Orient > 8:
 			return fmt.Errorf("image %d: shape %v, orientation %d", i, im.Shape, im.Orient)
@@ -213,8 +203,8 @@ func (f *FakeDevice) checkDecode(call *sched.DecodeCall) error {
 }
 
 // decodeOne decodes one file into dst (the oriented image, tightly packed),
-// as the CPU path's default decoder does (RouteTurbo: libjpeg-turbo, at the
-// image's scale, which only RouteTurbo takes).
+// as the CPU path's default decoder does (sched.RouteTurbo: libjpeg-turbo, at the
+// image's scale, which only sched.RouteTurbo takes).
 func (f *FakeDevice) decodeOne(im *sched.DecodeImage, dst []byte) error {
 	if f.cfg.DecodeFail != nil {
 		if err := f.cfg.DecodeFail(im.Data); err != nil {
@@ -222,7 +212,7 @@ func (f *FakeDevice) decodeOne(im *sched.DecodeImage, dst []byte) error {
 		}
 	}
 	scale := max(1, im.Scale)
-	if scale > 1 && im.Decoder != RouteTurbo {
+	if scale > 1 && im.Decoder != sched.RouteTurbo {
 		return fmt.Errorf("%s does not decode at a DCT scale (1/%d)", im.Decoder, scale)
 	}
 	out := &stages.Image{W: im.Shape.W, H: im.Shape.H, C: 3, Stride: im.Shape.W * 3, Pix: dst}
@@ -244,7 +234,7 @@ func (f *FakeDevice) decodeOne(im *sched.DecodeImage, dst []byte) error {
 	// (everything after decode bit-exact) needs.
 	backend, _ := stages.ResolveJPEGBackend(stages.JPEGAuto)
 	opt := stages.DecodeOptions{JPEG: backend}
-	if im.Decoder == RouteTurbo {
+	if im.Decoder == sched.RouteTurbo {
 		opt.JPEG, opt.Scale = stages.JPEGTurbo, func(int, int) int { return scale }
 	}
 	opt.MaxPixels = int64(stored.W) * int64(stored.H) * int64(scale*scale)
