@@ -30,9 +30,9 @@ const (
 const DefaultCopyBytes = 128 << 20
 
 // DefaultCopyWarmup is how long MeasureCopy copies each way before timing: a GPU that has
-// just started raises its clocks and link over a few hundred milliseconds. After a single
-// warm-up copy, a fresh H200 measured 42 GB/s H2D where it gives 55, which put the raw run
-// that followed at 126% of its "copy limit".
+// just started raises its clocks and link over a few hundred milliseconds, and a single
+// warm-up copy measured it well below its bandwidth, which put the raw run that followed
+// above its "copy limit" (bench/results/2026-12-07-code-comments.md#bench).
 const DefaultCopyWarmup = 250 * time.Millisecond
 
 // copyReps is how many copies each way MeasureCopy times for the copy limit.

@@ -21,6 +21,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // GPU tests of the executor on the real device: the same scheduler as the
@@ -40,14 +41,6 @@ func exDevice(t testing.TB) *Device {
 		t.Fatal(err)
 	}
 	return d
-}
-
-func exRandImage(rng *rand.Rand, w, h, c int) *stages.Image {
-	m := stages.NewImage(w, h, c)
-	for i := range m.Pix {
-		m.Pix[i] = byte(rng.Uint32())
-	}
-	return m
 }
 
 // exCPU runs ops with the stages reference (each op's bound CPU function):
@@ -120,15 +113,8 @@ func exRun(t *testing.T, dev sched.Device, cfg sched.Config, imgs []*stages.Imag
 		seen[i] = true
 		want, wantHist := wants[i], wantHists[i]
 		m := r.Image
-		if m.W != want.W || m.H != want.H || m.C != want.C {
-			t.Errorf("image %d: %dx%dx%d, want %dx%dx%d", i, m.W, m.H, m.C, want.W, want.H, want.C)
-		} else {
-			for y := range m.H {
-				if !bytes.Equal(m.Row(y), want.Row(y)) {
-					t.Errorf("image %d (%dx%dx%d in): row %d differs from the CPU", i, imgs[i].W, imgs[i].H, imgs[i].C, y)
-					break
-				}
-			}
+		if d := stagestest.Diff(m, want); d != "" {
+			t.Errorf("image %d (%dx%dx%d in): %s (the CPU's)", i, imgs[i].W, imgs[i].H, imgs[i].C, d)
 		}
 		if (r.Hist == nil) != (wantHist == nil) || (r.Hist != nil && *r.Hist != *wantHist) {
 			t.Errorf("image %d: histogram differs from the CPU", i)
@@ -160,7 +146,7 @@ func TestGPUExecutorMatchesCPU(t *testing.T) {
 		if i >= len(sizes) {
 			c = 1
 		}
-		imgs = append(imgs, exRandImage(rng, sz[0], sz[1], c))
+		imgs = append(imgs, stagestest.RandImage(rng, sz[0], sz[1], c))
 	}
 	chains := []struct {
 		name string
@@ -320,7 +306,7 @@ func faultChild(t *testing.T) {
 	}
 	start := time.Now()
 	rng := rand.New(rand.NewPCG(4, 4))
-	img := exRandImage(rng, 1920, 1080, 3)
+	img := stagestest.RandImage(rng, 1920, 1080, 3)
 	reserveErr := make(chan error, 1)
 	go func() {
 		defer e.CloseInput()
@@ -473,7 +459,7 @@ func TestAdapterBatches(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	var imgs []*stages.Image
 	for i, sz := range [][2]int{{1, 1}, {1, 50}, {50, 1}, {17, 9}, {33, 65}, {100, 60}, {3, 3}, {64, 64}} {
-		imgs = append(imgs, exRandImage(rng, sz[0], sz[1], 1+2*(i%2)))
+		imgs = append(imgs, stagestest.RandImage(rng, sz[0], sz[1], 1+2*(i%2)))
 	}
 	chains := [][]sched.Op{
 		opsOf("grayscale | blur sigma=1.5 | transpose | histogram"),

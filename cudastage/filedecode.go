@@ -76,9 +76,8 @@ func (d *Device) jpeg() (*jpegCodec, error) {
 
 // open loads nvJPEG and creates the handles. A missing hardware backend is not an error:
 // files then go to the CUDA decoder. The hardware handle is made on a second bound thread
-// while the CUDA one is made (on an H200 each took about 0.27 s one after the other, and
-// the engines' query another 0.26 s, before a GPU run could start; a one-file run's wall
-// time went from 2.14-2.19 s to 2.03 s).
+// while the CUDA one is made: one after the other, they and the engines' query delayed
+// the start of every GPU run (bench/results/2026-12-07-code-comments.md#cudastage).
 func (c *jpegCodec) open(g *GPU) error {
 	if err := nvjpeg.Load(); err != nil {
 		return err
@@ -201,7 +200,8 @@ func (d *Device) WarmDecoder(s sched.Stream, batch int) error {
 // need no context bound (g.Do); creating a parser and asking the CUDA
 // decoder, which may hold device state, still bind it.
 func (d *Device) DecodeRoute(data []byte) string {
-	// Checked before nvJPEG is opened, which takes a run about 0.5 s: the other formats,
+	// Checked before nvJPEG is opened, which is slow (see
+	// bench/results/2026-12-07-code-comments.md#cudastage): the other formats,
 	// JPEGs other than Huffman-coded sequential and progressive ones, which nvJPEG does not
 	// decode, and those of other than 1 (gray) or 3 (YCbCr) components: CMYK and YCCK go to
 	// the CPU, whose Adobe-aware conversion nvJPEG's does not match (0: no frame header).

@@ -35,7 +35,7 @@ type tapsParam struct {
 
 // checkTaps accepts taps as stages.BlurTaps makes them: an odd count from 3
 // to 2·kMaxBlurRadius+1, symmetric, summing to 16384, which keeps every
-// intermediate of DESIGN.md's arithmetic in range.
+// intermediate of the arithmetic of docs/semantics.md#blur in range.
 func checkTaps(args any) error {
 	taps, ok := args.([]uint32)
 	if !ok {

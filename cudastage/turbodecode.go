@@ -76,8 +76,8 @@ func (d *Device) TurboRoute(data []byte) string {
 	return sched.RouteTurbo
 }
 
-// TurboBatch implements sched.TurboDecoder. A call of 54 photos (2.7 MP) took 5.3 ms of
-// entropy decoding on an H100 where 216 took 20 ms: by 56 the kernels' fixed costs are paid.
+// TurboBatch implements sched.TurboDecoder: by 56 photos a call, the kernels' fixed costs
+// are paid (bench/results/2026-12-07-code-comments.md#cudastage).
 func (d *Device) TurboBatch() int { return 56 }
 
 func (t *turboCodec) forStream(s sched.Stream) *turboStream {

@@ -9,7 +9,7 @@ import (
 	"github.com/imgpipe/imgpipe/stages/npy"
 )
 
-// The builtin stages. Their semantics are those of DESIGN.md ("Reference semantics"); the
+// The builtin stages. Their semantics are those of docs/semantics.md and docs/stages.md; the
 // implementations live in package stages. Every other part of the engine and the CLI learns
 // about stages from these definitions only.
 

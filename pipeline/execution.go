@@ -96,12 +96,10 @@ func (g GPUSet) Ordinals() []int {
 // when the GPU is opened.
 const MaxGPUOrdinal = 1023
 
-// Defaults of a GPU run, chosen by measurement: on an H200, the executor over 1080p RGB
-// frames (grayscale | blur sigma=1.5 | transpose | histogram) gave 12.1 GP/s with 1
-// stream, 17.7 with 2, 16.6 with 4 and 17.0 with 8, at batch 16; batches of 8 to 32 were
-// within 1% of each other. Two streams already overlap one batch's copies with another's
-// kernels (the executor orders each engine's work across streams), so more only cost
-// memory. DefaultStreams is the streams setting's default; DefaultBatch is what the batch
+// Defaults of a GPU run, chosen by measurement: two streams were as fast as more, and
+// batches of 8 to 32 alike (bench/results/2026-12-07-code-comments.md#pipeline). Two
+// streams already overlap one batch's copies with another's kernels (the executor orders
+// each engine's work across streams), so more only cost memory. DefaultStreams is the streams setting's default; DefaultBatch is what the batch
 // setting's 0 means, unless the GPU decodes the files: then batches are as large as the
 // decoder's calls (sched.DecoderInfo.DecoderBatch), since nvJPEG's hardware engines
 // decode larger calls faster (see gpuBatch).

@@ -22,7 +22,8 @@ const (
 	StatusSkipped Status = "skipped"
 )
 
-// ReportLine is one input's line of the JSON Lines report, in DESIGN.md's format:
+// ReportLine is one input's line of the JSON Lines report, in the format of
+// README.md#report-and-exit-codes:
 //
 //	{"input":"a/b.jpg","output":"a/b.png","status":"ok","width":1920,"height":1080,"histogram":[...]}
 //	{"input":"bad.jpg","status":"failed","error":"decode: unexpected EOF"}

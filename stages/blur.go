@@ -6,13 +6,13 @@ import (
 	"sync"
 )
 
-// MaxBlurSigma is the largest sigma blur accepts (DESIGN.md: 0 < S <= 32).
+// MaxBlurSigma is the largest sigma blur accepts (docs/semantics.md#blur: 0 < S <= 32).
 const MaxBlurSigma = 32
 
 // blurOne is the fixed-point one of the taps: they sum to exactly 2^14.
 const blurOne = 1 << 14
 
-// BlurTaps returns the 2r+1 integer taps of DESIGN.md for sigma, index i+r
+// BlurTaps returns the 2r+1 integer taps of docs/semantics.md#blur for sigma, index i+r
 // holding w_i: r = max(1, ceil(3·sigma)), g_i = exp(-i²/(2·sigma²)) in
 // float64, w_i = round(g_i/Σg·16384) with halves away from zero, and w_0
 // absorbing 16384−Σw so that the taps sum to 16384 exactly. The GPU receives

@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// MaxBoxRadius is the largest boxblur radius (DESIGN.md: R <= 15).
+// MaxBoxRadius is the largest boxblur radius (docs/semantics.md#boxblur: R <= 15).
 const MaxBoxRadius = 15
 
 // boxMagic[n] = ceil(2^32/n) turns the division by a window's pixel count n

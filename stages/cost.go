@@ -22,11 +22,9 @@ const MaxJPEGPasses = 100
 var ErrTooMuchWork = errors.New("too much decoding work")
 
 // workBytesPerPixel is the peak memory Go's decoders take per pixel, the RGB result
-// included, measured on 2000×1500 files (TotalAlloc over one decode) and rounded up:
-// baseline JPEG 6.0 (4:4:4), progressive JPEG 18.1 (4:4:4; coefficients of every
-// component are kept, 4 bytes each: CMYK takes more), PNG 7.1 (8-bit) and 11.1 (16-bit),
-// GIF 4.0, BMP 7.0, TIFF 18.8 (8-bit RGBA, deflate). WebP is set from its decoder's
-// buffers (YCbCr or NRGBA plus the result).
+// included, measured per format on real files (TotalAlloc over one decode) and rounded up;
+// WebP is set from its decoder's buffers (YCbCr or NRGBA plus the result). The figures are
+// in bench/results/2026-12-07-code-comments.md#stages.
 var workBytesPerPixel = map[string]int64{
 	"jpeg": 8, "png": 16, "gif": 8, "bmp": 8, "tiff": 32, "webp": 12,
 }

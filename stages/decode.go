@@ -47,7 +47,8 @@ const (
 	// machine, and the reference the GPU path and tests compare against.
 	JPEGGo JPEGBackend = "go"
 	// JPEGTurbo is libjpeg-turbo (package stages/jpegturbo), loaded at run
-	// time: 3 to 5 times as fast on photos, but its pixels differ slightly
+	// time: several times as fast on photos (see
+	// bench/results/2026-12-07-code-comments.md#stages), but its pixels differ slightly
 	// from JPEGGo's (another IDCT, interpolated chroma). CMYK and YCCK
 	// files, and files whose header the library refuses, still go to Go's
 	// decoder. Truncated and corrupt files fail as they do with JPEGGo (see
@@ -531,10 +532,9 @@ var sequentialFiles = sync.Pool{New: func() any { return new([]byte) }}
 // rewritten as a sequential one with the coefficients that the decode reads
 // (progressive.Sequential), whose decode needs no coefficient array of the whole image
 // (the progressive decode zeroes 128 bytes a block); or, where the rewrite refuses the file,
-// its scans trimmed (progressive.Trim). Either gives the whole file's pixels. The 52
-// progressive photos of bench/photos/fetch.sh decoded at 1/8 this way in 0.26–0.28 s, from
-// their trimmed scans in 0.30–0.35 s, and the largest (9.8 MP) in 17 against 41 ms (2-core
-// development machine; BenchmarkDecodeEighthProgressive in package progressive).
+// its scans trimmed (progressive.Trim). Either gives the whole file's pixels; the rewrite
+// decodes faster than the trimmed scans (BenchmarkDecodeEighthProgressive in package
+// progressive; figures in bench/results/2026-12-07-code-comments.md#stages).
 func atEighth(data []byte) ([]byte, func()) {
 	buf := sequentialFiles.Get().(*[]byte)
 	seq, err := progressive.Sequential((*buf)[:0], data, 8)

@@ -1,6 +1,6 @@
 package stages
 
-// Luma weights of DESIGN.md: they sum to 32768, and with the rounding
+// Luma weights of docs/semantics.md#grayscale: they sum to 32768, and with the rounding
 // constant 16384 the result is bit-exact with OpenCV's cvtColor(RGB2GRAY).
 const (
 	lumaR     = 9798

@@ -111,7 +111,7 @@ func fromStd(src image.Image) *Image {
 	return m
 }
 
-// oracleRGB is the decode conversion rule of DESIGN.md written per colour
+// oracleRGB is the decode conversion rule of docs/semantics.md#decode written per colour
 // value: stored colour kept, alpha dropped, 16-bit v>>8, YCbCr and CMYK
 // through the standard library's 8-bit conversions.
 func oracleRGB(c color.Color) (r, g, b byte) {

@@ -313,7 +313,7 @@ func (a ResizeAxis) Weights(f Filter) *AxisWeights {
 	return w
 }
 
-// Resize limits of the intermediate, DESIGN-style: a horizontal sum h is
+// Resize limits of the intermediate, as blur's (docs/semantics.md#blur): a horizontal sum h is
 // clamped to [0, 255·2^14] and stored as h16 = (h+32)>>6.
 const resizeHMax = 255 * ResizeOne
 

@@ -95,8 +95,8 @@ var rgbaPool sync.Pool
 const EncoderJPEGTurbo = "jpeg-turbo"
 
 // JPEGEncoder names the encoder of save format=jpeg on this machine, for the report:
-// EncoderJPEGTurbo where libjpeg-turbo loads (about 8 times faster than Go's on a
-// thumbnail), else "jpeg", Go's image/jpeg. Both write baseline JPEG with 4:2:0 chroma (gray
+// EncoderJPEGTurbo where libjpeg-turbo loads (much faster than Go's on a thumbnail:
+// bench/results/2026-12-07-code-comments.md#stages), else "jpeg", Go's image/jpeg. Both write baseline JPEG with 4:2:0 chroma (gray
 // for C = 1) and the same quantisation tables for a quality, but not the same bytes.
 func JPEGEncoder() string {
 	if jpegturbo.Available() == nil {

@@ -14,7 +14,7 @@ import (
 )
 
 // The references below are deliberately naive: per pixel, straight from
-// DESIGN.md's formulas, with explicit clamping and no reuse of the code
+// the formulas of docs/semantics.md, with explicit clamping and no reuse of the code
 // under test.
 
 func refGray(src *Image) *Image {

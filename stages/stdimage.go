@@ -12,7 +12,7 @@ import (
 //
 // Gray sources (*image.Gray, *image.Gray16, and any image whose colour model is
 // color.GrayModel or color.Gray16Model) give C = 1; every other image gives RGB, C = 3.
-// The conversions are Decode's (DESIGN.md, "Reference semantics"): alpha is dropped and the
+// The conversions are Decode's (docs/semantics.md#decode): alpha is dropped and the
 // stored colour is kept, not premultiplied (*image.NRGBA keeps its R, G, B; the
 // premultiplied *image.RGBA keeps its stored, already premultiplied, values); 16-bit
 // samples become v>>8; palettes are expanded; YCbCr uses color.YCbCrToRGB's arithmetic and

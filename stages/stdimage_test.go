@@ -139,7 +139,7 @@ func (g grayModelImage) At(x, y int) color.Color { return g.m.At(x, y) }
 // atOnly hides an image's concrete type, so FromImage takes its generic path.
 type atOnly struct{ image.Image }
 
-// bridgeOracle is DESIGN.md's decode rule per colour value, with gray kept as one channel.
+// bridgeOracle is the decode rule of docs/semantics.md#decode per colour value, with gray kept as one channel.
 func bridgeOracle(c color.Color, gray bool) []byte {
 	if gray {
 		if g, ok := c.(color.Gray16); ok {

@@ -2,7 +2,7 @@
 
 Every peer script imports this file from its own folder, so that all of them parse the same
 options, generate the same frames from the same seed, and print the same record schema.
-The numpy reference below is written straight from DESIGN.md ("Reference semantics") and is what
+The numpy reference below is written straight from docs/semantics.md and is what
 each peer's output is checked against.
 """
 
@@ -34,7 +34,7 @@ class UsageError(Exception):
 
 
 # ---------------------------------------------------------------------------------------------
-# Reference semantics (DESIGN.md)
+# Reference semantics (docs/semantics.md)
 
 
 def round_half_away(x):
@@ -50,7 +50,7 @@ def round_half_away(x):
 
 
 def blur_taps(sigma):
-    """Returns the 2r+1 integer Gaussian taps of DESIGN.md for sigma, summing to exactly 16384."""
+    """Returns the 2r+1 integer Gaussian taps of docs/semantics.md for sigma, summing to exactly 16384."""
     if not (0 < sigma <= 32) or math.isnan(sigma):
         raise UsageError(f"sigma must be in (0, 32], got {sigma}")
     r = max(1, math.ceil(3 * sigma))
@@ -71,7 +71,7 @@ def ref_gray(rgb):
 
 
 def ref_blur(gray, taps):
-    """Separable integer Gaussian of DESIGN.md on an (H, W) uint8 array, replicate borders."""
+    """Separable integer Gaussian of docs/semantics.md on an (H, W) uint8 array, replicate borders."""
     r = len(taps) // 2
     h, w = gray.shape
     p = np.pad(gray.astype(np.uint32), ((0, 0), (r, r)), mode="edge")

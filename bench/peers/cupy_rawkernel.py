@@ -7,7 +7,7 @@ Two kernels per batch, written the way a CUDA programmer would for this chain:
 - vblur_t_hist: each block takes a 32-wide column band, loads 32 x (32 + 2r) tiles of h16 into
   shared memory, does the vertical pass, writes the result transposed (coalesced, through the
   tile) and counts it in a shared-memory histogram that is added to the global one once per block.
-The integer semantics are DESIGN.md's exactly (uint32 sums, clamp borders, the same taps).
+The integer semantics are docs/semantics.md's exactly (uint32 sums, clamp borders, the same taps).
 Host side: the frame pool and the outputs are in pinned memory; S streams, one slot of device and
 pinned buffers per stream, cudaMemcpyAsync both ways, the histogram zeroed by cudaMemsetAsync.
 """
@@ -234,7 +234,7 @@ def main():
         args.frames,
         args.frames * W * H,
         exact,
-        "DESIGN.md semantics exactly (integer kernels); pinned pool and outputs, cudaMemcpyAsync,"
+        "the semantics of docs/semantics.md exactly (integer kernels); pinned pool and outputs, cudaMemcpyAsync,"
         " one slot per stream; 2 kernels per batch (gray+hblur, vblur+transpose+hist)",
         cupy=cp.__version__,
     )

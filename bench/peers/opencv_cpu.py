@@ -2,13 +2,13 @@
 """OpenCV on the CPU: the chain as a competent OpenCV user writes it, on raw frames or a folder.
 
 Per image: cvtColor (RGB2GRAY for raw RGB frames, BGR2GRAY after imread, both bit-exact with
-DESIGN.md), GaussianBlur with ksize 2r+1, the same sigma and BORDER_REPLICATE, cv2.transpose,
+docs/semantics.md), GaussianBlur with ksize 2r+1, the same sigma and BORDER_REPLICATE, cv2.transpose,
 calcHist with 256 bins; in files mode cv2.imread (which applies EXIF orientation) first and
 cv2.imwrite of a PNG with default parameters last.
 Images are spread over a pool of --threads threads (OpenCV releases the GIL), each running OpenCV
 with --cv-threads internal threads (default 1 when the pool has more than one thread, so the two
 levels do not oversubscribe the cores).
-GaussianBlur on 8-bit images uses OpenCV's own fixed-point taps, not DESIGN.md's 14-bit ones, so
+GaussianBlur on 8-bit images uses OpenCV's own fixed-point taps, not docs/semantics.md's 14-bit ones, so
 the blur is the nearest equivalent: it differs by 1 on some pixels; the run measures how many.
 """
 
@@ -27,7 +27,7 @@ SYSTEM = "opencv-cpu"
 
 
 class Chain:
-    """The OpenCV calls of the chain, with the kernel size derived from sigma as DESIGN.md does."""
+    """The OpenCV calls of the chain, with the kernel size derived from sigma as docs/semantics.md does."""
 
     def __init__(self, cv2, taps, sigma):
         self.cv2 = cv2
@@ -49,13 +49,13 @@ def mismatch_note(chain, cv2, img, code, taps):
     t, h = chain(img, code)
     rgb = img if code == cv2.COLOR_RGB2GRAY else img[..., ::-1]
     want_t, want_h = common.ref_chain(np.ascontiguousarray(rgb), taps)
-    ok, bad, maxd = common.compare("exactness vs DESIGN.md, first image", t, h, want_t, want_h)
+    ok, bad, maxd = common.compare("exactness vs docs/semantics.md, first image", t, h, want_t, want_h)
     if ok:
-        return True, "bit-exact with DESIGN.md on the first image"
+        return True, "bit-exact with docs/semantics.md on the first image"
     return False, (
         f"blur is OpenCV's fixed-point GaussianBlur (its own tap rounding): {100.0 * bad / want_t.size:.2f}%"
-        f" of the first image's pixels differ from DESIGN.md, by at most {maxd}; gray, transpose and"
-        " histogram follow DESIGN.md"
+        f" of the first image's pixels differ from docs/semantics.md, by at most {maxd}; gray, transpose and"
+        " histogram follow docs/semantics.md"
     )
 
 
@@ -67,7 +67,7 @@ def run_check(cv2, chain, taps):
     for w, h in common.CHECK_SIZES:
         frame = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
         if not np.array_equal(cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY), common.ref_gray(frame)):
-            print(f"check {w}x{h}: cvtColor differs from the DESIGN.md grayscale", file=sys.stderr)
+            print(f"check {w}x{h}: cvtColor differs from the docs/semantics.md grayscale", file=sys.stderr)
             ok = False
         t, _ = chain(frame, cv2.COLOR_RGB2GRAY)
         want_t, _ = common.ref_chain(frame, taps)
@@ -79,7 +79,7 @@ def run_check(cv2, chain, taps):
             bad += int(np.count_nonzero(d))
             total += d.size
     print(
-        f"check {SYSTEM}: grayscale exact, blur within 1 of DESIGN.md: {ok};"
+        f"check {SYSTEM}: grayscale exact, blur within 1 of docs/semantics.md: {ok};"
         f" {bad}/{total} pixels differ by 1 (OpenCV's own fixed-point taps)",
         file=sys.stderr,
     )

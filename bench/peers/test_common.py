@@ -13,7 +13,7 @@ import common  # noqa: E402
 
 
 def slow_chain(rgb, taps):
-    """DESIGN.md written pixel by pixel, independently of the vectorised reference."""
+    """docs/semantics.md written pixel by pixel, independently of the vectorised reference."""
     h, w, _ = rgb.shape
     r = len(taps) // 2
     gray = [[(9798 * int(p[0]) + 19235 * int(p[1]) + 3735 * int(p[2]) + 16384) >> 15 for p in row] for row in rgb]
@@ -37,7 +37,7 @@ class TapsTest(unittest.TestCase):
             self.assertEqual(max(taps), taps[r], sigma)
 
     def test_taps_sigma_1_5(self):
-        # worked by hand from DESIGN.md: r = 5, normalised Gaussian times 16384, rounded
+        # worked by hand from docs/semantics.md: r = 5, normalised Gaussian times 16384, rounded
         self.assertEqual(common.blur_taps(1.5), [17, 124, 590, 1792, 3490, 4358, 3490, 1792, 590, 124, 17])
 
     def test_bad_sigma(self):

@@ -71,7 +71,7 @@ def main():
         args.frames,
         args.frames * args.width * args.height,
         exact,
-        "DESIGN.md semantics exactly (float32 convs on integer values, hi/lo byte split for the"
+        "the semantics of docs/semantics.md exactly (float32 convs on integer values, hi/lo byte split for the"
         " vertical pass); pageable memory, synchronous copies, default stream only; --streams ignored",
         torch=torch.__version__,
     )

@@ -1,6 +1,6 @@
 """The chain in plain PyTorch ops, shared by torch_naive.py, torch_tuned.py and torchvision_nvjpeg.py.
 
-It reproduces DESIGN.md bit for bit with float32 arithmetic that stays exact:
+It reproduces docs/semantics.md bit for bit with float32 arithmetic that stays exact:
 - grayscale: 9798 R + 19235 G + 3735 B + 16384 < 2^24, so the float32 sum is an exact integer
   and the >> 15 is a floor of a multiplication by 2^-15;
 - horizontal pass: conv2d with the integer taps; h <= 255 * 16384 < 2^24, exact;
@@ -48,7 +48,7 @@ class Chain:
         return torch.floor(s * (1.0 / 32768)).unsqueeze(1)
 
     def blur(self, y):
-        """(B, 1, H, W) float32 gray -> (B, H, W) uint8 blurred, exactly as DESIGN.md."""
+        """(B, 1, H, W) float32 gray -> (B, H, W) uint8 blurred, exactly as docs/semantics.md."""
         r = self.r
         h = F.conv2d(F.pad(y, (r, r, 0, 0), mode="replicate"), self.wh)
         h16 = torch.floor((torch.round(h) + 32) * (1.0 / 64))

@@ -90,7 +90,7 @@ def main():
         args.frames,
         args.frames * W * H,
         exact,
-        "DESIGN.md semantics exactly (float32 convs on integer values, hi/lo byte split for the"
+        "the semantics of docs/semantics.md exactly (float32 convs on integer values, hi/lo byte split for the"
         " vertical pass, TF32 off); pinned pool, non_blocking copies, one slot per stream",
         torch=torch.__version__,
     )

@@ -158,7 +158,7 @@ def main():
     img = decode_jpeg(torch.frombuffer(bytearray(read_bytes(files[0])), dtype=torch.uint8), mode=ImageReadMode.RGB, device=dev, apply_exif_orientation=True)
     t, hist = chain(img.unsqueeze(0), channels_last=False)
     want_t, want_h = common.ref_chain(img.permute(1, 2, 0).contiguous().cpu().numpy(), args.taps)
-    exact = common.compare("exactness vs DESIGN.md, first image", t[0].cpu().numpy(), hist[0].cpu().numpy(), want_t, want_h)[0]
+    exact = common.compare("exactness vs docs/semantics.md, first image", t[0].cpu().numpy(), hist[0].cpu().numpy(), want_t, want_h)[0]
     saved = cv2.imread(outs[0], cv2.IMREAD_UNCHANGED)
     if saved is None or not np.array_equal(saved, want_t):
         print(f"the saved {outs[0]} does not hold the expected image", file=sys.stderr)
@@ -174,7 +174,7 @@ def main():
         len(files) - len(failed),
         pixels[-1],
         exact,
-        "decode: nvJPEG via torchvision (pixels may differ from imgpipe's decoder); chain: DESIGN.md"
+        "decode: nvJPEG via torchvision (pixels may differ from imgpipe's decoder); chain: docs/semantics.md"
         " semantics exactly on the decoded pixels; save: cv2.imwrite PNG defaults on CPU threads,"
         " not atomic; --streams decode workers, each with its own CUDA stream and two pinned staging buffers",
         torch=torch.__version__,

@@ -13,7 +13,7 @@ import (
 	"github.com/imgpipe/imgpipe/pipeline"
 )
 
-// Exit codes, as DESIGN.md's CLI contract fixes them.
+// Exit codes, as README.md#report-and-exit-codes fixes them.
 const (
 	exitOK          = 0   // every input ok
 	exitSomeFailed  = 1   // some inputs failed, the rest were done

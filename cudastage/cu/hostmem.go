@@ -11,8 +11,8 @@ import (
 
 // Page-locked host memory is mapped here and locked with cuMemHostRegister, instead of
 // coming from cuMemHostAlloc: mapped in huge pages (hugePage, where the kernel's
-// transparent huge pages allow it), 348 MiB locked in 48–71 ms where cuMemHostAlloc took
-// 110–182 ms, and came back in 6–7 ms instead of 29–44 (an H200 host). A GPU run's
+// transparent huge pages allow it), it is locked and freed several times faster
+// (bench/results/2026-12-07-code-comments.md#cudastagecu). A GPU run's
 // first batch waits for its slots to be locked, and its end for them to be freed.
 const (
 	hugePage = 2 << 20

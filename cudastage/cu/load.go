@@ -99,9 +99,9 @@ var (
 )
 
 // Find opens libcuda.so.1 and checks that it is new enough, without
-// initialising it: in a few milliseconds (2 on an H200 host) it tells whether
-// a GPU may be usable at all (the error wraps ErrNoDriver or ErrDriverTooOld),
-// where Load's cuInit takes 0.1-0.25 s there.
+// initialising it: in a fraction of the time Load's cuInit takes
+// (bench/results/2026-12-07-code-comments.md#cudastagecu) it tells whether a GPU may be usable at all
+// (the error wraps ErrNoDriver or ErrDriverTooOld).
 func Find() error {
 	_, err := find()
 	return err

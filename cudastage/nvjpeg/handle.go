@@ -11,8 +11,8 @@ import (
 type Backend int
 
 // The backends imgpipe uses. NVJPEG_BACKEND_DEFAULT is deliberately absent:
-// for batched work it was measured at 87 img/s where the hardware engines
-// give 2,800.
+// for batched work it is far slower than the hardware engines
+// (bench/results/2026-12-07-code-comments.md#cudastagenvjpeg).
 const (
 	// BackendGPUHybrid decodes Huffman on the GPU ("the CUDA decoder").
 	BackendGPUHybrid Backend = 2
@@ -61,7 +61,7 @@ type Handle struct {
 	// nvjpegDecodeBatched) at a time, whatever the decoder state: on the
 	// H200, four states calling nvjpegDecodeBatched at once from four
 	// threads all hung inside the call, and one call at a time decodes as
-	// fast (imgpipe bench decode: 2,097 img/s on one stream, 2,078 on two).
+	// fast (bench/results/2026-12-07-code-comments.md#cudastagenvjpeg).
 	batched sync.Mutex
 }
 

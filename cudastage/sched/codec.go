@@ -151,7 +151,8 @@ type DecoderInfo interface {
 // FileDecoderOf returns dev's file decoder, or why it has none usable: dev does not
 // implement FileDecoder, or its DecoderAvailable says why not. A TurboDecoder is always
 // usable: its own decoder needs no library, and it loads the other (nvJPEG) only when a
-// file needs it, which spares a run of baseline JPEGs the loading (0.55 s on an H200).
+// file needs it, which spares a run of baseline JPEGs the loading
+// (bench/results/2026-12-07-code-comments.md#cudastagesched).
 func FileDecoderOf(dev Device) (FileDecoder, error) {
 	fd, ok := dev.(FileDecoder)
 	if !ok {

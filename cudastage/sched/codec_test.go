@@ -20,6 +20,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // input is one image for the executor: pixels, or a file the device decodes.
@@ -76,7 +77,7 @@ func mixedInputs(t testing.TB, n int, bad []byte) []input {
 		switch i % 3 {
 		case 0:
 			sz := mixedSizes[i%len(mixedSizes)]
-			in = append(in, input{raw: randImage(rng, sz[0], sz[1], 3)})
+			in = append(in, input{raw: stagestest.RandImage(rng, sz[0], sz[1], 3)})
 		case 1:
 			sz := mixedSizes[(i+3)%len(mixedSizes)]
 			in = append(in, input{file: jpegFile(t, rng, sz[0], sz[1])})
@@ -132,7 +133,7 @@ func runChecked(t *testing.T, e *Executor, dev *schedtest.FakeDevice, ops []Op, 
 		want, hist := cpuRef(ops, decoded(t, in[i]))
 		if r.Err != nil {
 			t.Errorf("input %d: %v", i, r.Err)
-		} else if d := sameImage(r.Image, want); d != "" || (r.Hist != nil && *r.Hist != *hist) {
+		} else if d := stagestest.Diff(r.Image, want); d != "" || (r.Hist != nil && *r.Hist != *hist) {
 			t.Errorf("input %d: %s (histogram equal: %v)", i, d, r.Hist == nil || *r.Hist == *hist)
 		}
 		r.Release()
@@ -193,7 +194,7 @@ func TestFilesMixedWithPixels(t *testing.T) {
 					continue
 				}
 				want, hist := cpuRef(ops, decoded(t, x))
-				if d := sameImage(r.Image, want); d != "" {
+				if d := stagestest.Diff(r.Image, want); d != "" {
 					t.Errorf("input %d: %s", i, d)
 				}
 				if r.Hist == nil || *r.Hist != *hist {

@@ -14,6 +14,8 @@ import (
 
 	. "github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
+
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 func TestCancelEndsEverything(t *testing.T) {
@@ -28,7 +30,7 @@ func TestCancelEndsEverything(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	rng := rand.New(rand.NewPCG(9, 9))
-	img := randImage(rng, 33, 65, 3)
+	img := stagestest.RandImage(rng, 33, 65, 3)
 	for range 4 {
 		wg.Add(1)
 		go func() {
@@ -260,7 +262,7 @@ func TestCloseWithHeldResults(t *testing.T) {
 		t.Fatalf("after Close with a held result: %+v, want only the held slot's memory", live)
 	}
 	want, _ := cpuRef([]Op{GrayscaleOp()}, imgs[held.Tag.(int)])
-	if d := sameImage(held.Image, want); d != "" {
+	if d := stagestest.Diff(held.Image, want); d != "" {
 		t.Errorf("held result after Close: %s", d)
 	}
 	held.Release()

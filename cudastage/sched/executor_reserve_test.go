@@ -14,6 +14,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 func TestBackPressure(t *testing.T) {
@@ -100,7 +101,7 @@ func TestAbortDropsOnlyThatImage(t *testing.T) {
 	for r := range e.Results() {
 		tags = append(tags, r.Tag.(int))
 		want, wantHist := cpuRef(ops, imgs[r.Tag.(int)])
-		if d := sameImage(r.Image, want); d != "" || *r.Hist != *wantHist {
+		if d := stagestest.Diff(r.Image, want); d != "" || *r.Hist != *wantHist {
 			t.Errorf("image %v: %s (hist equal %v)", r.Tag, d, *r.Hist == *wantHist)
 		}
 		r.Release()
@@ -183,7 +184,7 @@ func TestDecodeIntoSlot(t *testing.T) {
 	var files [][]byte
 	var want []*stages.Image
 	for _, sz := range [][2]int{{17, 9}, {1, 1}, {40, 30}} {
-		m := randImage(rng, sz[0], sz[1], 3)
+		m := stagestest.RandImage(rng, sz[0], sz[1], 3)
 		var buf bytes.Buffer
 		if err := stages.Encode(&buf, m, stages.SaveOptions{Format: "png"}); err != nil {
 			t.Fatal(err)
@@ -215,7 +216,7 @@ func TestDecodeIntoSlot(t *testing.T) {
 		n++
 		i := r.Tag.(int)
 		ref, _ := cpuRef(ops, wantOK[i])
-		if d := sameImage(r.Image, ref); d != "" {
+		if d := stagestest.Diff(r.Image, ref); d != "" {
 			t.Errorf("input %d: %s", i, d)
 		}
 		r.Release()

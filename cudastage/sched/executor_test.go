@@ -16,6 +16,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // mixedSizes covers the edge shapes: 1×1, a row, a column, odd sizes.
@@ -32,7 +33,7 @@ func mixedImages(seed uint64, n int) []*stages.Image {
 		if (i/len(mixedSizes))%2 == 1 {
 			c = 1
 		}
-		imgs[i] = randImage(rng, sz[0], sz[1], c)
+		imgs[i] = stagestest.RandImage(rng, sz[0], sz[1], c)
 	}
 	return imgs
 }
@@ -97,7 +98,7 @@ func checkResults(t *testing.T, e *Executor, ops []Op, imgs []*stages.Image) {
 		if r.In != (Shape{W: imgs[i].W, H: imgs[i].H, C: imgs[i].C}) {
 			t.Errorf("image %d: In = %v", i, r.In)
 		}
-		if d := sameImage(r.Image, want); d != "" {
+		if d := stagestest.Diff(r.Image, want); d != "" {
 			t.Errorf("image %d (%dx%dx%d): %s", i, imgs[i].W, imgs[i].H, imgs[i].C, d)
 		}
 		switch {
@@ -216,7 +217,7 @@ func TestSlotReuse(t *testing.T) {
 		pending = pending[1:]
 		i := r.Tag.(int)
 		want, _ := cpuRef(ops, imgs[i])
-		if d := sameImage(r.Image, want); d != "" {
+		if d := stagestest.Diff(r.Image, want); d != "" {
 			t.Errorf("image %d changed while held: %s", i, d)
 		}
 		mu.Lock()

@@ -1,10 +1,7 @@
 package sched_test
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
@@ -14,15 +11,6 @@ import (
 
 	"github.com/imgpipe/imgpipe/stages"
 )
-
-// randImage is a w×h×c image of random bytes.
-func randImage(rng *rand.Rand, w, h, c int) *stages.Image {
-	m := stages.NewImage(w, h, c)
-	for i := range m.Pix {
-		m.Pix[i] = byte(rng.Uint32())
-	}
-	return m
-}
 
 // cpuRef runs ops on the CPU reference: the expected output and the last
 // histogram (nil without one).
@@ -41,19 +29,6 @@ func cpuRef(ops []Op, src *stages.Image) (*stages.Image, *[256]uint64) {
 		cur = dst
 	}
 	return cur, hist
-}
-
-// sameImage reports how a differs from b, or "".
-func sameImage(a, b *stages.Image) string {
-	if a.W != b.W || a.H != b.H || a.C != b.C {
-		return fmt.Sprintf("shape %dx%dx%d, want %dx%dx%d", a.W, a.H, a.C, b.W, b.H, b.C)
-	}
-	for y := range a.H {
-		if !bytes.Equal(a.Row(y), b.Row(y)) {
-			return fmt.Sprintf("row %d differs", y)
-		}
-	}
-	return ""
 }
 
 // testConfig is a valid Config over ops with the values of a default run

@@ -9,6 +9,8 @@ import (
 
 	. "github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
+
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // TestHostInputSizedApart: with HostInBytes, a slot's page-locked input
@@ -37,7 +39,7 @@ func TestHostInputSizedApart(t *testing.T) {
 	for range 9 {
 		in = append(in, input{file: big})
 	}
-	in = append(in, input{raw: randImage(rng, 30, 20, 3)})
+	in = append(in, input{raw: stagestest.RandImage(rng, 30, 20, 3)})
 	runChecked(t, e, dev, ops, in)
 }
 
@@ -61,7 +63,7 @@ func TestHostOutputSizedApart(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	var in []input
 	for range batch {
-		in = append(in, input{raw: randImage(rng, 30, 20, 3)})
+		in = append(in, input{raw: stagestest.RandImage(rng, 30, 20, 3)})
 	}
 	runChecked(t, e, dev, ops, in)
 	if got := e.Stats().Batches; got != 4 {

@@ -11,6 +11,8 @@ import (
 
 	. "github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
+
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // meeting is a FakeConfig.DecodeBlock that holds the first want decode calls
@@ -102,8 +104,8 @@ func TestDecodesOverlapAcrossStreams(t *testing.T) {
 				switch {
 				case r.Err != nil:
 					t.Errorf("input %v: %v", r.Tag, r.Err)
-				case sameImage(r.Image, want) != "":
-					t.Errorf("input %v: %s", r.Tag, sameImage(r.Image, want))
+				case stagestest.Diff(r.Image, want) != "":
+					t.Errorf("input %v: %s", r.Tag, stagestest.Diff(r.Image, want))
 				case *r.Hist != *wantHist:
 					t.Errorf("input %v: histogram differs", r.Tag)
 				}

@@ -5,8 +5,9 @@
 // sequential JPEGs alone (the GPU's) gives the pixels libjpeg-turbo gives for the progressive
 // file. Both read the frame header and the scans' progression the same way.
 //
-// libjpeg-turbo spends nearly all of a progressive decode in its entropy decoder (jdphuff.c):
-// on 52 progressive photos, djpeg took 1.36 s at full size and 1.10 s at 1/8. The decoder
+// libjpeg-turbo spends nearly all of a progressive decode in its entropy decoder (jdphuff.c),
+// so its decode at 1/8 takes nearly as long as at full size
+// (bench/results/2026-12-07-code-comments.md#stagesprogressive). The decoder
 // here reads the scans into coefficients, and a sequential JPEG of those coefficients
 // decodes to the same pixels as long as libjpeg-turbo does not smooth the progressive
 // file's blocks, which it does only when some coefficients are not complete: Sequential
