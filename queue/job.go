@@ -15,7 +15,8 @@ import (
 )
 
 // Job is what submit stores under the job's name: the canonical job, so that every worker
-// runs exactly the same chain on the same folders.
+// runs exactly the same chain on the same folders. Its JSON (stored.go) names the execution
+// settings as a YAML job does.
 type Job struct {
 	// Name names the job on the queue (see CheckName).
 	Name string `json:"name"`
@@ -72,14 +73,15 @@ type Result struct {
 	At time.Time `json:"at"`
 }
 
-// digest fills in j.Tasks and j.Digest from the job's content and tasks.
+// digest fills in j.Tasks and j.Digest from the job's content and tasks, the job as
+// jobFields writes it.
 func (j *Job) digest(tasks []Task) {
 	h := sha256.New()
 	j.Tasks = len(tasks)
 	id := *j
 	id.Name, id.Digest, id.Created, id.Published = "", "", time.Time{}, false
 	enc := json.NewEncoder(h)
-	enc.Encode(id)
+	enc.Encode(jobFields(id))
 	for _, t := range tasks {
 		enc.Encode(t)
 	}
