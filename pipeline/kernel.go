@@ -19,6 +19,8 @@ import (
 
 const stageKernel = "kernel"
 
+func init() { builtin(kernelDef) }
+
 // gpuUsable says why no GPU can run a kernel stage (nil when one can); tests replace it.
 var gpuUsable = cu.Load
 
