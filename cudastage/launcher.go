@@ -3,7 +3,9 @@ package cudastage
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
@@ -124,6 +126,20 @@ func register(name string, l *launcher) {
 		panic("cudastage: launcher for " + name + " registered twice, or not with either passes or prepare and run")
 	}
 	launchers[name] = l
+}
+
+// LaunchedStages returns the names of the stages that have a registered
+// launcher, sorted: pixel stages (encoders left out: their ops are a save
+// stage's, made by the planner, not bound by a stage's GPU binder) and array
+// stages, so that a test outside this package can check them against the
+// stage registry, both ways.
+func LaunchedStages() (pixel, array []string) {
+	for name, l := range launchers {
+		if l.encode == "" {
+			pixel = append(pixel, name)
+		}
+	}
+	return slices.Sorted(slices.Values(pixel)), slices.Sorted(maps.Keys(arrayLaunchers))
 }
 
 // launcherFor returns op's launcher after checking op's arguments, and that

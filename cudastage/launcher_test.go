@@ -7,13 +7,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
-	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/array"
 )
@@ -232,71 +230,6 @@ func TestLauncherFor(t *testing.T) {
 			var d *Device // CheckOp needs no GPU
 			checkErr(t, d.CheckOp(tc.op), tc.err)
 		})
-	}
-}
-
-// TestStagesMatchRegistry checks that the stages of pipeline.Builtin that
-// declare a GPU implementation are exactly those with a registered launcher
-// (an array launcher for those that take arrays), and that each one's op,
-// bound with its default parameters, is accepted.
-func TestStagesMatchRegistry(t *testing.T) {
-	var gpu, arrays []string
-	for _, d := range pipeline.Builtin.Stages() {
-		switch {
-		case d.GPU != nil && d.Kind == pipeline.ArrayKind:
-			arrays = append(arrays, d.Name)
-		case d.GPU != nil:
-			gpu = append(gpu, d.Name)
-		}
-		if d.ArrayGPU != nil {
-			arrays = append(arrays, d.Name)
-		}
-	}
-	sort.Strings(gpu)
-	if have := slices.Sorted(maps.Keys(arrayLaunchers)); !slices.Equal(slices.Sorted(slices.Values(arrays)), have) {
-		t.Errorf("stages taking arrays on a GPU %v, array launchers %v", arrays, have)
-	}
-	for _, n := range arrays {
-		if n == "kernel" {
-			continue // its op needs a source
-		}
-		op := arrayOpsOf(n)[0]
-		if _, err := arrayLauncherFor(op); err != nil || op.Name != n || !op.Array {
-			t.Errorf("array stage %s with its default parameters: op %q (array %v): %v", n, op.Name, op.Array, err)
-		}
-	}
-	// Encoders are ops the planner makes for a segment's save stage
-	// (sched.Op.Encode), not stages with GPU launch arguments.
-	var have []string
-	for _, n := range slices.Sorted(maps.Keys(launchers)) {
-		if launchers[n].encode == "" {
-			have = append(have, n)
-		}
-	}
-	if len(gpu) == 0 {
-		t.Fatal("pipeline.Builtin has no stage with a GPU implementation")
-	}
-	for _, n := range gpu {
-		if !slices.Contains(have, n) {
-			t.Errorf("stage %s has GPU set in pipeline.Builtin but no launcher here", n)
-		}
-	}
-	for _, n := range have {
-		if !slices.Contains(gpu, n) {
-			t.Errorf("launcher %s is registered but pipeline.Builtin has no stage %s with GPU set", n, n)
-		}
-	}
-	for _, n := range fatbinStages() { // the kernel stage's op needs a source
-		if launchers[n].encode != "" {
-			continue
-		}
-		op := opOf(stageSpec(n))
-		if op.Name != n {
-			t.Errorf("stage %s binds an op named %q", n, op.Name)
-		}
-		if _, err := launcherFor(op); err != nil {
-			t.Errorf("stage %s with its default parameters: %v", n, err)
-		}
 	}
 }
 

@@ -267,6 +267,10 @@ func dropLarge(imgs []BatchImage) []BatchImage {
 	return slices.DeleteFunc(slices.Clone(imgs), func(im BatchImage) bool { return im.W*im.H > 4<<20 })
 }
 
+// testOps are the ops TestGPUKernelsMatchCPU runs over large images and ragged layouts,
+// which reach the kernels' vector and unaligned paths. That every registered GPU stage
+// gives the CPU's bits at all is package pipeline's TestGPUStagesMatchCPU, which walks the
+// registry, so a stage missing here is still checked.
 func testOps() []sched.Op {
 	ops := []sched.Op{opOf("grayscale"), opOf("histogram"), opOf("transpose")}
 	for _, s := range []float64{0.5, 1.5, 4, 32} {
