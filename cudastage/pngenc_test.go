@@ -322,7 +322,7 @@ func TestPNGLauncherFor(t *testing.T) {
 	gray := opOf("grayscale")
 	gray.Encode = good.Encode
 	args := pngTestOp()
-	args.Args = 3
+	args.Args = sched.BoxBlurArgs{Radius: 3}
 	hist := pngTestOp()
 	hist.Hist = true
 	tests := []struct {
@@ -337,7 +337,7 @@ func TestPNGLauncherFor(t *testing.T) {
 		{"no bound", withEnc(func(e *sched.EncodeOp) { e.Bound = nil }), "needs a Bound"},
 		{"histogram", hist, "cannot be a histogram"},
 		{"pixel stage with an encoding", gray, "stage grayscale has no GPU encoder"},
-		{"arguments", args, "takes no launch arguments, got int"},
+		{"arguments", args, "takes no launch arguments, got sched.BoxBlurArgs"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

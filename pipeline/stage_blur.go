@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -32,5 +33,7 @@ p(x+i, y), stored as h16 = (h + 32) >> 6. Vertical pass: v = Σ w_j · h16(x, y+
 			stages.Blur(dst, src, taps)
 		}, nil
 	},
-	GPU: func(p Params) (any, error) { return stages.BlurTaps(p.Float("sigma")), nil },
+	GPU: func(p Params) (sched.LaunchArgs, error) {
+		return sched.BlurArgs{Taps: stages.BlurTaps(p.Float("sigma"))}, nil
+	},
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -27,5 +28,5 @@ fewer pixels. radius=1 is the 3×3 mean.`,
 			stages.BoxBlur(dst, src, r)
 		}, nil
 	},
-	GPU: func(p Params) (any, error) { return int(p.Int("radius")), nil },
+	GPU: func(p Params) (sched.LaunchArgs, error) { return sched.BoxBlurArgs{Radius: int(p.Int("radius"))}, nil },
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -50,7 +51,7 @@ exclusive.`,
 			stages.Crop(dst, src, x, y)
 		}, nil
 	},
-	GPU: func(p Params) (any, error) { return cropSpec(p), nil },
+	GPU: func(p Params) (sched.LaunchArgs, error) { return sched.CropArgs{Spec: cropSpec(p)}, nil },
 }
 
 func cropSpec(p Params) stages.CropSpec {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -24,5 +25,5 @@ var flipDef = &StageDef{
 		axis := stages.Axis(p.Str("axis"))
 		return func(dst, src *stages.Image, _ *[256]uint64) { stages.Flip(dst, src, axis) }, nil
 	},
-	GPU: func(p Params) (any, error) { return stages.Axis(p.Str("axis")), nil },
+	GPU: func(p Params) (sched.LaunchArgs, error) { return sched.FlipArgs{Axis: stages.Axis(p.Str("axis"))}, nil },
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages/array"
 	"github.com/imgpipe/imgpipe/stages/npy"
 )
@@ -26,5 +27,7 @@ the quiet NaN 0x7FC00000 (see stages/array).`,
 		f := float32(p.Float("factor"))
 		return func(a *npy.Array) (float32, error) { array.Scale(a.Data, f); return 0, nil }, nil
 	},
-	GPU: float32Arg("factor"),
+	GPU: func(p Params) (sched.LaunchArgs, error) {
+		return sched.ScaleArgs{Factor: float32(p.Float("factor"))}, nil
+	},
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/userkernel"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
@@ -76,14 +77,14 @@ src=samples/kernels/gray.cu fn=gray out=gray).`,
 	Shape: func(in stages.Shape, p pipeline.Params) (stages.Shape, bool) {
 		return userkernel.Out(p.Str("out")).Shape(in), false
 	},
-	GPU:      func(p pipeline.Params) (any, error) { return bindKernel(p, false) },
-	ArrayGPU: func(p pipeline.Params) (any, error) { return bindKernel(p, true) },
+	GPU:      func(p pipeline.Params) (sched.LaunchArgs, error) { return bindKernel(p, false) },
+	ArrayGPU: func(p pipeline.Params) (sched.LaunchArgs, error) { return bindKernel(p, true) },
 }
 
 // bindKernel reads and checks the stage's kernel (an NVRTC compile included) with the
 // image calling convention, or the array one, and that a GPU can run it, so that every
 // problem is a spec error before any input is read.
-func bindKernel(p pipeline.Params, array bool) (any, error) {
+func bindKernel(p pipeline.Params, array bool) (sched.LaunchArgs, error) {
 	k := &userkernel.Kernel{Fn: p.Str("fn"), Out: userkernel.Out(p.Str("out")), Array: array}
 	switch src, text := p.Str("src"), p.Str("source"); {
 	case (src == "") == (text == ""):
