@@ -476,3 +476,25 @@ func TestPNGSkewedNeedsLimit(t *testing.T) {
 		t.Errorf("longest code %d without the limit, %d with it; want over 15, then 15", free, limited)
 	}
 }
+
+// The PNG encoder's tiling models (TestLaunchTables): a block's CTA covers
+// the samples of its 64 KiB of the filtered stream (the rows' filter bytes
+// are no samples); the layout pass has one CTA per image.
+func init() {
+	tilings["imgpipe_png_plan"] = tiling{samples: true, work: pngTiling}
+	tilings["imgpipe_png_pack"] = tiling{samples: true, work: pngTiling}
+	tilings["imgpipe_png_layout"] = tiling{samples: true, work: func(e entry, _ int, mark func(x, y int)) {
+		rect(e, 0, int(e.w*e.c), int(e.h), int(e.w*e.c), mark)
+	}}
+}
+
+// pngTiling: block tile of an image's filtered stream, rows of 1 + w·c bytes.
+func pngTiling(e entry, tile int, mark func(x, y int)) {
+	rowlen := 1 + int(e.w*e.c)
+	n := rowlen * int(e.h)
+	for p := tile * kPngBlock; p < min((tile+1)*kPngBlock, n); p++ {
+		if j := p % rowlen; j > 0 {
+			mark(j-1, p/rowlen)
+		}
+	}
+}
