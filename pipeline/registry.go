@@ -283,6 +283,8 @@ func NewRegistry(defs ...*StageDef) (*Registry, error) {
 }
 
 // Register adds a stage definition. It refuses incomplete definitions and duplicate names.
+// A registry is not safe for concurrent use while it changes: register from init, as the
+// builtin stage files and package kernelstage do, or before the registry is shared.
 func (r *Registry) Register(d *StageDef) error {
 	if err := d.check(); err != nil {
 		return err
