@@ -7,8 +7,8 @@ import (
 	"github.com/imgpipe/imgpipe/stages"
 )
 
-// The decode stage: any supported image file into 8-bit RGB or gray pixels (package
-// stages decodes; codec.go routes JPEGs on a GPU run).
+// The decode stage: the source of image chains, a supported image file into 8-bit RGB
+// pixels (package stages decodes; codec.go routes JPEGs on a GPU run).
 
 const stageDecode = "decode"
 
