@@ -3,7 +3,9 @@ package cudastage
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
@@ -35,23 +37,23 @@ type launcher struct {
 	// its stage's op is a segment's encoder; "" for a pixel stage.
 	encode string
 	// check validates the op's Args; nil when the stage takes none.
-	check func(args any) error
+	check func(args sched.LaunchArgs) error
 	// params returns the kernel parameters that follow (table, n, src, dst),
 	// bound from the op's Args; nil when there are none.
-	params func(args any) []any
+	params func(args sched.LaunchArgs) []any
 	// prepare and run, when set, replace passes for a stage whose kernels
 	// are not in imgpipe's fatbin (a user kernel): prepare compiles and loads
 	// them into the current context for device dev, before any input is
 	// touched (Device.CheckOp); run queues them on s, without a launch
 	// table.
-	prepare func(k *Kernels, dev cu.Device, args any) error
+	prepare func(k *Kernels, dev cu.Device, args sched.LaunchArgs) error
 	run     func(k *Kernels, s cu.Stream, b *Batch, buf Buffers) error
 	// extra is the bytes of per-image data (a geometry the kernel cannot
 	// derive from the source's shape alone) that follow the launch table's
 	// entries, one record per image in entry order; encodeExtra writes one
 	// record for an image src → dst. 0 and nil when the stage needs none.
 	extra       int
-	encodeExtra func(args any, src, dst BatchImage, out []byte)
+	encodeExtra func(args sched.LaunchArgs, src, dst BatchImage, out []byte)
 }
 
 // pass is one kernel launch of a stage.
@@ -70,7 +72,7 @@ type pass struct {
 	units func(w, h, c int64) int64
 	// smem is the dynamic shared memory of a launch, from the op's Args; nil
 	// for none.
-	smem func(args any) uint32
+	smem func(args sched.LaunchArgs) uint32
 	// byDst makes tiles count over the destination image's shape instead of
 	// the source's (for stages whose output may be larger than their input).
 	byDst bool
@@ -126,6 +128,20 @@ func register(name string, l *launcher) {
 	launchers[name] = l
 }
 
+// LaunchedStages returns the names of the stages that have a registered
+// launcher, sorted: pixel stages (encoders left out: their ops are a save
+// stage's, made by the planner, not bound by a stage's GPU binder) and array
+// stages, so that a test outside this package can check them against the
+// stage registry, both ways.
+func LaunchedStages() (pixel, array []string) {
+	for name, l := range launchers {
+		if l.encode == "" {
+			pixel = append(pixel, name)
+		}
+	}
+	return slices.Sorted(slices.Values(pixel)), slices.Sorted(maps.Keys(arrayLaunchers))
+}
+
 // launcherFor returns op's launcher after checking op's arguments, and that
 // an encoding op (op.Encode) goes to a launcher of its format and only there.
 func launcherFor(op sched.Op) (*launcher, error) {
@@ -150,7 +166,7 @@ func launcherFor(op sched.Op) (*launcher, error) {
 
 // checkLaunchArgs checks op's launch arguments with check, or that it has none when
 // check is nil.
-func checkLaunchArgs(op sched.Op, check func(any) error) error {
+func checkLaunchArgs(op sched.Op, check func(sched.LaunchArgs) error) error {
 	if check == nil {
 		if op.Args != nil {
 			return fmt.Errorf("%s: takes no launch arguments, got %T", op, op.Args)
@@ -163,9 +179,40 @@ func checkLaunchArgs(op sched.Op, check func(any) error) error {
 	return nil
 }
 
+// argsOf returns launch arguments as T, the type of the stage's own
+// (sched.LaunchArgs), or an error naming what came instead. A launcher's check
+// starts with it, so that its other functions may take the type as given
+// (typed).
+func argsOf[T sched.LaunchArgs](args sched.LaunchArgs) (T, error) {
+	v, ok := args.(T)
+	if !ok {
+		return v, fmt.Errorf("launch arguments are %T, want %T", args, v)
+	}
+	return v, nil
+}
+
+// checked is a launcher's check for arguments of type T: argsOf, then valid
+// (nil: any value of T will do).
+func checked[T sched.LaunchArgs](valid func(T) error) func(sched.LaunchArgs) error {
+	return func(args sched.LaunchArgs) error {
+		v, err := argsOf[T](args)
+		if err == nil && valid != nil {
+			err = valid(v)
+		}
+		return err
+	}
+}
+
+// typed adapts f, which reads launch arguments of type T, to a launcher's
+// field; the launcher's check (checked) has made sure of the type before any
+// such field runs.
+func typed[T sched.LaunchArgs, R any](f func(T) R) func(sched.LaunchArgs) R {
+	return func(args sched.LaunchArgs) R { return f(args.(T)) }
+}
+
 // plan returns the launches of l's passes over the batch, before their images
 // are added.
-func (l *launcher) plan(args any) []launch {
+func (l *launcher) plan(args sched.LaunchArgs) []launch {
 	out := make([]launch, len(l.passes))
 	for i, p := range l.passes {
 		out[i].pass = p

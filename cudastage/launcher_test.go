@@ -7,13 +7,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
-	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/cudastage/userkernel"
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/array"
 )
@@ -153,13 +152,13 @@ func TestKernelConstants(t *testing.T) {
 			kMaxBoxRadius, stages.MaxBoxRadius, maxTaps, len(stages.BlurTaps(stages.MaxBlurSigma)))
 	}
 	longest := stages.BlurTaps(stages.MaxBlurSigma)
-	if _, err := launcherFor(sched.Op{Name: "blur", Args: longest}); err != nil {
+	if _, err := launcherFor(sched.Op{Name: "blur", Args: sched.BlurArgs{Taps: longest}}); err != nil {
 		t.Errorf("blur launcher refuses the taps of sigma %d: %v", stages.MaxBlurSigma, err)
 	}
-	if _, err := launcherFor(sched.Op{Name: "boxblur", Args: stages.MaxBoxRadius}); err != nil {
+	if _, err := launcherFor(sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: stages.MaxBoxRadius}}); err != nil {
 		t.Errorf("boxblur launcher refuses radius %d: %v", stages.MaxBoxRadius, err)
 	}
-	if _, err := launcherFor(sched.Op{Name: "boxblur", Args: stages.MaxBoxRadius + 1}); err == nil {
+	if _, err := launcherFor(sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: stages.MaxBoxRadius + 1}}); err == nil {
 		t.Errorf("boxblur launcher accepts radius %d", stages.MaxBoxRadius+1)
 	}
 	if len(tapsParam{}.W) != maxTaps {
@@ -187,40 +186,40 @@ func TestLauncherFor(t *testing.T) {
 		{"histogram", opOf("histogram"), ""},
 		{"blur 0.5", opOf("blur sigma=0.5"), ""},
 		{"blur 32", opOf("blur sigma=32"), ""},
-		{"blur no taps", sched.Op{Name: "blur", Args: []uint32(nil)}, "0 taps"},
-		{"blur one tap", sched.Op{Name: "blur", Args: []uint32{16384}}, "1 taps"},
-		{"blur even taps", sched.Op{Name: "blur", Args: []uint32{8192, 8192}}, "2 taps"},
-		{"blur too long", sched.Op{Name: "blur", Args: make([]uint32, len(stages.BlurTaps(stages.MaxBlurSigma))+2)}, "195 taps"},
-		{"blur asymmetric", sched.Op{Name: "blur", Args: asym}, "not symmetric"},
-		{"blur bad sum", sched.Op{Name: "blur", Args: heavy}, "sum to 16385"},
+		{"blur no taps", sched.Op{Name: "blur", Args: sched.BlurArgs{}}, "0 taps"},
+		{"blur one tap", sched.Op{Name: "blur", Args: sched.BlurArgs{Taps: []uint32{16384}}}, "1 taps"},
+		{"blur even taps", sched.Op{Name: "blur", Args: sched.BlurArgs{Taps: []uint32{8192, 8192}}}, "2 taps"},
+		{"blur too long", sched.Op{Name: "blur", Args: sched.BlurArgs{Taps: make([]uint32, len(stages.BlurTaps(stages.MaxBlurSigma))+2)}}, "195 taps"},
+		{"blur asymmetric", sched.Op{Name: "blur", Args: sched.BlurArgs{Taps: asym}}, "not symmetric"},
+		{"blur bad sum", sched.Op{Name: "blur", Args: sched.BlurArgs{Taps: heavy}}, "sum to 16385"},
 		{"box 0", opOf("boxblur radius=0"), ""},
 		{"box 15", opOf("boxblur radius=15"), ""},
-		{"box 0 by hand", sched.Op{Name: "boxblur", Args: 0}, ""},
-		{"box 15 by hand", sched.Op{Name: "boxblur", Args: 15}, ""},
-		{"box -1", sched.Op{Name: "boxblur", Args: -1}, "radius -1"},
-		{"box 16", sched.Op{Name: "boxblur", Args: 16}, "radius 16"},
+		{"box 0 by hand", sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: 0}}, ""},
+		{"box 15 by hand", sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: 15}}, ""},
+		{"box -1", sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: -1}}, "radius -1"},
+		{"box 16", sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: 16}}, "radius 16"},
 		{"unknown stage", sched.Op{Name: "sharpen", Spec: "sharpen amount=2"}, `stage "sharpen" has no GPU kernel`},
 		{"host-only stage", sched.Op{Name: "decode"}, `stage "decode" has no GPU kernel`},
 		{"zero", sched.Op{}, `stage "" has no GPU kernel`},
-		{"args to grayscale", sched.Op{Name: "grayscale", Args: 3}, "grayscale: takes no launch arguments, got int"},
-		{"args to histogram", sched.Op{Name: "histogram", Args: []uint32{1}}, "takes no launch arguments, got []uint32"},
-		{"typed nil args to transpose", sched.Op{Name: "transpose", Args: []uint32(nil)}, "takes no launch arguments"},
-		{"blur int args", sched.Op{Name: "blur", Spec: "blur sigma=1", Args: 3}, "blur sigma=1: launch arguments are int, want the []uint32 taps"},
-		{"blur []int args", sched.Op{Name: "blur", Args: []int{1, 16382, 1}}, "launch arguments are []int"},
+		{"args to grayscale", sched.Op{Name: "grayscale", Args: sched.BoxBlurArgs{Radius: 3}}, "grayscale: takes no launch arguments, got sched.BoxBlurArgs"},
+		{"args to histogram", sched.Op{Name: "histogram", Args: sched.BlurArgs{Taps: []uint32{1}}}, "takes no launch arguments, got sched.BlurArgs"},
+		{"typed nil args to transpose", sched.Op{Name: "transpose", Args: (*userkernel.Kernel)(nil)}, "takes no launch arguments"},
+		{"blur boxblur args", sched.Op{Name: "blur", Spec: "blur sigma=1", Args: sched.BoxBlurArgs{Radius: 3}}, "blur sigma=1: launch arguments are sched.BoxBlurArgs, want sched.BlurArgs"},
+		{"blur kernel args", sched.Op{Name: "blur", Args: &userkernel.Kernel{}}, "launch arguments are *userkernel.Kernel"},
 		{"blur no args", sched.Op{Name: "blur"}, "launch arguments are <nil>"},
-		{"box int32 args", sched.Op{Name: "boxblur", Args: int32(3)}, "launch arguments are int32, want the int radius"},
+		{"box rotate args", sched.Op{Name: "boxblur", Args: sched.RotateArgs{Angle: 3}}, "launch arguments are sched.RotateArgs, want sched.BoxBlurArgs"},
 		{"box no args", sched.Op{Name: "boxblur"}, "launch arguments are <nil>"},
 		{"flip v", opOf("flip axis=v"), ""},
-		{"flip bad axis", sched.Op{Name: "flip", Args: stages.Axis("d")}, `flip axis "d"`},
-		{"flip string args", sched.Op{Name: "flip", Args: "h"}, "launch arguments are string, want stages.Axis"},
+		{"flip bad axis", sched.Op{Name: "flip", Args: sched.FlipArgs{Axis: "d"}}, `flip axis "d"`},
+		{"flip crop args", sched.Op{Name: "flip", Args: sched.CropArgs{}}, "launch arguments are sched.CropArgs, want sched.FlipArgs"},
 		{"rotate 270", opOf("rotate angle=270"), ""},
-		{"rotate 45", sched.Op{Name: "rotate", Args: 45}, "rotate angle 45"},
+		{"rotate 45", sched.Op{Name: "rotate", Args: sched.RotateArgs{Angle: 45}}, "rotate angle 45"},
 		{"crop gravity", opOf("crop width=5 gravity=center"), ""},
-		{"crop negative", sched.Op{Name: "crop", Args: stages.CropSpec{X: -1}}, "may be negative"},
+		{"crop negative", sched.Op{Name: "crop", Args: sched.CropArgs{Spec: stages.CropSpec{X: -1}}}, "may be negative"},
 		{"crop no args", sched.Op{Name: "crop"}, "launch arguments are <nil>"},
 		{"resize cover", opOf("resize width=9 height=4 fit=cover filter=linear"), ""},
-		{"resize no size", sched.Op{Name: "resize", Args: stages.ResizeSpec{Fit: stages.FitExact, Filter: stages.FilterArea}}, "give width, height or both"},
-		{"resize bad filter", sched.Op{Name: "resize", Args: stages.ResizeSpec{Width: 3, Fit: stages.FitExact, Filter: "cubic"}}, `unknown filter "cubic"`},
+		{"resize no size", sched.Op{Name: "resize", Args: sched.ResizeArgs{Spec: stages.ResizeSpec{Fit: stages.FitExact, Filter: stages.FilterArea}}}, "give width, height or both"},
+		{"resize bad filter", sched.Op{Name: "resize", Args: sched.ResizeArgs{Spec: stages.ResizeSpec{Width: 3, Fit: stages.FitExact, Filter: "cubic"}}}, `unknown filter "cubic"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -232,71 +231,6 @@ func TestLauncherFor(t *testing.T) {
 			var d *Device // CheckOp needs no GPU
 			checkErr(t, d.CheckOp(tc.op), tc.err)
 		})
-	}
-}
-
-// TestStagesMatchRegistry checks that the stages of pipeline.Builtin that
-// declare a GPU implementation are exactly those with a registered launcher
-// (an array launcher for those that take arrays), and that each one's op,
-// bound with its default parameters, is accepted.
-func TestStagesMatchRegistry(t *testing.T) {
-	var gpu, arrays []string
-	for _, d := range pipeline.Builtin.Stages() {
-		switch {
-		case d.GPU != nil && d.Kind == pipeline.ArrayKind:
-			arrays = append(arrays, d.Name)
-		case d.GPU != nil:
-			gpu = append(gpu, d.Name)
-		}
-		if d.ArrayGPU != nil {
-			arrays = append(arrays, d.Name)
-		}
-	}
-	sort.Strings(gpu)
-	if have := slices.Sorted(maps.Keys(arrayLaunchers)); !slices.Equal(slices.Sorted(slices.Values(arrays)), have) {
-		t.Errorf("stages taking arrays on a GPU %v, array launchers %v", arrays, have)
-	}
-	for _, n := range arrays {
-		if n == "kernel" {
-			continue // its op needs a source
-		}
-		op := arrayOpsOf(n)[0]
-		if _, err := arrayLauncherFor(op); err != nil || op.Name != n || !op.Array {
-			t.Errorf("array stage %s with its default parameters: op %q (array %v): %v", n, op.Name, op.Array, err)
-		}
-	}
-	// Encoders are ops the planner makes for a segment's save stage
-	// (sched.Op.Encode), not stages with GPU launch arguments.
-	var have []string
-	for _, n := range slices.Sorted(maps.Keys(launchers)) {
-		if launchers[n].encode == "" {
-			have = append(have, n)
-		}
-	}
-	if len(gpu) == 0 {
-		t.Fatal("pipeline.Builtin has no stage with a GPU implementation")
-	}
-	for _, n := range gpu {
-		if !slices.Contains(have, n) {
-			t.Errorf("stage %s has GPU set in pipeline.Builtin but no launcher here", n)
-		}
-	}
-	for _, n := range have {
-		if !slices.Contains(gpu, n) {
-			t.Errorf("launcher %s is registered but pipeline.Builtin has no stage %s with GPU set", n, n)
-		}
-	}
-	for _, n := range fatbinStages() { // the kernel stage's op needs a source
-		if launchers[n].encode != "" {
-			continue
-		}
-		op := opOf(stageSpec(n))
-		if op.Name != n {
-			t.Errorf("stage %s binds an op named %q", n, op.Name)
-		}
-		if _, err := launcherFor(op); err != nil {
-			t.Errorf("stage %s with its default parameters: %v", n, err)
-		}
 	}
 }
 

@@ -29,9 +29,9 @@ type arrayLauncher struct {
 	// kernels are the fatbin functions run launches; none for a user kernel,
 	// which prepare compiles and loads (as launcher.prepare does).
 	kernels []string
-	prepare func(k *Kernels, dev cu.Device, args any) error
+	prepare func(k *Kernels, dev cu.Device, args sched.LaunchArgs) error
 	// check validates the op's Args; nil when the stage takes none.
-	check func(args any) error
+	check func(args sched.LaunchArgs) error
 	// reduces says the op writes one float32 per array (sched.Op.Reduce).
 	reduces bool
 	// scratch is the device scratch a stream needs for arrays of at most n
@@ -58,8 +58,10 @@ func registerArray(name string, l *arrayLauncher) {
 }
 
 func init() {
-	registerArray("scale", &arrayLauncher{kernels: []string{"imgpipe_array_scale"}, check: checkFloat32, run: elementwise("imgpipe_array_scale")})
-	registerArray("add", &arrayLauncher{kernels: []string{"imgpipe_array_add"}, check: checkFloat32, run: elementwise("imgpipe_array_add")})
+	registerArray("scale", &arrayLauncher{kernels: []string{"imgpipe_array_scale"}, check: checked[sched.ScaleArgs](nil),
+		run: elementwise("imgpipe_array_scale", typed(func(a sched.ScaleArgs) float32 { return a.Factor }))})
+	registerArray("add", &arrayLauncher{kernels: []string{"imgpipe_array_add"}, check: checked[sched.AddArgs](nil),
+		run: elementwise("imgpipe_array_add", typed(func(a sched.AddArgs) float32 { return a.Value }))})
 	for _, name := range []string{"sum", "min", "max"} {
 		kernel := "imgpipe_array_" + name
 		registerArray(name, &arrayLauncher{kernels: []string{kernel}, reduces: true, scratch: reduceScratch, run: reduce(kernel)})
@@ -81,18 +83,12 @@ func arrayLauncherFor(op sched.Op) (*arrayLauncher, error) {
 	return l, nil
 }
 
-func checkFloat32(args any) error {
-	if _, ok := args.(float32); !ok {
-		return fmt.Errorf("want a float32 operand, got %T", args)
-	}
-	return nil
-}
-
-// elementwise runs kernel(in, out, n, operand) over one array.
-func elementwise(kernel string) func(k *Kernels, s cu.Stream, b *Batch, i int, buf Buffers) error {
+// elementwise runs kernel(in, out, n, operand) over one array, with the
+// float32 operand read from the op's launch arguments.
+func elementwise(kernel string, operand func(sched.LaunchArgs) float32) func(k *Kernels, s cu.Stream, b *Batch, i int, buf Buffers) error {
 	return func(k *Kernels, s cu.Stream, b *Batch, i int, buf Buffers) error {
 		in, out := buf.Src+cu.DevicePtr(b.Src[i].Off), buf.Dst+cu.DevicePtr(b.Dst[i].Off)
-		n, v := int64(b.Src[i].W), b.Op.Args.(float32)
+		n, v := int64(b.Src[i].W), operand(b.Op.Args)
 		return k.launch1D(kernel, n, s, &in, &out, &n, &v)
 	}
 }

@@ -3,22 +3,23 @@ package cudastage
 import (
 	"errors"
 	"fmt"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
-// The blur stage on the GPU: kernels/blur.cu. Its launch arguments are the
-// integer taps of stages.BlurTaps ([]uint32, 2r+1 of them), so the device
-// gets exactly the CPU's integers.
+// The blur stage on the GPU: kernels/blur.cu. Its launch arguments are
+// sched.BlurArgs: the integer taps of stages.BlurTaps (2r+1 of them), so the
+// device gets exactly the CPU's integers.
 func init() {
 	register("blur", &launcher{
-		passes:  separable("imgpipe_blur_h", "imgpipe_blur_v", func(args any) int { return len(args.([]uint32)) / 2 }),
+		passes:  separable("imgpipe_blur_h", "imgpipe_blur_v", typed(func(a sched.BlurArgs) int { return len(a.Taps) / 2 })),
 		scratch: separableScratch,
-		check:   checkTaps,
-		params: func(args any) []any {
-			taps := args.([]uint32)
-			p := tapsParam{R: int32(len(taps) / 2)}
-			copy(p.W[:], taps)
+		check:   checked(checkTaps),
+		params: typed(func(a sched.BlurArgs) []any {
+			p := tapsParam{R: int32(len(a.Taps) / 2)}
+			copy(p.W[:], a.Taps)
 			return []any{&p}
-		},
+		}),
 	})
 }
 
@@ -36,11 +37,8 @@ type tapsParam struct {
 // checkTaps accepts taps as stages.BlurTaps makes them: an odd count from 3
 // to 2·kMaxBlurRadius+1, symmetric, summing to 16384, which keeps every
 // intermediate of the arithmetic of docs/semantics.md#blur in range.
-func checkTaps(args any) error {
-	taps, ok := args.([]uint32)
-	if !ok {
-		return fmt.Errorf("launch arguments are %T, want the []uint32 taps", args)
-	}
+func checkTaps(a sched.BlurArgs) error {
+	taps := a.Taps
 	if len(taps) < 3 || len(taps)%2 == 0 || len(taps) > 2*kMaxBlurRadius+1 {
 		return fmt.Errorf("%d taps, want an odd count from 3 to %d", len(taps), 2*kMaxBlurRadius+1)
 	}

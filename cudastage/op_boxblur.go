@@ -1,27 +1,27 @@
 package cudastage
 
-import "fmt"
+import (
+	"fmt"
 
-// The boxblur stage on the GPU: kernels/boxblur.cu. Its launch argument is
-// the radius (an int).
+	"github.com/imgpipe/imgpipe/cudastage/sched"
+)
+
+// The boxblur stage on the GPU: kernels/boxblur.cu. Its launch arguments are
+// sched.BoxBlurArgs, the radius.
 func init() {
 	register("boxblur", &launcher{
-		passes:  separable("imgpipe_box_h", "imgpipe_box_v", func(args any) int { return args.(int) }),
+		passes:  separable("imgpipe_box_h", "imgpipe_box_v", typed(func(a sched.BoxBlurArgs) int { return a.Radius })),
 		scratch: separableScratch,
-		check: func(args any) error {
-			r, ok := args.(int)
-			if !ok {
-				return fmt.Errorf("launch arguments are %T, want the int radius", args)
-			}
-			if r < 0 || r > kMaxBoxRadius {
-				return fmt.Errorf("radius %d out of range [0, %d]", r, kMaxBoxRadius)
+		check: checked(func(a sched.BoxBlurArgs) error {
+			if a.Radius < 0 || a.Radius > kMaxBoxRadius {
+				return fmt.Errorf("radius %d out of range [0, %d]", a.Radius, kMaxBoxRadius)
 			}
 			return nil
-		},
-		params: func(args any) []any {
-			r := int32(args.(int))
+		}),
+		params: typed(func(a sched.BoxBlurArgs) []any {
+			r := int32(a.Radius)
 			return []any{&r}
-		},
+		}),
 	})
 }
 

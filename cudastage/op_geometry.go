@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -34,61 +35,44 @@ func putInt32s(out []byte, vs ...int) {
 	}
 }
 
-// argsAs returns args as a T, or an error naming what came instead.
-func argsAs[T any](args any) (T, error) {
-	v, ok := args.(T)
-	if !ok {
-		return v, fmt.Errorf("launch arguments are %T, want %T", args, v)
-	}
-	return v, nil
-}
-
 func init() {
 	register("flip", &launcher{
 		passes: pixelPass("imgpipe_flip", false),
-		check: func(args any) error {
-			a, err := argsAs[stages.Axis](args)
-			if err == nil && a != stages.FlipH && a != stages.FlipV {
-				err = fmt.Errorf("flip axis %q, want h or v", string(a))
+		check: checked(func(a sched.FlipArgs) error {
+			if a.Axis != stages.FlipH && a.Axis != stages.FlipV {
+				return fmt.Errorf("flip axis %q, want h or v", string(a.Axis))
 			}
-			return err
-		},
-		params: func(args any) []any {
+			return nil
+		}),
+		params: typed(func(a sched.FlipArgs) []any {
 			v := int32(0)
-			if args.(stages.Axis) == stages.FlipV {
+			if a.Axis == stages.FlipV {
 				v = 1
 			}
 			return []any{&v}
-		},
+		}),
 	})
 	register("rotate", &launcher{
 		passes: pixelPass("imgpipe_rotate", false),
-		check: func(args any) error {
-			a, err := argsAs[int](args)
-			if err == nil && a != 90 && a != 180 && a != 270 {
-				err = fmt.Errorf("rotate angle %d, want 90, 180 or 270", a)
+		check: checked(func(a sched.RotateArgs) error {
+			if a.Angle != 90 && a.Angle != 180 && a.Angle != 270 {
+				return fmt.Errorf("rotate angle %d, want 90, 180 or 270", a.Angle)
 			}
-			return err
-		},
-		params: func(args any) []any {
-			v := int32(args.(int))
+			return nil
+		}),
+		params: typed(func(a sched.RotateArgs) []any {
+			v := int32(a.Angle)
 			return []any{&v}
-		},
+		}),
 	})
 	// crop's record (struct CropRect of crop.cu): the rectangle of
 	// stages.CropSpec.Rect for the image.
 	register("crop", &launcher{
 		passes: pixelPass("imgpipe_crop", true),
-		check: func(args any) error {
-			s, err := argsAs[stages.CropSpec](args)
-			if err == nil {
-				err = s.Check()
-			}
-			return err
-		},
-		extra: kCropRecord,
-		encodeExtra: func(args any, src, _ BatchImage, out []byte) {
-			x, y, w, h := args.(stages.CropSpec).Rect(src.W, src.H)
+		check:  checked(func(a sched.CropArgs) error { return a.Spec.Check() }),
+		extra:  kCropRecord,
+		encodeExtra: func(args sched.LaunchArgs, src, _ BatchImage, out []byte) {
+			x, y, w, h := args.(sched.CropArgs).Spec.Rect(src.W, src.H)
 			putInt32s(out, x, y, w, h)
 		},
 	})
@@ -96,21 +80,15 @@ func init() {
 	// size, offset and output size of stages.ResizeSpec.Axes.
 	register("resize", &launcher{
 		passes: []pass{{kernel: "imgpipe_resize", src: roleSrc, dst: roleDst, tiles: resizeTiles, byDst: true}},
-		check: func(args any) error {
-			s, err := argsAs[stages.ResizeSpec](args)
-			if err == nil {
-				err = s.Check()
-			}
-			return err
-		},
-		params: func(args any) []any {
-			p := resizeParam{Filter: resizeFilters[args.(stages.ResizeSpec).Filter]}
+		check:  checked(func(a sched.ResizeArgs) error { return a.Spec.Check() }),
+		params: typed(func(a sched.ResizeArgs) []any {
+			p := resizeParam{Filter: resizeFilters[a.Spec.Filter]}
 			copy(p.LT[:], stages.LanczosTable())
 			return []any{&p}
-		},
+		}),
 		extra: kResizeRecord,
-		encodeExtra: func(args any, src, _ BatchImage, out []byte) {
-			x, y := args.(stages.ResizeSpec).Axes(src.W, src.H)
+		encodeExtra: func(args sched.LaunchArgs, src, _ BatchImage, out []byte) {
+			x, y := args.(sched.ResizeArgs).Spec.Axes(src.W, src.H)
 			putInt32s(out, x.Scaled, x.Off, x.Out, y.Scaled, y.Off, y.Out, 0, 0)
 		},
 	})

@@ -27,22 +27,21 @@ type userFunc struct {
 
 // userKernelOf checks that an op's Args is a user kernel with the image
 // calling convention, or (array set) the array one.
-func userKernelOf(array bool) func(args any) error {
-	return func(args any) error {
-		k, ok := args.(*userkernel.Kernel)
+func userKernelOf(array bool) func(args sched.LaunchArgs) error {
+	return checked(func(k *userkernel.Kernel) error {
 		switch {
-		case !ok || k == nil:
-			return fmt.Errorf("want a *userkernel.Kernel, got %T", args)
+		case k == nil:
+			return fmt.Errorf("want a *userkernel.Kernel, got %T", k)
 		case k.Array != array:
 			return fmt.Errorf("kernel %s: array calling convention %v, want %v", k.Fn, k.Array, array)
 		}
 		return nil
-	}
+	})
 }
 
 // prepareUserKernel compiles the kernel for dev (through NVRTC's cache) and
 // loads it into the current context, once per Kernels.
-func prepareUserKernel(k *Kernels, dev cu.Device, args any) error {
+func prepareUserKernel(k *Kernels, dev cu.Device, args sched.LaunchArgs) error {
 	uk := args.(*userkernel.Kernel)
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -21,13 +21,13 @@ func init() {
 		passes:  pngPasses,
 		scratch: pngScratch,
 		encode:  pngFormat,
-		check: func(args any) error {
+		check: func(args sched.LaunchArgs) error {
 			if args != nil {
 				return fmt.Errorf("takes no launch arguments, got %T", args)
 			}
 			return nil
 		},
-		params: func(any) []any { return []any{&pngCRC} },
+		params: func(sched.LaunchArgs) []any { return []any{&pngCRC} },
 	})
 }
 

@@ -125,7 +125,7 @@ func TestBatchCheck(t *testing.T) {
 			b.Dst[3].Stride += 7
 			b.Dst[3].Off = 1 << 20
 		}, ""},
-		{"bad op", sched.Op{Name: "boxblur", Args: 20}, func(*Batch) {}, "radius 20"},
+		{"bad op", sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: 20}}, func(*Batch) {}, "radius 20"},
 		{"count mismatch", opOf("grayscale"), func(b *Batch) { b.Dst = b.Dst[:3] }, "4 sources but 3 destinations"},
 		{"source channels", opOf("grayscale"), func(b *Batch) { b.Src[1].C = 4 }, "source 1: 4 channels"},
 		{"source stride", opOf("grayscale"), func(b *Batch) { b.Src[0].Stride = 50 }, "source 0: stride 50 is less than width×channels 51"},
@@ -211,67 +211,11 @@ func rect(e entry, tile, tw, th, width int, mark func(x, y int)) {
 	}
 }
 
-// tilings are the models of every kernel a launcher launches, by name.
-var tilings = map[string]tiling{
-	"imgpipe_grayscale": {work: rowGroups(kThreads)},
-	"imgpipe_histogram": {work: rowGroups(kThreads * kHistGroups)},
-	"imgpipe_transpose": {work: func(e entry, tile int, mark func(x, y int)) {
-		twx := kTrTileX1
-		if e.c == 3 {
-			twx = kTrTileX3
-		}
-		rect(e, tile, twx, kTrTileY, int(e.w), mark)
-	}},
-	"imgpipe_blur_h": {samples: true, work: hTiling},
-	"imgpipe_box_h":  {samples: true, work: hTiling},
-	"imgpipe_blur_v": {samples: true, work: vTiling},
-	"imgpipe_box_v":  {samples: true, work: vTiling},
-	// The PNG encoder: a block's CTA covers the samples of its 64 KiB of the
-	// filtered stream (the rows' filter bytes are no samples); the layout
-	// pass has one CTA per image.
-	"imgpipe_png_plan": {samples: true, work: pngTiling},
-	"imgpipe_png_pack": {samples: true, work: pngTiling},
-	"imgpipe_png_layout": {samples: true, work: func(e entry, _ int, mark func(x, y int)) {
-		rect(e, 0, int(e.w*e.c), int(e.h), int(e.w*e.c), mark)
-	}},
-	"imgpipe_flip":   {work: pixelTiling},
-	"imgpipe_rotate": {work: pixelTiling},
-	"imgpipe_crop":   {work: pixelTiling},
-	"imgpipe_resize": {work: func(e entry, tile int, mark func(x, y int)) {
-		rect(e, tile, kResizeTileX, kResizeTileY, int(e.w), mark)
-	}},
-}
-
-// pngTiling: block tile of an image's filtered stream, rows of 1 + w·c bytes.
-func pngTiling(e entry, tile int, mark func(x, y int)) {
-	rowlen := 1 + int(e.w*e.c)
-	n := rowlen * int(e.h)
-	for p := tile * kPngBlock; p < min((tile+1)*kPngBlock, n); p++ {
-		if j := p % rowlen; j > 0 {
-			mark(j-1, p/rowlen)
-		}
-	}
-}
-
-// pixelTiling: the geometry kernels, one thread per destination pixel in
-// row-major order, 256 per block (for rotate the destination has the
-// source's pixel count, which is all the model counts).
-func pixelTiling(e entry, tile int, mark func(x, y int)) {
-	n := int(e.w) * int(e.h)
-	for p := tile * kThreads; p < min((tile+1)*kThreads, n); p++ {
-		mark(p%int(e.w), p/int(e.w))
-	}
-}
-
-// hTiling: the horizontal separable pass, kHTile samples of kHRows rows.
-func hTiling(e entry, tile int, mark func(x, y int)) {
-	rect(e, tile, kHTile, kHRows, int(e.w*e.c), mark)
-}
-
-// vTiling: the vertical separable pass, kVTileX samples of kVTileY rows.
-func vTiling(e entry, tile int, mark func(x, y int)) {
-	rect(e, tile, kVTileX, kVTileY, int(e.w*e.c), mark)
-}
+// tilings are the models of every kernel a launcher launches, by kernel name.
+// Each op's own test file adds its kernels' models from init, beside its
+// launcher, so that TestLaunchTables checks every registered launcher with no
+// list here.
+var tilings = map[string]tiling{}
 
 // covered simulates one pass of a kernel on the CPU at the level of its
 // tiling: every block finds its image as the kernel does (the last entry with
@@ -282,7 +226,7 @@ func covered(t *testing.T, kernel string, es []entry, blocks int) {
 	t.Helper()
 	model, ok := tilings[kernel]
 	if !ok {
-		t.Fatalf("no tiling model for kernel %s: add one to tilings", kernel)
+		t.Fatalf("no tiling model for kernel %s: add one to tilings in its op's test file", kernel)
 	}
 	type key struct{ img, x, y int } // x counts samples (bytes or uint16) of a row
 	seen := map[key]int{}
@@ -334,14 +278,9 @@ func TestLaunchTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every stage with a launcher, with its default parameters unless given
-	// here.
-	specs := map[string]string{"blur": "blur sigma=1.5", "boxblur": "boxblur radius=5"}
+	// Every stage with a launcher, with its test spec (stageSpec).
 	for _, name := range fatbinStages() {
-		spec, ok := specs[name]
-		if !ok {
-			spec = stageSpec(name)
-		}
+		spec := stageSpec(name)
 		var op sched.Op
 		if launchers[name].encode != "" {
 			op = pngTestOp() // an encoder's op is made by the planner, not from a spec
@@ -429,6 +368,17 @@ func TestLaunchTables(t *testing.T) {
 				covered(t, p.kernel, part, p.blocks)
 			}
 		})
+	}
+	launched := map[string]bool{}
+	for _, l := range launchers {
+		for _, p := range l.passes {
+			launched[p.kernel] = true
+		}
+	}
+	for k := range tilings {
+		if !launched[k] {
+			t.Errorf("a tiling model for kernel %s, which no launcher launches", k)
+		}
 	}
 	hist, _, _ := Outputs(opOf("histogram"), src, 256)
 	if err := (&Batch{Op: opOf("histogram"), Src: src, Dst: hist}).EncodeTable(make([]byte, 10)); err == nil ||

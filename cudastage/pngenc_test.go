@@ -322,7 +322,7 @@ func TestPNGLauncherFor(t *testing.T) {
 	gray := opOf("grayscale")
 	gray.Encode = good.Encode
 	args := pngTestOp()
-	args.Args = 3
+	args.Args = sched.BoxBlurArgs{Radius: 3}
 	hist := pngTestOp()
 	hist.Hist = true
 	tests := []struct {
@@ -337,7 +337,7 @@ func TestPNGLauncherFor(t *testing.T) {
 		{"no bound", withEnc(func(e *sched.EncodeOp) { e.Bound = nil }), "needs a Bound"},
 		{"histogram", hist, "cannot be a histogram"},
 		{"pixel stage with an encoding", gray, "stage grayscale has no GPU encoder"},
-		{"arguments", args, "takes no launch arguments, got int"},
+		{"arguments", args, "takes no launch arguments, got sched.BoxBlurArgs"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -474,5 +474,27 @@ func TestPNGSkewedNeedsLimit(t *testing.T) {
 	}
 	if free, limited := slices.Max(modelLengths(f, 64)), slices.Max(modelLengths(f, 15)); free <= 15 || limited != 15 {
 		t.Errorf("longest code %d without the limit, %d with it; want over 15, then 15", free, limited)
+	}
+}
+
+// The PNG encoder's tiling models (TestLaunchTables): a block's CTA covers
+// the samples of its 64 KiB of the filtered stream (the rows' filter bytes
+// are no samples); the layout pass has one CTA per image.
+func init() {
+	tilings["imgpipe_png_plan"] = tiling{samples: true, work: pngTiling}
+	tilings["imgpipe_png_pack"] = tiling{samples: true, work: pngTiling}
+	tilings["imgpipe_png_layout"] = tiling{samples: true, work: func(e entry, _ int, mark func(x, y int)) {
+		rect(e, 0, int(e.w*e.c), int(e.h), int(e.w*e.c), mark)
+	}}
+}
+
+// pngTiling: block tile of an image's filtered stream, rows of 1 + w·c bytes.
+func pngTiling(e entry, tile int, mark func(x, y int)) {
+	rowlen := 1 + int(e.w*e.c)
+	n := rowlen * int(e.h)
+	for p := tile * kPngBlock; p < min((tile+1)*kPngBlock, n); p++ {
+		if j := p % rowlen; j > 0 {
+			mark(j-1, p/rowlen)
+		}
 	}
 }

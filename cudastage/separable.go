@@ -1,5 +1,7 @@
 package cudastage
 
+import "github.com/imgpipe/imgpipe/cudastage/sched"
+
 // The separable filters (blur, boxblur) share their tiling
 // (kernels/separable.cuh): a horizontal pass from the source into a uint16
 // per sample in scratch memory, then a vertical pass into the destination.
@@ -31,11 +33,11 @@ var separableScratch = &scratchSpec{
 // separable returns the two passes of a separable filter whose kernels are h
 // and v; radius gives the filter radius from the op's arguments, which sizes
 // the vertical pass's shared memory ((64 + 2r) rows of 64 uint16).
-func separable(h, v string, radius func(args any) int) []pass {
+func separable(h, v string, radius func(args sched.LaunchArgs) int) []pass {
 	return []pass{
 		{kernel: h, src: roleSrc, dst: roleScratch, tiles: hTiles},
 		{kernel: v, src: roleScratch, dst: roleDst, tiles: vTiles,
-			smem: func(args any) uint32 { return uint32((kVTileY + 2*radius(args)) * kVTileX * 2) }},
+			smem: func(args sched.LaunchArgs) uint32 { return uint32((kVTileY + 2*radius(args)) * kVTileX * 2) }},
 	}
 }
 

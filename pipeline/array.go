@@ -14,7 +14,6 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
-	"github.com/imgpipe/imgpipe/stages/array"
 	"github.com/imgpipe/imgpipe/stages/npy"
 )
 
@@ -54,16 +53,6 @@ type Reduction struct {
 	Value float32
 }
 
-// Stage names of the array stages.
-const (
-	stageLoad  = "load"
-	stageScale = "scale"
-	stageAdd   = "add"
-	stageSum   = "sum"
-	stageMin   = "min"
-	stageMax   = "max"
-)
-
 // npyFormat is save's format name (stages.SaveFormats) that also writes float32 arrays.
 const npyFormat = "npy"
 
@@ -73,111 +62,6 @@ const DefaultMaxElements = 100 << 20
 
 // float32Range is the range of a float32 parameter: finite single-precision values.
 var float32Range = &Range{Min: -math.MaxFloat32, Max: math.MaxFloat32}
-
-var loadDef = &StageDef{
-	Name: stageLoad,
-	Kind: SourceKind,
-	Help: "read a NumPy .npy float32 array (any shape, C order) for the array stages",
-	Doc: `Reads each input as a .npy file of little-endian float32 ('<f4') in C order, any shape
-(0-d and zero-length axes included), format 1.0 to 3.0. The header is checked in full
-before the data is allocated: other element types, Fortran order, a bad header, short
-data or more than max_elements elements fail the input with a clear error, and the run
-goes on. A folder walk takes *.npy files. The chain holds array stages (scale, add, sum,
-min, max, and kernel on a GPU) and may end with save format=npy; pixel stages refuse
-arrays. On a GPU run the array stages run on the device, with the CPU's bits; an array
-without elements, or too large for a device slot, runs on the CPU. The report gives each
-input's shape.`,
-	Params: []ParamSpec{
-		{Name: "max_elements", Kind: Int, Default: int64(DefaultMaxElements), Range: &Range{Min: 1, Max: 1 << 40},
-			Help: "refuse arrays with more elements than this"},
-	},
-	NewLoader: func(p Params) (*Loader, error) { return &Loader{MaxElements: p.Int("max_elements")}, nil },
-}
-
-var scaleDef = &StageDef{
-	Name: stageScale,
-	Kind: ArrayKind,
-	Help: "multiply every element by factor, in float32: x = float32(x*factor)",
-	Doc: `factor is rounded to float32 once; each product is one IEEE single-precision
-multiplication, rounded to nearest even (numpy's float32 array * factor), on the CPU and
-on a GPU alike. NaN and Inf propagate as IEEE says (Inf*0 is NaN); every NaN written is
-the quiet NaN 0x7FC00000 (see stages/array).`,
-	Params: []ParamSpec{
-		{Name: "factor", Kind: Float, Default: 1.0, Range: float32Range, Help: "the multiplier"},
-	},
-	Array: func(p Params) (ArrayFunc, error) {
-		f := float32(p.Float("factor"))
-		return func(a *npy.Array) (float32, error) { array.Scale(a.Data, f); return 0, nil }, nil
-	},
-	GPU: float32Arg("factor"),
-}
-
-var addDef = &StageDef{
-	Name: stageAdd,
-	Kind: ArrayKind,
-	Help: "add value to every element, in float32: x = float32(x+value)",
-	Doc: `value is rounded to float32 once; each sum is one IEEE single-precision addition,
-rounded to nearest even (numpy's float32 array + value), on the CPU and on a GPU alike.
-Inf + -Inf is NaN; every NaN written is the quiet NaN 0x7FC00000.`,
-	Params: []ParamSpec{
-		{Name: "value", Kind: Float, Default: 0.0, Range: float32Range, Help: "the addend"},
-	},
-	Array: func(p Params) (ArrayFunc, error) {
-		v := float32(p.Float("value"))
-		return func(a *npy.Array) (float32, error) { array.Add(a.Data, v); return 0, nil }, nil
-	},
-	GPU: float32Arg("value"),
-}
-
-var sumDef = &StageDef{
-	Name:    stageSum,
-	Kind:    ArrayKind,
-	Reduces: true,
-	Help:    "float32 sum of the elements, in a fixed block-tree order, into the report",
-	Doc: `Adds in float32 in a fixed order, so every machine gives the same bits: blocks of 256
-consecutive elements, each reduced as a tree with halving strides (s[i] += s[i+stride] for
-stride 128, 64, ..., 1 and i+stride inside the block), then the block sums reduced the same
-way, until one value remains (see stages/array.Sum). A GPU reduces in this very tree,
-one thread block per block of 256, so it gives the same bits. An empty array sums to 0;
-a NaN makes the sum NaN. The array passes through; the report's reductions.sum holds the
-value.`,
-	Array: func(Params) (ArrayFunc, error) {
-		return func(a *npy.Array) (float32, error) { return array.Sum(a.Data), nil }, nil
-	},
-	GPU: NoLaunchArgs,
-}
-
-var minDef = &StageDef{
-	Name:    stageMin,
-	Kind:    ArrayKind,
-	Reduces: true,
-	Help:    "least element (NaN if any, -0 below +0) into the report",
-	Doc: `The least element, in the order where -0 < +0; an array holding a NaN gives NaN (like
-numpy.min). The order is total, so a GPU's tree gives the same value. An empty array
-fails the input. The array passes through; the report's reductions.min holds the value.`,
-	Array: func(Params) (ArrayFunc, error) {
-		return func(a *npy.Array) (float32, error) { return array.Min(a.Data) }, nil
-	},
-	GPU: NoLaunchArgs,
-}
-
-var maxDef = &StageDef{
-	Name:    stageMax,
-	Kind:    ArrayKind,
-	Reduces: true,
-	Help:    "greatest element (NaN if any, +0 above -0) into the report",
-	Doc: `The greatest element, in the order where -0 < +0; an array holding a NaN gives NaN
-(like numpy.max). The order is total, so a GPU's tree gives the same value. An empty
-array fails the input. The array passes through; the report's reductions.max holds the
-value.`,
-	Array: func(Params) (ArrayFunc, error) {
-		return func(a *npy.Array) (float32, error) { return array.Max(a.Data) }, nil
-	},
-	GPU: NoLaunchArgs,
-}
-
-// arrayDefs are the array stages, registered with the builtin ones.
-var arrayDefs = []*StageDef{loadDef, scaleDef, addDef, sumDef, minDef, maxDef}
 
 // isArrayChain reports whether steps start with a source stage that loads arrays.
 func isArrayChain(steps []Step) bool {
@@ -227,18 +111,15 @@ func compileArrayStep(plan *Plan, s Step, arrays bool, seen map[string]bool) err
 	return nil
 }
 
-// arrayStageNames lists the array stages for messages.
+// arrayStageNames lists the builtin array stages for messages.
 func arrayStageNames() string {
-	names := ""
-	for _, d := range arrayDefs {
+	var names []string
+	for _, d := range Builtin.Stages() {
 		if d.Kind == ArrayKind {
-			if names != "" {
-				names += ", "
-			}
-			names += d.Name
+			names = append(names, d.Name)
 		}
 	}
-	return names
+	return strings.Join(names, ", ")
 }
 
 // processArray runs an array chain on one input on the CPU: read the .npy file, run the

@@ -17,12 +17,6 @@ import (
 // Arrays travel as the little-endian bytes of their elements (sched.ArrayShape). An array
 // without elements, or too large for a slot, runs on the CPU path instead.
 
-// float32Arg is StageDef.GPU for an array stage whose kernel takes one float32 operand:
-// the parameter called name, rounded to float32 once, as the CPU implementation rounds it.
-func float32Arg(name string) func(Params) (any, error) {
-	return func(p Params) (any, error) { return float32(p.Float(name)), nil }
-}
-
 // bindArrayOp binds an array step with a GPU kernel into the scheduler's op: its name,
 // canonical text and launch arguments, and run as the reference a device without the
 // kernel (the fake device) runs, as CPU for an elementwise stage and as Reduce for a

@@ -10,7 +10,9 @@ import (
 )
 
 // invertDef is the README's "adding a pixel stage" recipe, done in a test: a definition
-// (the second of the recipe's four files) over a CPU reference (the first, here inline).
+// (the second of the recipe's four files, pipeline/stage_invert.go, which registers itself;
+// here it joins a fresh registry, so that Builtin stays the builtin stages) over a CPU
+// reference (the first, here inline).
 // The kernel source and the GPU launcher (the other two) are what a real GPU runs; the fake
 // device runs the op's CPU function, so the whole device path is exercised without them.
 var invertDef = &StageDef{

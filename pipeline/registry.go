@@ -181,23 +181,23 @@ type StageDef struct {
 	// CPU with this reason.
 	GPUOnly string
 	// GPU, when set, says the stage has a GPU kernel that gives the CPU implementation's
-	// exact bits, and binds the stage's parameters into the kernel's launch arguments (nil
-	// for a kernel that takes none: use NoLaunchArgs). The launcher registered under the
-	// stage's name in package cudastage reads them (for an ArrayKind stage, its array
-	// launcher). A chain whose pixel stages, or whose array stages, all have it runs as one
-	// device segment on a GPU.
-	GPU func(p Params) (args any, err error)
+	// exact bits, and binds the stage's parameters into the kernel's launch arguments, a
+	// value of the stage's own type (sched.LaunchArgs; nil for a kernel that takes none:
+	// use NoLaunchArgs). The launcher registered under the stage's name in package
+	// cudastage reads them (for an ArrayKind stage, its array launcher). A chain whose
+	// pixel stages, or whose array stages, all have it runs as one device segment on a GPU.
+	GPU func(p Params) (args sched.LaunchArgs, err error)
 	// ArrayGPU, when set on a GPU-only pixel stage (kernel), lets the stage stand in an
 	// array chain too, as a GPU-only array stage: it binds the parameters into the launch
 	// arguments of the stage's array launcher.
-	ArrayGPU func(p Params) (args any, err error)
+	ArrayGPU func(p Params) (args sched.LaunchArgs, err error)
 
 	// NewEncoder binds a SinkKind stage's parameters.
 	NewEncoder func(p Params) (*Encoder, error)
 }
 
 // NoLaunchArgs is StageDef.GPU for a stage whose kernel takes no launch arguments.
-func NoLaunchArgs(Params) (any, error) { return nil, nil }
+func NoLaunchArgs(Params) (sched.LaunchArgs, error) { return nil, nil }
 
 // Param returns the spec of the parameter called name, or nil.
 func (d *StageDef) Param(name string) *ParamSpec {
@@ -283,6 +283,8 @@ func NewRegistry(defs ...*StageDef) (*Registry, error) {
 }
 
 // Register adds a stage definition. It refuses incomplete definitions and duplicate names.
+// A registry is not safe for concurrent use while it changes: register from init, as the
+// builtin stage files and package kernelstage do, or before the registry is shared.
 func (r *Registry) Register(d *StageDef) error {
 	if err := d.check(); err != nil {
 		return err

@@ -1,7 +1,10 @@
 package pipeline
 
 import (
+	"cmp"
 	"errors"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,15 +78,29 @@ func TestRegisterRefusesBadDefinitions(t *testing.T) {
 	}
 }
 
+// TestBuiltinRegistry checks Builtin against what registers into it: every stage file
+// (stage_<name>.go) registers its stage, and Stages lists them in the documented order
+// (sources, pixel stages, sinks, array stages, each by name) that `imgpipe stages` prints.
 func TestBuiltinRegistry(t *testing.T) {
 	defs := Builtin.Stages()
-	var names []string
-	for _, d := range defs {
-		names = append(names, d.Name)
+	files, err := filepath.Glob("stage_*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("stage files: %v, %v", files, err)
 	}
-	want := "decode load blur boxblur crop flip grayscale histogram kernel resize rotate transpose save add max min scale sum"
-	if got := strings.Join(names, " "); got != want {
-		t.Errorf("Stages() = %s, want %s", got, want)
+	for _, f := range files {
+		name := strings.TrimSuffix(strings.TrimPrefix(f, "stage_"), ".go")
+		if strings.HasSuffix(name, "_test") {
+			continue
+		}
+		if _, ok := Builtin.Lookup(name); !ok {
+			t.Errorf("%s registers no stage %s", f, name)
+		}
+	}
+	sorted := slices.SortedFunc(slices.Values(defs), func(a, b *StageDef) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
+	})
+	if !slices.Equal(defs, sorted) {
+		t.Errorf("Stages() is not in kind, then name order: %v", defs)
 	}
 	hist := 0
 	for _, d := range defs {

@@ -62,7 +62,7 @@ type Op struct {
 	// Args are the launch arguments the stage's GPU launcher reads (the blur
 	// taps, say), bound once per run from the stage's parameters; nil for a
 	// stage that has none.
-	Args any
+	Args LaunchArgs
 	// Encode, when set, makes the op the segment's encoder (see EncodeOp):
 	// its output per image is a file, not an image.
 	Encode *EncodeOp

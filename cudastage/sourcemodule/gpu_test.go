@@ -7,13 +7,10 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/cutest"
 	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
-	"github.com/imgpipe/imgpipe/cudastage/userkernel"
-	"github.com/imgpipe/imgpipe/pipeline"
-	"github.com/imgpipe/imgpipe/stages"
 )
 
-// GPU tests: the examples' flows with numbers checked, on odd sizes, and a
-// pipeline stage built from a compiled kernel against a CPU equivalent.
+// GPU tests: the examples' flows with numbers checked, on odd sizes (package
+// pipeline/kernelstage runs a pipeline stage built from a compiled kernel).
 
 const gpuDoubleSrc = `extern "C" __global__ void double_array(float *a, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -144,48 +141,5 @@ func TestGPUCompileAndLookupErrors(t *testing.T) {
 	}
 	if _, err := c.HostAlloc(t.Context(), 128<<20); err == nil {
 		t.Error("an allocation over the host budget succeeded")
-	}
-}
-
-// A pipeline stage built from a compiled kernel runs on the Context's GPU
-// and equals the CPU's inversion byte for byte, on odd sizes.
-func TestGPUStageFromModule(t *testing.T) {
-	c := openGPU(t)
-	mod, err := c.Compile("invert.cu", invertSrc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var inputs []pipeline.Input
-	var want []*stages.Image
-	for i, s := range []stages.Shape{{W: 1, H: 1, C: 3}, {W: 17, H: 5, C: 3}, {W: 64, H: 33, C: 1}} {
-		m := stages.NewImage(s.W, s.H, s.C)
-		inv := stages.NewImage(s.W, s.H, s.C)
-		for y := range s.H {
-			for x := range m.Row(y) {
-				m.Row(y)[x] = byte(7*x + 13*y + i)
-				inv.Row(y)[x] = 255 - m.Row(y)[x]
-			}
-		}
-		inputs = append(inputs, pipeline.Input{Name: fmt.Sprintf("%d.raw", i), Image: m})
-		want = append(want, inv)
-	}
-	p := pipeline.New().Decode().Then("kernel", mod.StageArgs("invert", userkernel.OutSame)).
-		WithOptions(pipeline.Options{GPU: &pipeline.GPUOptions{Device: c.Device()}})
-	sink := pipeline.Collect()
-	if _, err := p.Run(t.Context(), pipeline.Inputs(inputs...), sink); err != nil {
-		t.Fatal(err)
-	}
-	if len(sink.Results) != len(want) {
-		t.Fatalf("%d results, want %d", len(sink.Results), len(want))
-	}
-	for i, r := range sink.Results {
-		if r.Err != nil {
-			t.Fatalf("%s: %v", r.Input, r.Err)
-		}
-		for y := range want[i].H {
-			if string(r.Image.Row(y)) != string(want[i].Row(y)) {
-				t.Fatalf("%s row %d differs", r.Input, y)
-			}
-		}
 	}
 }

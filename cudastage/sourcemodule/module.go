@@ -9,7 +9,6 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
 	"github.com/imgpipe/imgpipe/cudastage/userkernel"
-	"github.com/imgpipe/imgpipe/pipeline"
 )
 
 // Module is CUDA source compiled for the Context's GPU and loaded into it.
@@ -126,27 +125,28 @@ func (f *Function) Launch(grid, block [3]uint32, args ...Arg) error {
 	return c.do(func() error { return cu.LaunchKernel(f.fn, grid, block, 0, c.kernelStream(), vals...) })
 }
 
-// StageArgs returns the arguments of the builtin pipeline stage "kernel"
-// that launches this module's function fn on every image, with userkernel's
-// calling convention, output rule out and the user's parameters params:
+// StageArgs returns the arguments of the pipeline stage "kernel" (package
+// pipeline/kernelstage registers it) that launches this module's function fn
+// on every image, with userkernel's calling convention, output rule out and
+// the user's parameters params, as the map pipeline.Args is:
 //
 //	p := pipeline.New().Decode().Then("kernel", m.StageArgs("invert", userkernel.OutSame)).Save("png")
 //
 // The stage compiles the same source again when the pipeline is planned
 // (NVRTC's cache makes that a file read) and names it "source" in errors.
-func (m *Module) StageArgs(fn string, out userkernel.Out, params ...userkernel.Scalar) pipeline.Args {
+func (m *Module) StageArgs(fn string, out userkernel.Out, params ...userkernel.Scalar) map[string]any {
 	return StageArgs(m.source, fn, out, params...)
 }
 
 // StageArgs is Module.StageArgs without a GPU: the "kernel" stage's
 // arguments for source, fn, out and params. Planning the pipeline checks
 // them (a compile and the function's presence) and needs a GPU to run.
-func StageArgs(source, fn string, out userkernel.Out, params ...userkernel.Scalar) pipeline.Args {
+func StageArgs(source, fn string, out userkernel.Out, params ...userkernel.Scalar) map[string]any {
 	texts := make([]string, len(params))
 	for i, p := range params {
 		texts[i] = p.String()
 	}
-	return pipeline.Args{"source": source, "fn": fn, "out": string(out), "args": strings.Join(texts, ",")}
+	return map[string]any{"source": source, "fn": fn, "out": string(out), "args": strings.Join(texts, ",")}
 }
 
 // float32s views b as float32s. Host buffers come from cu.MemHostAlloc,

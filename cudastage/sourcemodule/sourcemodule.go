@@ -21,7 +21,8 @@
 //
 // Kernel arguments are packed as package userkernel packs a kernel stage's
 // parameters (C int and float), plus device pointers. Module.StageArgs turns
-// a compiled kernel into the builtin pipeline stage "kernel".
+// a compiled kernel into the arguments of the pipeline stage "kernel"
+// (package pipeline/kernelstage).
 package sourcemodule
 
 import (

@@ -161,6 +161,10 @@ type Kernel struct {
 // fnName is a C identifier.
 var fnName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// LaunchStage names the stage whose launchers read a Kernel, "kernel", so that a
+// Kernel is that stage's launch arguments (sched.LaunchArgs).
+func (*Kernel) LaunchStage() string { return "kernel" }
+
 // Request is the NVRTC compile of k for architecture arch (10·major+minor).
 func (k *Kernel) Request(arch int) nvrtc.Request {
 	return nvrtc.Request{Name: k.File, Source: k.Source, Arch: arch}

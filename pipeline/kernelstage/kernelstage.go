@@ -1,4 +1,15 @@
-package pipeline
+// Package kernelstage registers the kernel stage, a user's CUDA kernel compiled at run
+// time by NVRTC, into pipeline.Builtin. It lives apart from package pipeline so that the
+// engine core imports no driver binding: a program that runs user kernels imports it for
+// its effect, as image/png registers a format,
+//
+//	import _ "github.com/imgpipe/imgpipe/pipeline/kernelstage"
+//
+// (sourcemodule.StageArgs gives the stage's arguments for a kernel compiled in Go). See package
+// userkernel for the calling conventions and package cudastage for the launchers. In an
+// image chain the stage is a pixel stage; in an array chain (load | ...) it takes the
+// arrays, with the array calling convention (pipeline.StageDef.ArrayGPU).
+package kernelstage
 
 import (
 	"errors"
@@ -8,16 +19,20 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/userkernel"
+	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
-// The kernel stage: a user's CUDA kernel, compiled at run time by NVRTC (see package
-// userkernel for the calling conventions, package cudastage for its launchers). In an
-// image chain it is a pixel stage; in an array chain (load | ...) it takes the arrays,
-// with the array calling convention (StageDef.ArrayGPU).
+// Name is the stage's name in specs and jobs.
+const Name = "kernel"
 
-const stageKernel = "kernel"
+func init() {
+	if err := pipeline.Builtin.Register(def); err != nil {
+		panic("kernelstage: " + err.Error())
+	}
+}
 
 // gpuUsable says why no GPU can run a kernel stage (nil when one can); tests replace it.
 var gpuUsable = cu.Load
@@ -30,9 +45,9 @@ var kernelOuts = func() []string {
 	return out
 }()
 
-var kernelDef = &StageDef{
-	Name:    stageKernel,
-	Kind:    PixelKind,
+var def = &pipeline.StageDef{
+	Name:    Name,
+	Kind:    pipeline.PixelKind,
 	Help:    "your own CUDA kernel (compiled at run time by NVRTC), one thread per output pixel",
 	GPUOnly: "a user kernel has no CPU reference",
 	Doc: `Compiles src (a .cu file) or source (inline text, YAML) with NVRTC for the GPU's
@@ -51,25 +66,25 @@ reference must give the same bits (a NaN keeps the bits the GPU gives it). Compi
 errors are spec errors with file:line:col. The stage runs only on a GPU. Example:
 samples/kernels/gray.cu, the grayscale stage's formula (kernel
 src=samples/kernels/gray.cu fn=gray out=gray).`,
-	Params: []ParamSpec{
-		{Name: "src", Kind: String, Default: "", Help: "the kernel's .cu file (or give source)"},
-		{Name: "source", Kind: String, Default: "", Help: "the kernel's source text, inline (YAML)"},
-		{Name: "fn", Kind: String, Default: "", Help: "the extern \"C\" __global__ function to launch"},
-		{Name: "out", Kind: Enum, Default: string(userkernel.OutSame), Values: kernelOuts,
+	Params: []pipeline.ParamSpec{
+		{Name: "src", Kind: pipeline.String, Default: "", Help: "the kernel's .cu file (or give source)"},
+		{Name: "source", Kind: pipeline.String, Default: "", Help: "the kernel's source text, inline (YAML)"},
+		{Name: "fn", Kind: pipeline.String, Default: "", Help: "the extern \"C\" __global__ function to launch"},
+		{Name: "out", Kind: pipeline.Enum, Default: string(userkernel.OutSame), Values: kernelOuts,
 			Help: "output shape: same, gray (1 channel), rgb (3), transpose (W and H swap)"},
-		{Name: "args", Kind: String, Default: "", Help: "the kernel's scalar arguments after the convention's: 1.5,3"},
+		{Name: "args", Kind: pipeline.String, Default: "", Help: "the kernel's scalar arguments after the convention's: 1.5,3"},
 	},
-	Shape: func(in stages.Shape, p Params) (stages.Shape, bool) {
+	Shape: func(in stages.Shape, p pipeline.Params) (stages.Shape, bool) {
 		return userkernel.Out(p.Str("out")).Shape(in), false
 	},
-	GPU:      func(p Params) (any, error) { return bindKernel(p, false) },
-	ArrayGPU: func(p Params) (any, error) { return bindKernel(p, true) },
+	GPU:      func(p pipeline.Params) (sched.LaunchArgs, error) { return bindKernel(p, false) },
+	ArrayGPU: func(p pipeline.Params) (sched.LaunchArgs, error) { return bindKernel(p, true) },
 }
 
 // bindKernel reads and checks the stage's kernel (an NVRTC compile included) with the
 // image calling convention, or the array one, and that a GPU can run it, so that every
 // problem is a spec error before any input is read.
-func bindKernel(p Params, array bool) (any, error) {
+func bindKernel(p pipeline.Params, array bool) (sched.LaunchArgs, error) {
 	k := &userkernel.Kernel{Fn: p.Str("fn"), Out: userkernel.Out(p.Str("out")), Array: array}
 	switch src, text := p.Str("src"), p.Str("source"); {
 	case (src == "") == (text == ""):

@@ -1,4 +1,4 @@
-package pipeline
+package kernelstage
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
 	"github.com/imgpipe/imgpipe/cudastage/userkernel"
+	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -43,12 +44,12 @@ func kernelFile(t *testing.T, name, src string) string {
 	return p
 }
 
-func compileSpec(spec string) (*Plan, error) {
-	steps, err := ParseSpec(spec)
+func compileSpec(spec string) (*pipeline.Plan, error) {
+	steps, err := pipeline.ParseSpec(spec)
 	if err != nil {
 		return nil, err
 	}
-	return Compile(steps)
+	return pipeline.Compile(steps)
 }
 
 // Problems found without NVRTC: the stage's own parameters.
@@ -100,11 +101,11 @@ func TestKernelStageCompile(t *testing.T) {
 	}
 	// The CPU refuses the chain, naming the stage and why.
 	err = plan.CheckCPU()
-	var pe *PosError
+	var pe *pipeline.PosError
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "col 10: stage kernel runs only on a GPU (a user kernel has no CPU reference): run it with --device cuda") {
 		t.Errorf("CheckCPU: %v", err)
 	}
-	if err := CheckGPU(plan, Options{}); err == nil || !strings.Contains(err.Error(), "runs only on a GPU") {
+	if err := pipeline.CheckGPU(plan, pipeline.Options{}); err == nil || !strings.Contains(err.Error(), "runs only on a GPU") {
 		t.Errorf("CheckGPU without a GPU: %v", err)
 	}
 	// Compile errors are spec errors with the kernel's file:line.
@@ -126,5 +127,38 @@ func TestKernelStageNeedsGPU(t *testing.T) {
 	_, err := compileSpec("decode | kernel src=" + kernelFile(t, "invert.cu", invertCU) + " fn=invert")
 	if err == nil || !strings.Contains(err.Error(), "a user kernel runs only on a GPU, and none is usable: CUDA driver library libcuda.so.1 not found") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// The kernel stage takes arrays: on the CPU the plan refuses to run, naming it; bound, its
+// op is an array op with the array calling convention.
+func TestArrayKernelStage(t *testing.T) {
+	withKernelEnv(t, nil)
+	requireNVRTC(t)
+	src := kernelFile(t, "axpb.cu", `extern "C" __global__ void axpb(const float *in, float *out, long long n,
+    int ndim, const long long *shape, float a, float b) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = __fadd_rn(__fmul_rn(a, in[i]), b);
+}`)
+	plan, err := compileSpec("load | kernel src=" + src + " fn=axpb args=2f,1f | sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plan.CheckCPU(); err == nil || !strings.Contains(err.Error(), "runs only on a GPU") {
+		t.Errorf("CheckCPU = %v, want the kernel stage refused", err)
+	}
+	ops, err := plan.DeviceOps()
+	if err != nil || len(ops) != 2 || !ops[0].Array || ops[0].Name != Name || ops[0].CPU != nil || ops[1].Reduce == nil {
+		t.Fatalf("DeviceOps = %+v, %v", ops, err)
+	}
+	k, ok := ops[0].Args.(*userkernel.Kernel)
+	if !ok || !k.Array || k.Fn != "axpb" || len(k.Params) != 2 {
+		t.Errorf("kernel %+v", k)
+	}
+	if _, err := compileSpec("load | kernel src=" + src + " fn=axpb out=gray"); err == nil || !strings.Contains(err.Error(), "out=gray") {
+		t.Errorf("an array kernel with out=gray: %v", err)
+	}
+	if _, err := compileSpec("load | histogram"); err == nil || !strings.Contains(err.Error(), "takes images") {
+		t.Errorf("a pixel stage in an array chain: %v", err)
 	}
 }
