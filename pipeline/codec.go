@@ -13,23 +13,31 @@ import (
 // Where files decode and encode on a GPU run: the decode stage's backends, the routing
 // rule, and the device encoding op of save format=png compression=fast.
 
-// The decode stage's backends beyond stages.JPEGBackends (auto, go, turbo).
+// DecodeBackend is the decode stage's backend parameter: which JPEG decoder the CPU uses,
+// and where files decode on a GPU run (see package pipeline/gpu).
+type DecodeBackend string
+
+// The decode stage's backends: the CPU's JPEG decoders (stages.JPEGBackends), then nvjpeg.
 const (
-	// backendAuto (stages.JPEGAuto): on a GPU run, JPEGs the hardware engines take decode
+	// DecodeAuto (stages.JPEGAuto): on a GPU run, JPEGs the device's decoders take decode
 	// there, the rest on the CPU; on the CPU, libjpeg-turbo when it loads, else Go's decoder.
-	backendAuto = string(stages.JPEGAuto)
-	// backendNvJPEG: every JPEG the device decoder takes decodes there (other formats on
+	DecodeAuto = DecodeBackend(stages.JPEGAuto)
+	// DecodeGo (stages.JPEGGo): Go's decoder, on the CPU, on every run.
+	DecodeGo = DecodeBackend(stages.JPEGGo)
+	// DecodeTurbo (stages.JPEGTurbo): libjpeg-turbo, on the CPU, on every run.
+	DecodeTurbo = DecodeBackend(stages.JPEGTurbo)
+	// DecodeNvJPEG: every JPEG the device decoder takes decodes there (other formats on
 	// the CPU); a run without nvJPEG fails at validation.
-	backendNvJPEG = "nvjpeg"
+	DecodeNvJPEG DecodeBackend = "nvjpeg"
 )
 
-// decodeBackends are the decode stage's backend values.
+// decodeBackends are the decode stage's backend values, in the order its help lists them.
 func decodeBackends() []string {
 	var names []string
-	for _, b := range stages.JPEGBackends {
+	for _, b := range []DecodeBackend{DecodeAuto, DecodeGo, DecodeTurbo, DecodeNvJPEG} {
 		names = append(names, string(b))
 	}
-	return append(names, backendNvJPEG)
+	return names
 }
 
 // scaleAuto is decode scale=auto: the resize after decode picks the scale (bindDecodeScale).
@@ -70,14 +78,14 @@ func scaleDenom(name string) int {
 // error) and 3 on a GPU that cannot load nvJPEG (a runtime one).
 var ErrNoDeviceDecoder = errors.New("decode backend=nvjpeg needs a GPU with nvJPEG")
 
-// cpuJPEG is the JPEG decoder of the CPU path, and of the files a GPU run decodes on CPU
-// workers, for a backend: nvjpeg's CPU side is auto's, which stages.ResolveJPEGBackend
+// CPU is the JPEG decoder of the CPU path, and of the files a GPU run decodes on CPU
+// workers, for backend b: nvjpeg's CPU side is auto's, which stages.ResolveJPEGBackend
 // resolves (libjpeg-turbo when it loads, else Go's).
-func cpuJPEG(backend string) stages.JPEGBackend {
-	if backend == backendNvJPEG {
+func (b DecodeBackend) CPU() stages.JPEGBackend {
+	if b == DecodeNvJPEG {
 		return stages.JPEGAuto
 	}
-	return stages.JPEGBackend(backend)
+	return stages.JPEGBackend(b)
 }
 
 // deviceDecoder is THE routing rule of a GPU run: given the decode backend, whether the
@@ -98,9 +106,9 @@ func cpuJPEG(backend string) stages.JPEGBackend {
 // run of 600 photos, 6 of their 33 originals progressive, by about 0.7 s on an H200 (1.38 to
 // 1.52 s, then 0.69 to 0.83 s). nvjpeg sends every file the device accepts, at full size; go
 // and turbo never use it.
-func deviceDecoder(backend string, scaled, progressive bool, turbo, route func() string) string {
+func deviceDecoder(backend DecodeBackend, scaled, progressive bool, turbo, route func() string) string {
 	switch backend {
-	case backendAuto:
+	case DecodeAuto:
 		if r := turbo(); r != "" {
 			return r
 		}
@@ -110,7 +118,7 @@ func deviceDecoder(backend string, scaled, progressive bool, turbo, route func()
 		if route() == "nvjpeg-hw" {
 			return "nvjpeg-hw"
 		}
-	case backendNvJPEG:
+	case DecodeNvJPEG:
 		return route()
 	}
 	return ""
@@ -123,7 +131,7 @@ func deviceDecoder(backend string, scaled, progressive bool, turbo, route func()
 // needs it: opening and warming nvJPEG up took about 1.3 s of a run on an H200 (2.1 against
 // 0.96 s for one file), which a folder of baseline photos would pay for nothing.
 func decodesScaled(dec *Decoder) bool {
-	return dec != nil && dec.Backend == backendAuto && dec.Scale != nil && dec.CPUJPEG == string(stages.JPEGTurbo)
+	return dec != nil && dec.Backend == DecodeAuto && dec.Scale != nil && dec.CPUJPEG == string(stages.JPEGTurbo)
 }
 
 // fileDecoderFor returns the device decoder a GPU run on dev uses for plan's decode
@@ -134,11 +142,11 @@ func fileDecoderFor(plan *Plan, dev sched.Device) (sched.FileDecoder, error) {
 		return nil, nil // an array chain: no files to decode
 	}
 	b := plan.Decode.Backend
-	if b != backendAuto && b != backendNvJPEG {
+	if b != DecodeAuto && b != DecodeNvJPEG {
 		return nil, nil
 	}
 	if dev == nil {
-		if b == backendNvJPEG {
+		if b == DecodeNvJPEG {
 			return nil, fmt.Errorf("%w: this run is on the CPU (use backend=auto, go or turbo there)", ErrNoDeviceDecoder)
 		}
 		return nil, nil
@@ -150,13 +158,13 @@ func fileDecoderFor(plan *Plan, dev sched.Device) (sched.FileDecoder, error) {
 		return fd, nil
 	}
 	fd, err := sched.FileDecoderOf(dev)
-	if di, ok := dev.(sched.DecoderInfo); ok && err == nil && b == backendNvJPEG {
+	if di, ok := dev.(sched.DecoderInfo); ok && err == nil && b == DecodeNvJPEG {
 		// FileDecoderOf takes a TurboDecoder as usable without nvJPEG; nvjpeg needs it.
 		if e := di.DecoderAvailable(); e != nil {
 			err = fmt.Errorf("%s cannot decode files: %w", dev.Name(), e)
 		}
 	}
-	if err != nil && b == backendNvJPEG {
+	if err != nil && b == DecodeNvJPEG {
 		return nil, fmt.Errorf("%w: %v", ErrNoDeviceDecoder, err)
 	}
 	return fd, nil

@@ -37,7 +37,7 @@ func TestDeviceDecoderRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		asked := false
-		got := deviceDecoder(tt.backend, tt.scaled, tt.progressive, func() string { return tt.turbo }, func() string { asked = true; return tt.route })
+		got := deviceDecoder(DecodeBackend(tt.backend), tt.scaled, tt.progressive, func() string { return tt.turbo }, func() string { asked = true; return tt.route })
 		if got != tt.want || asked != tt.asks {
 			t.Errorf("deviceDecoder(%q, scaled %v, progressive %v, turbo %q, route %q) = %q (asked %v), want %q (asked %v)",
 				tt.backend, tt.scaled, tt.progressive, tt.turbo, tt.route, got, asked, tt.want, tt.asks)

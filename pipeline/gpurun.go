@@ -132,14 +132,14 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	}
 	// Inputs may run on the CPU while the devices open only where the CPU gives the device's
 	// bits: every stage runs there, and no decode asks for nvJPEG's pixels.
-	wait := o.Wait || plan.CheckCPU() != nil || plan.Decode != nil && plan.Decode.Backend == backendNvJPEG
+	wait := o.Wait || plan.CheckCPU() != nil || plan.Decode != nil && plan.Decode.Backend == DecodeNvJPEG
 	g := &gpuRun{devs: devs, optional: o.Optional, wait: wait}
 	if o.Optional && !wait {
 		g.inputs = o.Inputs
 	}
 	ops, err := deviceOps(plan, devs[0], encode)
 	if err != nil {
-		if plan.Decode.Backend == backendNvJPEG {
+		if plan.Decode.Backend == DecodeNvJPEG {
 			return nil, fmt.Errorf("%w: the chain runs on the CPU (%v)", ErrNoDeviceDecoder, err)
 		}
 		if opt.Notice != nil {
@@ -174,7 +174,7 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	}
 	// backend=auto sends baseline JPEGs to the device's turbo-cuda decoder when it has one: it
 	// needs no warm-up, and nvJPEG opens only for a file that needs it.
-	if td, ok := g.files.(sched.TurboDecoder); ok && plan.Decode.Backend == backendAuto {
+	if td, ok := g.files.(sched.TurboDecoder); ok && plan.Decode.Backend == DecodeAuto {
 		lazy = true
 		if o.Batch == 0 {
 			o.Batch = td.TurboBatch()
@@ -189,7 +189,7 @@ func newGPURun(plan *Plan, opt Options, encode bool) (*gpuRun, error) {
 	}
 	if g.files != nil && !slices.ContainsFunc(ops, func(op sched.Op) bool { return !op.Hist }) {
 		// Histograms only: a decoded image would stay on the device, and the sink needs it.
-		if plan.Decode.Backend == backendNvJPEG {
+		if plan.Decode.Backend == DecodeNvJPEG {
 			return nil, fmt.Errorf("%w: %q returns no image from the device", ErrNoDeviceDecoder, sched.SegmentString(ops))
 		}
 		g.files = nil
@@ -557,7 +557,7 @@ func (b *gpuBackend) routeFile(it *item, w *worker, rewrite bool) (f loaded, df 
 	// decodeTurbo). At 1/4 the rewrite costs about what libjpeg-turbo's whole decode does
 	// (0.80 against 0.77 s, 52 photos, 2 cores), and sending such files to the GPU as well
 	// did not change thumbnail runs on an H200, so the CPU workers decode them.
-	if rewrite && route == "" && isProgressive && isTurbo && ok && idct == 8 && dec.Backend == backendAuto {
+	if rewrite && route == "" && isProgressive && isTurbo && ok && idct == 8 && dec.Backend == DecodeAuto {
 		if seq, err := progressive.Sequential(w.seq[:0], data, idct); err == nil {
 			w.seq = seq
 			if r := td.TurboRoute(seq); r != "" {
