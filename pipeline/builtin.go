@@ -105,7 +105,7 @@ max_pixels applies to the full size. The report's decode_scale gives each input'
 			m, by, err := stages.DecodeBy(data, o, alloc)
 			d := Decoded{Decoder: string(by.Backend)}
 			if by.Scale > 1 {
-				d.Scale = scaleName(by.Scale)
+				d.Scale = ScaleName(by.Scale)
 			}
 			return m, d, err
 		}

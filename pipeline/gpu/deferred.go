@@ -1,4 +1,4 @@
-package pipeline
+package gpu
 
 import (
 	"sync/atomic"
@@ -8,8 +8,8 @@ import (
 // Starting a GPU is not free: the driver takes a few tenths of a second to open it, and
 // about as long again to tear it down when the process exits, whether the run used it or
 // not. A run that the CPU finishes sooner is slower with the GPU than without. So under
-// GPUOptions.Optional (--device auto), a run that knows how many inputs it has
-// (GPUOptions.Inputs) runs on the CPU first and starts its devices only once the CPU's own
+// Options.Optional (--device auto), a run that knows how many inputs it has
+// (Options.Inputs) runs on the CPU first and starts its devices only once the CPU's own
 // pace says that it would still need longer than gpuStartCost for the inputs not taken
 // yet (worthStarting). A small folder then never touches the driver.
 
@@ -59,7 +59,7 @@ func (b *gpuBackend) awaitWorth(drained <-chan struct{}) bool {
 		select {
 		case <-drained:
 			return false
-		case <-r.ctx.Done():
+		case <-r.Context().Done():
 			return false
 		case <-tick.C:
 		}
@@ -70,7 +70,7 @@ func (b *gpuBackend) awaitWorth(drained <-chan struct{}) bool {
 		case start.IsZero():
 			start = time.Now()
 		}
-		if worthStarting(int64(b.run.inputs), taken, p.done.Load(), time.Since(start), r.opt.Workers) {
+		if worthStarting(int64(b.run.inputs), taken, p.done.Load(), time.Since(start), r.Options().Workers) {
 			return true
 		}
 	}
