@@ -119,7 +119,7 @@ type Summary struct {
 	DeviceReservedBytes int64  `json:"device_reserved_bytes,omitempty"`
 	DevicePeakBytes     int64  `json:"device_peak_bytes,omitempty"`
 	PoolHits            uint64 `json:"pool_hits,omitempty"`
-	// GPUs are each device's figures when the run used several (GPUOptions.Devices). The
+	// GPUs are each device's figures when the run used several (gpu.Options.Devices). The
 	// fields above are then their totals: batches, phase times and memory summed, the
 	// longest device wall, and the overlap of all (Σ device walls ÷ Σ each one's busiest
 	// phase); Device names them all.
@@ -128,13 +128,13 @@ type Summary struct {
 	// large for a slot); their results are the same bits.
 	CPUFallback int `json:"cpu_fallback,omitempty"`
 	// CPUStart counts the inputs of a GPU run that ran wholly on the CPU while its devices
-	// opened (see GPUOptions); their results are the same bits.
+	// opened (see package pipeline/gpu); their results are the same bits.
 	CPUStart int `json:"cpu_start,omitempty"`
 	// SetAside counts the inputs of a GPU run that were set aside for its devices while
 	// they opened, because the device decodes them whole; the CPU took those it would
 	// otherwise have waited for (they count in CPUStart too).
 	SetAside int `json:"set_aside,omitempty"`
-	// GPUNotStarted is set when a run that could choose (GPUOptions.Optional and Inputs)
+	// GPUNotStarted is set when a run that could choose (gpu.Options.Optional and Inputs)
 	// left its GPUs unstarted: the CPU finished it sooner than they would have opened.
 	// Device is "cpu" then. Merged reports set it when one of theirs does.
 	GPUNotStarted bool `json:"gpu_not_started,omitempty"`

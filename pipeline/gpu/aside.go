@@ -8,8 +8,8 @@ import (
 )
 
 // While the devices open, an input that the device would decode whole costs the CPU a
-// whole decode, resize and encode if it runs there (15 ms for a photo on an H200 host),
-// and a few tenths of a millisecond once the device is up. An input that needs CPU work
+// whole decode, resize and encode if it runs there, and a small fraction of that once the
+// device is up (figures in bench/results/2026-12-07-code-comments.md). An input that needs CPU work
 // on either path (a progressive JPEG, a format the device does not decode) costs about
 // the same on both. So the decode workers spend the start on the second kind: they read
 // each input's header and set the first kind aside for the device (setAside), and run
