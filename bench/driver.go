@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
-	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/gpu"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -37,7 +37,7 @@ type RunResult struct {
 type rawTag struct{ frame int }
 
 // RunFrames is the raw-frame driver: it pushes pool's frames through an executor on dev
-// running ops, with as many slots of Batch frames as a GPU run has (pipeline.DefaultSlots)
+// running ops, with as many slots of Batch frames as a GPU run has (gpu.DefaultSlots)
 // and batches that never linger. First a priming pass of two rounds of every slot writes the
 // pool into every slot place (each place gets the next frame of the pool once, and later
 // batches reuse the frames in place, as the peers cycle through their pool) and checks the
@@ -58,7 +58,7 @@ func RunFrames(ctx context.Context, dev sched.Device, ops []sched.Op, pool *Pool
 		return res, fmt.Errorf("batch %d of %dx%d frames exceeds a slot's %d bytes", cfg.Batch, pool.w, pool.h, int64(sched.MaxSlotBytes))
 	}
 	var gate *gatedTracer
-	scfg := sched.Config{Ops: ops, Streams: cfg.Streams, Slots: pipeline.DefaultSlots(cfg.Streams), Batch: cfg.Batch,
+	scfg := sched.Config{Ops: ops, Streams: cfg.Streams, Slots: gpu.DefaultSlots(cfg.Streams), Batch: cfg.Batch,
 		SlotBytes: cfg.Batch * step, Linger: -1, Pageable: cfg.Pageable}
 	if cfg.Trace != nil {
 		gate = &gatedTracer{t: cfg.Trace}

@@ -14,9 +14,8 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
-	"github.com/imgpipe/imgpipe/memory/devmem"
-	"github.com/imgpipe/imgpipe/memory/pinned"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/gpu"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -125,11 +124,11 @@ func (f *Files) Run(ctx context.Context, o Options) error {
 				}
 			}}
 		if c[0] > 0 {
-			run.dev, run.pinnedBytes = o.Device, int64(f.c.PinnedMB)<<20
+			run.pinnedBytes = int64(f.c.PinnedMB) << 20
 			// The runs of a configuration share their slots' memory: each run then
 			// measures the folder's processing, not page-locking GiBs again.
 			var err error
-			if run.hostPool, run.devPool, err = sharedPools(o.Device); err != nil {
+			if run.set, err = gpu.NewSet(o.Device); err != nil {
 				return err
 			}
 			defer run.closePools() // on an early return; closed below otherwise
@@ -230,43 +229,24 @@ func (l *limitSource) Next(ctx context.Context) (pipeline.Input, error) {
 	return l.src.Next(ctx)
 }
 
-// folderRun is the runner over the folder, on the CPU or (dev set) on a GPU.
+// folderRun is the runner over the folder, on the CPU or (set set) on a GPU.
 type folderRun struct {
 	plan            *pipeline.Plan
 	in, out, report string
 	limit, workers  int
-	dev             sched.Device
+	set             *gpu.Set // the device and the memory its runs share (GPU)
 	streams, batch  int
 	pinnedBytes     int64
-	hostPool        *pinned.Pool      // shared by the runs (GPU)
-	devPool         *devmem.Allocator // shared by the runs (GPU)
 	trace           sched.Tracer
 	notice          func(string)
 }
 
-// sharedPools makes the page-locked pool and device allocator that runs one after
-// another on dev share. Their budgets are no limit of their own: each run's executor
-// checks its slots against --pinned-mb.
-func sharedPools(dev sched.Device) (*pinned.Pool, *devmem.Allocator, error) {
-	host, err := pinned.New(sched.MaxSlotBytes*sched.MaxSlots, sched.HostAllocator(dev))
-	if err != nil {
-		return nil, nil, err
-	}
-	devPool, err := devmem.New(sched.DeviceDriver(dev), sched.MaxSlotBytes*sched.MaxSlots)
-	if err != nil {
-		return nil, nil, errors.Join(err, host.Close())
-	}
-	return host, devPool, nil
-}
-
 // closePools frees the shared pools' memory (GPU); later calls do nothing.
 func (r *folderRun) closePools() error {
-	if r.hostPool == nil {
+	if r.set == nil {
 		return nil
 	}
-	err := errors.Join(r.hostPool.Close(), r.devPool.Close())
-	r.hostPool, r.devPool = nil, nil
-	return err
+	return r.set.Close()
 }
 
 // once runs the chain over the folder and writes the report; it returns the summary and
@@ -276,9 +256,8 @@ func (r *folderRun) once(ctx context.Context) (pipeline.Summary, time.Duration, 
 	var runErr error
 	src := &limitSource{src: pipeline.Folder(r.in, r.out), n: r.limit}
 	opt := pipeline.Options{Workers: r.workers, Notice: r.notice}
-	if r.dev != nil {
-		opt.GPU = &pipeline.GPUOptions{Device: r.dev, Streams: r.streams, Batch: r.batch, PinnedBytes: r.pinnedBytes,
-			HostPool: r.hostPool, DevicePool: r.devPool}
+	if r.set != nil {
+		opt.Backend = r.set.Backend(gpu.Options{Streams: r.streams, Batch: r.batch, PinnedBytes: r.pinnedBytes})
 	}
 	if r.trace != nil {
 		opt.Trace = r.trace

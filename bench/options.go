@@ -185,7 +185,7 @@ func ParseSize(s string) (w, h int, err error) {
 
 // frameBatches is o.Batch with the batch setting's 0 (auto) as pipeline.DefaultBatch: the
 // modes that run frames have no device decoder to size batches by (a folder run resolves
-// 0 itself, see pipeline.GPUOptions.Batch).
+// 0 itself, see gpu.Options.Batch).
 func (o *Options) frameBatches() []int {
 	b := slices.Clone(o.Batch)
 	for i := range b {

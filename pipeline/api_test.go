@@ -13,46 +13,6 @@ import (
 	"github.com/imgpipe/imgpipe/stages"
 )
 
-// Registry.Parse knows the registry's own stages; the package-level Parse only the builtin
-// ones. A pipeline parsed from a custom registry plans and runs with them.
-func TestRegistryParse(t *testing.T) {
-	reg, err := NewRegistry(append(Builtin.Stages(), invertDef)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := reg.Parse("decode | invert | histogram")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := p.String(); got != "decode | invert | histogram" {
-		t.Errorf("String() = %q", got)
-	}
-	// The builder goes on in the same registry.
-	p.Then("invert", Args{"keep_gray": true}).Grayscale()
-	src := randImage(rand.New(rand.NewSource(3)), 5, 4, 3)
-	sink := Collect()
-	if _, err := p.Run(context.Background(), Inputs(Input{Name: "x", Image: src}), sink); err != nil {
-		t.Fatal(err)
-	}
-	// invert, then invert keep_gray on RGB (an inversion again), then grayscale: the gray of src.
-	want := stages.NewImage(src.W, src.H, 1)
-	stages.Grayscale(want, src)
-	if r := sink.Results[0]; r.Status != StatusOK || !same(r.Image, want) {
-		t.Errorf("result %v %v, or not the gray of the input", r.Status, r.Err)
-	}
-
-	for _, parse := range []func(string) (*Pipeline, error){Parse, Builtin.Parse} {
-		_, err := parse("decode | invert")
-		if err == nil || !strings.Contains(err.Error(), `unknown stage "invert"`) {
-			t.Errorf("builtin parse of a custom stage: %v", err)
-		}
-	}
-	_, err = reg.Parse("decode | invert keep_grey=true | blurr")
-	if errs := Errors(err); len(errs) != 2 {
-		t.Errorf("want both errors, got %v", err)
-	}
-}
-
 // ImageInput takes any standard image through a run, and the result goes back with ToImage.
 func TestImageInput(t *testing.T) {
 	rng := rand.New(rand.NewSource(4))

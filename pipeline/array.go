@@ -124,7 +124,7 @@ func arrayStageNames() string {
 
 // processArray runs an array chain on one input on the CPU: read the .npy file, run the
 // array stages in place, and hand the array to the sink.
-func (r *runner) processArray(it *item, w *worker) {
+func (r *Runner) processArray(it *Item, w *Worker) {
 	a, release, ok := r.readArray(it, w)
 	if !ok {
 		return
@@ -136,7 +136,7 @@ func (r *runner) processArray(it *item, w *worker) {
 // readArray reads an input's array for the load stage, with its shape into the result.
 // ok is false when the input failed or, the run ending, was dropped; otherwise release
 // gives back the memory charged for it.
-func (r *runner) readArray(it *item, w *worker) (a *npy.Array, release func(), ok bool) {
+func (r *Runner) readArray(it *Item, w *Worker) (a *npy.Array, release func(), ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			failWith(&it.res, stageLoad, fmt.Errorf("panic: %v", p))
@@ -160,7 +160,7 @@ func (r *runner) readArray(it *item, w *worker) (a *npy.Array, release func(), o
 
 // cpuArrayChain runs the array stages on a on the CPU, in place, and hands the array to
 // the sink.
-func (r *runner) cpuArrayChain(it *item, w *worker, a *npy.Array) {
+func (r *Runner) cpuArrayChain(it *Item, w *Worker, a *npy.Array) {
 	res := &it.res
 	stage := stageLoad
 	defer func() {
@@ -192,7 +192,7 @@ func (r *runner) cpuArrayChain(it *item, w *worker, a *npy.Array) {
 
 // storeArray hands an array chain's result a to the sink, with the save stage's encoder
 // bound to it.
-func (r *runner) storeArray(it *item, track string, a *npy.Array) {
+func (r *Runner) storeArray(it *Item, track string, a *npy.Array) {
 	it.res.Array = a
 	var enc *Encoder
 	if save := r.plan.Save; save != nil {
@@ -205,7 +205,7 @@ func (r *runner) storeArray(it *item, track string, a *npy.Array) {
 
 // loadArray reads an input's .npy array, with the memory budget charged for it before
 // its data is read (twice the file's size: the raw bytes and the decoded floats).
-func (r *runner) loadArray(in Input) (*npy.Array, func(), error) {
+func (r *Runner) loadArray(in Input) (*npy.Array, func(), error) {
 	var (
 		rd   io.Reader
 		size int64

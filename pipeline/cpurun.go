@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -15,17 +13,19 @@ import (
 // time.
 type cpuBackend struct{}
 
-func (cpuBackend) start(g *errgroup.Group, r *runner) error {
+func (cpuBackend) Window(int) int { return 0 }
+
+func (cpuBackend) Start(r *Runner) error {
 	var workers sync.WaitGroup
 	for i := 0; i < r.opt.Workers; i++ {
 		workers.Add(1)
-		g.Go(func() error {
+		r.Go(func() error {
 			defer workers.Done()
 			r.work(fmt.Sprintf("cpu worker %d", i+1))
 			return nil
 		})
 	}
-	g.Go(func() error {
+	r.Go(func() error {
 		workers.Wait()
 		close(r.done)
 		return nil
@@ -33,28 +33,25 @@ func (cpuBackend) start(g *errgroup.Group, r *runner) error {
 	return nil
 }
 
-func (cpuBackend) finish(*Summary) error { return nil }
+func (cpuBackend) Finish(*Summary) error { return nil }
 
 // work processes inputs until the source is drained; once the run is cancelled or
 // stopped it only passes the remaining ones on as dropped.
-func (r *runner) work(track string) {
-	w := &worker{track: track}
+func (r *Runner) work(track string) {
+	w := &Worker{track: track}
 	for it := range r.jobs {
 		if r.ctx.Err() != nil || r.after(it.idx) {
 			it.dropped = true
 		} else {
 			r.process(it, w)
-			if it.res.Status == StatusFailed && r.opt.StopOnError {
-				r.fail(it)
-			}
 		}
-		r.done <- it
+		r.Done(it)
 	}
 }
 
 // process runs the chain on one input on the CPU. A panic in a stage (a decoder bug on a
 // hostile file) fails that input instead of the run.
-func (r *runner) process(it *item, w *worker) {
+func (r *Runner) process(it *Item, w *Worker) {
 	if r.settle(it) {
 		return
 	}
@@ -86,7 +83,7 @@ func (r *runner) process(it *item, w *worker) {
 
 // cpuChain runs the pixel stages on a decoded image on the CPU and stores the result.
 // owned tells whether img belongs to the run (and may be recycled).
-func (r *runner) cpuChain(it *item, w *worker, img *stages.Image, owned bool) {
+func (r *Runner) cpuChain(it *Item, w *Worker, img *stages.Image, owned bool) {
 	sc := &w.bufs
 	res := &it.res
 	stage := r.plan.Steps[0].Def.Name
@@ -132,11 +129,10 @@ type scratch struct {
 	free [][]byte
 }
 
-// worker is one worker goroutine's own state.
-type worker struct {
+// Worker is one worker goroutine's own state (NewWorker).
+type Worker struct {
 	track string // its trace track
 	bufs  scratch
-	seq   []byte // a progressive JPEG rewritten for the device (fileToDevice)
 }
 
 const scratchKeep = 3

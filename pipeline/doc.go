@@ -35,21 +35,18 @@
 //
 // # On a GPU
 //
-// Each builtin pixel stage also has a GPU implementation (StageDef.GPU, a cudastage/sched
-// op). Plan.Split(OnGPU) cuts the pixel stages into device segments and host steps;
-// Plan.DeviceOps gives the ops of a plan whose pixel stages form one device segment, which
-// is every plan the builtin registry can produce. With Options.GPU, Run keeps the same
-// feeder, window, reorder buffer, report and sinks, but decode workers decode each input
-// straight into a page-locked slot of a sched.Executor, which runs batches on several
-// streams (one batch's upload, another's kernels and a third's download overlap), and save
-// workers encode the results and release the slots. Results are the CPU's bits. An image
-// too large for a slot runs on the CPU path; a plan that would need host pixel steps
-// between device segments runs wholly on the CPU (Options.Notice says so). A device error
-// ends the run with that error; cancelling abandons the batches on the device. The summary
-// then carries the per-phase device totals and the overlap efficiency, and Options.Trace
-// (sched.Trace) gets a track per stream besides the decode and save workers'.
-// GPUOptions.Devices spreads a run over several devices, an executor each, the decode and
-// save workers shared: each input goes to an executor with room for it (multigpu.go).
+// Each builtin pixel and array stage also has a GPU implementation (StageDef.GPU, a
+// cudastage/sched op). Plan.DeviceOps gives the ops of a plan whose pixel stages form one
+// device segment, which is every plan the builtin registry can produce. The GPU backend
+// is package pipeline/gpu: with Options.Backend set to one (gpu.Options, or a gpu.Set's
+// Backend), Run keeps the same feeder, window, reorder buffer, report and sinks, and the
+// backend's decode workers decode each input straight into a page-locked slot of a
+// sched.Executor, and its save workers encode the results. Results are the CPU's bits. A
+// plan whose pixel stages cannot all run there runs wholly on the CPU (Options.Notice says
+// so). A backend sees a run only through the small seam that Run gives it: Backend and
+// BoundBackend, which it implements, and the Runner, Item and Worker through which it
+// takes the run's inputs, reads, decodes, stores and fails them as a CPU run does, and
+// hands them back in any order to be reported in input order.
 //
 // # Go API
 //

@@ -3,10 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
@@ -28,7 +26,7 @@ type Execution struct {
 	// 0 sizes each slot for Batch 1080p RGB frames.
 	PinnedMB int
 	// GPUWait makes a GPU run wait for its GPUs to open instead of running its first
-	// inputs on the CPU meanwhile (GPUOptions.Wait).
+	// inputs on the CPU meanwhile (gpu.Options.Wait).
 	GPUWait bool
 	// MaxMemoryMB is Options.MemoryBudget in MiB; 0 means DefaultMemoryBudget.
 	MaxMemoryMB int
@@ -46,7 +44,7 @@ type Execution struct {
 	Shard string
 }
 
-// GPUSet is the gpu setting, the GPUs a run spreads over (GPUOptions.Devices), as
+// GPUSet is the gpu setting, the GPUs a run spreads over (gpu.Options.Devices), as
 // ParseGPUSet writes it: "all" for every GPU of the host, or distinct ordinals in the
 // order given, comma-separated ("0,2,3"). A string, so that an Execution compares with ==.
 type GPUSet string
@@ -102,97 +100,15 @@ const MaxGPUOrdinal = 1023
 // each engine's work across streams), so more only cost memory. DefaultStreams is the streams setting's default; DefaultBatch is what the batch
 // setting's 0 means, unless the GPU decodes the files: then batches are as large as the
 // decoder's calls (sched.DecoderInfo.DecoderBatch), since nvJPEG's hardware engines
-// decode larger calls faster (see gpuBatch).
+// decode larger calls faster (see package pipeline/gpu).
 const (
 	DefaultStreams = 2
 	DefaultBatch   = 16
 )
 
-// DefaultLinger is how long a partly filled GPU batch waits for more images
-// (GPUOptions.Linger): long enough for the decode workers to fill a batch, short enough
-// that a slow or paused input never holds images back.
-const DefaultLinger = 20 * time.Millisecond
-
-// DefaultSlots is the number of batches a GPU run on streams streams keeps in flight, from
-// filling to saved: one per stream on the device, one being filled by the decode workers
-// and one held by the save workers. Every GPU run (and imgpipe bench) sizes its slots so.
-func DefaultSlots(streams int) int { return streams + 2 }
-
-// DefaultSlotBytes is a slot's input capacity when neither GPUOptions.SlotBytes nor a
-// page-locked budget sets it: room for batch 1080p RGB frames.
-func DefaultSlotBytes(batch int) int { return batch * sched.AlignUp(1920*1080*3) }
-
-// fileHostShare is how much smaller a slot's page-locked input is than its device input
-// when files go to the device decoder (sched.Config.HostInBytes): the page-locked input
-// then holds the files' bytes (and the pixels of inputs the CPU decodes), the device input
-// their decoded pixels. A JPEG photo's file is well under a quarter of its pixels' bytes
-// (about an eighth at quality 90); a batch whose files fill it is sealed early, and a
-// CPU-decoded image larger than it runs its chain on the CPU.
-const fileHostShare = 4
-
-// hostInFor is the page-locked input of a slot of slotBytes whose inputs are files.
-func hostInFor(slotBytes int) int {
-	return max(sched.Align, sched.AlignDown(slotBytes/fileHostShare))
-}
-
-// slotBytesFor is the largest slot capacity whose slots, with the page-locked buffers
-// that withHostBuffers gives them, fit in budget bytes of page-locked memory
-// (sched.HostBytes, the executor's own count).
-func slotBytesFor(dev sched.Device, cfg sched.Config, budget int64, files bool) (int, error) {
-	// The memory grows with the capacity: the largest capacity, in steps of Align, that fits.
-	per := sort.Search(sched.MaxSlotBytes/sched.Align, func(k int) bool {
-		cfg.SlotBytes = (k + 1) * sched.Align
-		return sched.HostBytes(dev, withHostBuffers(cfg, files)) > budget
-	}) * sched.Align
-	if per < sched.Align {
-		return 0, fmt.Errorf("run: a page-locked budget of %d MiB is too small for %d slots of batch %d", budget>>20, cfg.Slots, cfg.Batch)
-	}
-	return per, nil
-}
-
-// withHostBuffers returns cfg with the page-locked input and output of its SlotBytes:
-// when files go to the device, only their bytes cross the link and the input holds
-// them (hostInFor); the output is sized for the segment (hostOutFor).
-func withHostBuffers(cfg sched.Config, files bool) sched.Config {
-	if files {
-		cfg.HostInBytes = hostInFor(cfg.SlotBytes)
-	}
-	cfg.HostOutBytes = hostOutFor(cfg.Ops, cfg.SlotBytes)
-	return cfg
-}
-
-// hostOutRefs are the input shapes whose outputs size a slot's page-locked output
-// (hostOutFor): a 1080p frame and a 12 MP photo. Smaller inputs make more output per
-// input byte (a thumbnail of a small photo), which hostOutFloor covers.
-var hostOutRefs = []sched.Shape{{W: 1920, H: 1080, C: 3}, {W: 4032, H: 3024, C: 3}}
-
-// hostOutHeadroom is how many times its share of the input over hostOutRefs a chain's
-// output gets in a slot's page-locked output.
-const hostOutHeadroom = 2
-
-// hostOutFloor is the least page-locked output a slot gets (unless its input is smaller):
-// a batch of 56 thumbnails of 256x256 RGB (11 MB), whatever their inputs' sizes.
-const hostOutFloor = 16 << 20
-
-// hostOutFor is the page-locked output of a slot of slotBytes for a segment of ops
-// (sched.Config.HostOutBytes): hostOutHeadroom times the largest share of its input
-// that the output takes over hostOutRefs, at least hostOutFloor, at most slotBytes. A
-// thumbnail chain then locks 16 MiB per slot for its outputs instead of 348 MB, memory
-// whose locking at the start of a run held up nvJPEG's warm-up. Only speed depends on
-// it: a batch whose outputs fill it is sealed early, and an image whose output alone is
-// larger runs on the CPU.
-func hostOutFor(ops []sched.Op, slotBytes int) int {
-	share := 0.0
-	for _, in := range hostOutRefs {
-		share = max(share, float64(sched.OutputBytes(ops, in))/float64(in.Bytes()))
-	}
-	n := sched.AlignDown(int(min(1, hostOutHeadroom*share) * float64(slotBytes)))
-	return min(slotBytes, max(hostOutFloor, n))
-}
-
 // executionSettings defines every Execution field once: its name, type, default, range and
 // help. It is the only place that holds them: the YAML job's execution mapping, the CLI's
-// flags and their --help, imgpipe bench's flags and GPUOptions' checks all derive from it.
+// flags and their --help, imgpipe bench's flags and package pipeline/gpu's checks all derive from it.
 // The upper bounds of streams, batch and pinned_mb are the executor's limits.
 var executionSettings = []ParamSpec{
 	{Name: "device", Kind: Enum, Default: "auto", Values: []string{"auto", "cpu", "cuda"},
@@ -241,7 +157,7 @@ func ExecutionSetting(name string) (ParamSpec, error) {
 
 // CheckSetting reports whether v (a string, int or bool) is a valid value of the setting
 // called name, with the message Set gives. It is the one range check of the execution
-// settings: Set, SetText, GPUOptions and imgpipe bench's lists all go through it.
+// settings: Set, SetText, package pipeline/gpu and imgpipe bench's lists all go through it.
 func CheckSetting(name string, v any) error {
 	ps, err := executionSetting(name)
 	if err == nil {
@@ -262,32 +178,11 @@ func SettingUsage(ps ParamSpec) string {
 	return ps.Help
 }
 
-// RunOptions returns the options of a run that the settings give: workers, memory budget,
-// on_error, and on devs (none for the CPU) the GPUs' streams, batch, page-locked budget and
-// gpu_wait, each GPU's; under device auto a GPU that fails to finish opening leaves the run on the
-// CPU (GPUOptions.Optional). Device, resume and trace are the caller's to act on: they open
-// things.
-func (e Execution) RunOptions(devs ...sched.Device) Options {
-	opt := Options{Workers: e.Workers, MemoryBudget: int64(e.MaxMemoryMB) << 20, StopOnError: e.OnError == "fail"}
-	if len(devs) > 0 {
-		opt.GPU = &GPUOptions{Streams: e.Streams, Batch: e.Batch, PinnedBytes: int64(e.PinnedMB) << 20,
-			Wait: e.GPUWait, Optional: e.Device == "auto"}
-		if len(devs) == 1 {
-			opt.GPU.Device = devs[0] // exactly a one-GPU run
-		} else {
-			opt.GPU.Devices = devs
-		}
-	}
-	return opt
-}
-
-// settingMax is the upper bound of the Int setting called name.
-func settingMax(name string) int64 {
-	ps, err := executionSetting(name)
-	if err != nil || ps.Range == nil {
-		panic("pipeline: no range for execution setting " + name)
-	}
-	return int64(ps.Range.Max)
+// RunOptions returns the options of a CPU run that the settings give: workers, memory
+// budget and on_error. Device, resume and trace are the caller's to act on: they open
+// things (package pipeline/gpu's RunOptions adds the GPUs' settings).
+func (e Execution) RunOptions() Options {
+	return Options{Workers: e.Workers, MemoryBudget: int64(e.MaxMemoryMB) << 20, StopOnError: e.OnError == "fail"}
 }
 
 // DefaultExecution returns the settings used when neither a job nor a flag sets them.

@@ -16,7 +16,7 @@ import (
 // decode turns an input into pixels. owned tells whether the pixels belong to the run (and
 // may be recycled) rather than to the caller.
 // release gives back the input's share of the memory budget once the caller is done with it.
-func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, decoder Decoded, owned bool, release func(), err error) {
+func (r *Runner) decode(in Input, sc *scratch) (img *stages.Image, decoder Decoded, owned bool, release func(), err error) {
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
 			return nil, Decoded{}, false, nil, err
@@ -29,7 +29,7 @@ func (r *runner) decode(in Input, sc *scratch) (img *stages.Image, decoder Decod
 
 // checkImage checks pixels given as an input against the decoder's pixel limit and the
 // stages' limits on their shapes (Plan.Check).
-func (r *runner) checkImage(m *stages.Image) error {
+func (r *Runner) checkImage(m *stages.Image) error {
 	if err := m.Check(); err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (r *runner) checkImage(m *stages.Image) error {
 // input are checked and copied. Before decoding it charges the memory budget (see load);
 // release gives the charge back, and is nil when err is not. decoder says how the pixels
 // were decoded, for the report (zero for pixels given as the input).
-func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, decoder Decoded, release func(), err error) {
+func (r *Runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, decoder Decoded, release func(), err error) {
 	if in.Image != nil {
 		if err := r.checkImage(in.Image); err != nil {
 			return nil, Decoded{}, nil, err
@@ -66,9 +66,9 @@ func (r *runner) decodeInto(in Input, alloc stages.Alloc) (img *stages.Image, de
 	return r.decodeLoaded(f, alloc)
 }
 
-// loaded is an input's encoded bytes, whole or to be streamed from its file, with their
+// Loaded is an input's encoded bytes, whole or to be streamed from its file, with their
 // share of the memory budget held.
-type loaded struct {
+type Loaded struct {
 	// data is the whole file; nil for a streamed one.
 	data []byte
 	// head is the file's first bytes (all of data when data is set), which the header
@@ -83,8 +83,8 @@ type loaded struct {
 	release func() // gives the charge back
 }
 
-// drop gives back what f holds, for an input that will not be decoded.
-func (f loaded) drop() {
+// Drop gives back what f holds, for an input that will not be decoded.
+func (f Loaded) Drop() {
 	if f.close != nil {
 		f.close()
 	}
@@ -96,26 +96,26 @@ func (f loaded) drop() {
 // caller's, already in memory: only their decoding is charged. A file is read by
 // readInput, which charges the budget before it reads the file whole or, for a format
 // the decoder streams, leaves it open to be decoded from.
-func (r *runner) load(in Input) (loaded, error) {
+func (r *Runner) load(in Input) (Loaded, error) {
 	if in.Data != nil {
 		need, _, err := r.decodeNeed(in.Data, int64(len(in.Data)), false)
 		if err != nil {
-			return loaded{}, err
+			return Loaded{}, err
 		}
 		release, err := r.mem.acquire(r.ctx, need-int64(len(in.Data)))
 		if err != nil {
-			return loaded{}, err
+			return Loaded{}, err
 		}
-		return loaded{data: in.Data, head: in.Data, size: int64(len(in.Data)), release: release}, nil
+		return Loaded{data: in.Data, head: in.Data, size: int64(len(in.Data)), release: release}, nil
 	}
-	var f loaded
+	var f Loaded
 	var err error
 	t0 := time.Now()
 	switch {
 	case in.Open != nil:
 		f, err = r.readOpened(in)
 	case in.Path == "":
-		return loaded{}, errors.New("input has no path, data or image")
+		return Loaded{}, errors.New("input has no path, data or image")
 	default:
 		f, err = r.readInput(in.Path)
 	}
@@ -127,7 +127,7 @@ func (r *runner) load(in Input) (loaded, error) {
 // charge: it gives it back on failure, and otherwise returns it as release; a streamed
 // file is closed either way. A streamed decode that the run's end stopped returns the
 // context's error, so that the input is dropped (redone by --resume), not failed.
-func (r *runner) decodeLoaded(f loaded, alloc stages.Alloc) (img *stages.Image, decoder Decoded, release func(), err error) {
+func (r *Runner) decodeLoaded(f Loaded, alloc stages.Alloc) (img *stages.Image, decoder Decoded, release func(), err error) {
 	if f.close != nil {
 		defer f.close()
 	}
@@ -169,7 +169,7 @@ func (r *runner) decodeLoaded(f loaded, alloc stages.Alloc) (img *stages.Image, 
 // -1: the whole budget, the safe side. A decoder without Cost (one of the Go API's) is
 // charged the file's bytes only. An image that a stage refuses for its shape (Plan.Check)
 // is an error here, before it is read whole.
-func (r *runner) decodeNeed(head []byte, size int64, canStream bool) (need int64, streamed bool, err error) {
+func (r *Runner) decodeNeed(head []byte, size int64, canStream bool) (need int64, streamed bool, err error) {
 	dec := r.plan.Decode
 	if dec.Cost == nil {
 		return size, false, nil
@@ -198,21 +198,21 @@ func (r *runner) decodeNeed(head []byte, size int64, canStream bool) (need int64
 // pixels could need are refused after reading at most HeadBytes, before the budget is
 // charged: the rest of the file is read only once its decoding (and, unless it is
 // streamed, its bytes) fit in the budget.
-func (r *runner) readInput(path string) (loaded, error) {
+func (r *Runner) readInput(path string) (Loaded, error) {
 	// O_NONBLOCK so that a FIFO (or a file swapped for one since the folder was walked) is
 	// opened without waiting for a writer; the checks below then look at what was opened.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return loaded{}, pathless(err)
+		return Loaded{}, pathless(err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return loaded{}, pathless(err)
+		return Loaded{}, pathless(err)
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return loaded{}, errors.New("not a regular file")
+		return Loaded{}, errors.New("not a regular file")
 	}
 	return r.readLimited(f, fi.Size())
 }
@@ -220,10 +220,10 @@ func (r *runner) readInput(path string) (loaded, error) {
 // readOpened reads an input that Open gives (an object in a bucket) as readInput reads a
 // file: the size limit, the decoder's head check and the memory budget's charge all come
 // before the object is read; it is streamed if the reader can read at offsets.
-func (r *runner) readOpened(in Input) (loaded, error) {
+func (r *Runner) readOpened(in Input) (Loaded, error) {
 	rc, size, err := in.Open(r.ctx)
 	if err != nil {
-		return loaded{}, err
+		return Loaded{}, err
 	}
 	return r.readLimited(rc, size)
 }
@@ -233,7 +233,7 @@ func (r *runner) readOpened(in Input) (loaded, error) {
 // the memory budget, then reads the rest, or, for a file that f can read at offsets
 // (io.ReaderAt: an *os.File) and the decoder streams (decodeNeed), leaves it to the
 // decoder to read.
-func (r *runner) readLimited(f io.ReadCloser, size int64) (l loaded, err error) {
+func (r *Runner) readLimited(f io.ReadCloser, size int64) (l Loaded, err error) {
 	defer func() {
 		if l.close == nil {
 			f.Close()
@@ -241,16 +241,16 @@ func (r *runner) readLimited(f io.ReadCloser, size int64) (l loaded, err error) 
 	}()
 	data, head, release, err := r.readHead(f, size)
 	if err != nil || data != nil {
-		return loaded{data: data, head: head, size: size, release: release}, err
+		return Loaded{data: data, head: head, size: size, release: release}, err
 	}
-	return loaded{head: head, stream: &ctxReaderAt{ctx: r.ctx, r: f.(io.ReaderAt)}, size: size,
+	return Loaded{head: head, stream: &ctxReaderAt{ctx: r.ctx, r: f.(io.ReaderAt)}, size: size,
 		close: func() { f.Close() }, release: release}, nil
 }
 
 // readHead reads the head of an input of the given size from f and charges the memory
 // budget for it (see readLimited); data is the whole input, or nil when it is to be
 // streamed from f.
-func (r *runner) readHead(f io.Reader, size int64) (data, head []byte, release func(), err error) {
+func (r *Runner) readHead(f io.Reader, size int64) (data, head []byte, release func(), err error) {
 	dec := r.plan.Decode
 	limit := dec.MaxFileBytes()
 	if size > limit {

@@ -76,7 +76,7 @@ func TestDecodeNeedChain(t *testing.T) {
 		{"decode | resize width=4000", 4000 * 3000},
 		{"decode | resize width=4000 | resize width=20", 4000 * 3000},
 	} {
-		r := &runner{plan: compileWith(t, Builtin, tc.spec)}
+		r := &Runner{plan: compileWith(t, Builtin, tc.spec)}
 		c, err := r.plan.Decode.Cost(png, int64(len(png)))
 		if err != nil {
 			t.Fatal(err)

@@ -91,10 +91,9 @@ type Decoder struct {
 	// format) and checks it as Decode would before decoding (pixel limit, size, JPEG scan
 	// limit), for a GPU run that may decode the file on the device.
 	Header func(data []byte) (stages.Header, error)
-	// Backend is the decode stage's backend parameter ("auto", "go", "turbo", "nvjpeg"),
-	// which decides where files decode on a GPU run (see deviceDecoder); "" decodes every
-	// file with Decode.
-	Backend string
+	// Backend is the decode stage's backend parameter, which decides where files decode
+	// on a GPU run (package pipeline/gpu); "" decodes every file with Decode.
+	Backend DecodeBackend
 	// CPUJPEG names the CPU's JPEG decoder ("go", "turbo") for the report.
 	CPUJPEG string
 }

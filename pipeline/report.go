@@ -8,6 +8,8 @@ import (
 	"math"
 	"time"
 	"unicode/utf8"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched"
 )
 
 // Status is what became of an input.
@@ -118,7 +120,7 @@ type Summary struct {
 	DeviceReservedBytes int64  `json:"device_reserved_bytes,omitempty"`
 	DevicePeakBytes     int64  `json:"device_peak_bytes,omitempty"`
 	PoolHits            uint64 `json:"pool_hits,omitempty"`
-	// GPUs are each device's figures when the run used several (GPUOptions.Devices). The
+	// GPUs are each device's figures when the run used several (gpu.Options.Devices). The
 	// fields above are then their totals: batches, phase times and memory summed, the
 	// longest device wall, and the overlap of all (Σ device walls ÷ Σ each one's busiest
 	// phase); Device names them all.
@@ -127,13 +129,13 @@ type Summary struct {
 	// large for a slot); their results are the same bits.
 	CPUFallback int `json:"cpu_fallback,omitempty"`
 	// CPUStart counts the inputs of a GPU run that ran wholly on the CPU while its devices
-	// opened (see GPUOptions); their results are the same bits.
+	// opened (see package pipeline/gpu); their results are the same bits.
 	CPUStart int `json:"cpu_start,omitempty"`
 	// SetAside counts the inputs of a GPU run that were set aside for its devices while
 	// they opened, because the device decodes them whole; the CPU took those it would
 	// otherwise have waited for (they count in CPUStart too).
 	SetAside int `json:"set_aside,omitempty"`
-	// GPUNotStarted is set when a run that could choose (GPUOptions.Optional and Inputs)
+	// GPUNotStarted is set when a run that could choose (gpu.Options.Optional and Inputs)
 	// left its GPUs unstarted: the CPU finished it sooner than they would have opened.
 	// Device is "cpu" then. Merged reports set it when one of theirs does.
 	GPUNotStarted bool `json:"gpu_not_started,omitempty"`
@@ -303,4 +305,51 @@ func (rr *reportReader) next() (*ReportLine, error) {
 		return nil, err
 	}
 	return nil, io.EOF
+}
+
+// GPUSummary is one device's share of a run over several (gpu.Options.Devices),
+// in Summary.GPUs.
+type GPUSummary struct {
+	// Device is the device's name, with its ordinal for a GPU: "GPU 2 (NVIDIA H200)".
+	Device string `json:"device"`
+	// Batches and Images are what the device ran.
+	Batches int64 `json:"batches"`
+	Images  int64 `json:"images"`
+	// H2DSeconds, KernelSeconds, D2HSeconds, DeviceWallSeconds and Overlap are the
+	// device's own figures, as Summary's fields of those names are on one device.
+	H2DSeconds        float64 `json:"h2d_s"`
+	KernelSeconds     float64 `json:"kernels_s"`
+	D2HSeconds        float64 `json:"d2h_s"`
+	DeviceWallSeconds float64 `json:"device_wall_s"`
+	Overlap           float64 `json:"overlap_efficiency"`
+}
+
+// AddDeviceStats puts the figures of a run's executors, one per device, into the summary:
+// their totals, and with several devices each one's figures into GPUs.
+func (s *Summary) AddDeviceStats(sts []sched.Stats) {
+	var h2d, kernels, d2h, wall, walls, busiest float64
+	for _, st := range sts {
+		s.Batches += st.Batches
+		h2d += st.H2D.Seconds()
+		kernels += st.Kernels.Seconds()
+		d2h += st.D2H.Seconds()
+		wall = max(wall, st.Wall.Seconds())
+		walls += st.Wall.Seconds()
+		busiest += st.Busiest().Seconds()
+		s.PinnedReservedBytes += st.HostPool.Reserved
+		s.PinnedPeakBytes += st.HostPool.Peak
+		s.DeviceReservedBytes += int64(st.DevicePool.Reserved)
+		s.DevicePeakBytes += int64(st.DevicePool.PeakReserved)
+		s.PoolHits += st.PoolHits()
+		if len(sts) > 1 {
+			s.GPUs = append(s.GPUs, GPUSummary{Device: st.Device, Batches: st.Batches, Images: st.Images,
+				H2DSeconds: round6(st.H2D.Seconds()), KernelSeconds: round6(st.Kernels.Seconds()), D2HSeconds: round6(st.D2H.Seconds()),
+				DeviceWallSeconds: round6(st.Wall.Seconds()), Overlap: round3(st.Overlap())})
+		}
+	}
+	s.H2DSeconds, s.KernelSeconds, s.D2HSeconds = round6(h2d), round6(kernels), round6(d2h)
+	s.DeviceWallSeconds = round6(wall)
+	if busiest > 0 {
+		s.Overlap = round3(walls / busiest)
+	}
 }

@@ -26,7 +26,7 @@ type Options struct {
 	// for an input whose output is staged (see ToFolder), not yet processed: it then holds
 	// only its result while it waits for the inputs before it and for its group's commit.
 	// It bounds memory whatever the number of inputs. 0 means 2×Workers; it is raised to
-	// Workers if lower, and on a GPU to what keeps every slot full (see GPUOptions). The
+	// Workers if lower, and to what keeps the backend busy (BoundBackend.Window). The
 	// reorder buffer that keeps results in input order holds at most ReorderSpan×Window
 	// inputs, so that one slow input (a large photo) does not stop the others.
 	Window int
@@ -45,8 +45,9 @@ type Options struct {
 	// Device names where pixel stages run, for the summary of a CPU run; "" means "cpu".
 	// A GPU run reports its device's name.
 	Device string
-	// GPU, when set, runs the pixel stages on an accelerator (see GPUOptions).
-	GPU *GPUOptions
+	// Backend, when set, runs the pixel stages elsewhere than on the CPU workers: package
+	// pipeline/gpu's Options and Set run them on accelerators. nil runs on the CPU.
+	Backend Backend
 	// Notice, if set, receives the run's one-line notices, such as why a GPU run went to
 	// the CPU. The CLI prints them on stderr.
 	Notice func(msg string)
@@ -78,9 +79,9 @@ var ErrStopped = errors.New("stopped at the first failed input")
 // Run processes every input of src through plan and hands the results to sink. Results
 // reach sink.Done, Progress and the report in input order, whatever the number of workers.
 //
-// With opt.GPU set, the pixel stages run as one device segment on the GPU (see
-// GPUOptions); a plan whose pixel stages cannot all run there (a stage without a GPU
-// implementation, or no pixel stage at all) runs wholly on the CPU, and opt.Notice says
+// With opt.Backend set, the pixel stages run there (on a GPU: as one device segment, see
+// package pipeline/gpu); a plan whose pixel stages cannot all run there (a stage without a
+// GPU implementation, or no pixel stage at all) runs wholly on the CPU, and opt.Notice says
 // so once. Outputs and histograms are the same bits either way.
 //
 // Failures of single inputs are not errors of Run: they are results with Status failed.
@@ -117,26 +118,25 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	if plan.Decode != nil && plan.Decode.Note != "" && opt.Notice != nil {
 		opt.Notice(plan.Decode.Note)
 	}
-	var be backend = cpuBackend{}
-	if opt.GPU != nil {
-		keepsNone := writesOnly(sink)
-		g, err := newGPURun(plan, opt, keepsNone)
+	var be BoundBackend = cpuBackend{}
+	if opt.Backend != nil {
+		b, err := opt.Backend.Bind(plan, opt, writesOnly(sink))
 		if err != nil {
 			return Summary{}, err
 		}
-		if g == nil {
-			opt.GPU = nil // the plan runs on the CPU; newGPURun gave the notice
+		if b == nil {
+			opt.Backend = nil // the plan runs on the CPU; Bind gave the notice
 		} else {
-			be = &gpuBackend{run: g, writesOnly: keepsNone} // it names the devices in the summary, once they are found
-			opt.Window = max(opt.Window, g.window(opt.Workers))
+			be = b
+			opt.Window = max(opt.Window, b.Window(opt.Workers))
 		}
 	}
-	if opt.GPU == nil {
+	if opt.Backend == nil {
 		if err := plan.CheckCPU(); err != nil {
 			return Summary{}, err
 		}
 	}
-	r := &runner{
+	r := &Runner{
 		plan:   plan,
 		src:    src,
 		sink:   sink,
@@ -144,8 +144,8 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		report: newReportWriter(opt.Report, plan.String()),
 		window: make(chan struct{}, opt.Window),
 		order:  make(chan struct{}, ReorderSpan*opt.Window),
-		jobs:   make(chan *item),
-		done:   make(chan *item, opt.Window),
+		jobs:   make(chan *Item),
+		done:   make(chan *Item, opt.Window),
 		stop:   make(chan struct{}),
 	}
 	r.mem = newMemBudget(opt.MemoryBudget)
@@ -155,7 +155,9 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	defer r.cancel(nil)
 
 	var g errgroup.Group
-	if err := be.start(&g, r); err != nil {
+	r.group = &g
+	if err := be.Start(r); err != nil {
+		_ = be.Finish(&r.sum) // it names the devices in the summary; Start's error is the run's
 		r.sum.Phases = r.phases.seconds()
 		r.sum.finish(time.Since(start).Seconds())
 		if rerr := r.report.summary(r.sum); rerr != nil {
@@ -170,7 +172,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 		}
 		return err
 	})
-	groups := make(chan []*item)
+	groups := make(chan []*Item)
 	g.Go(func() error {
 		defer close(groups)
 		r.collect(groups)
@@ -179,7 +181,7 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	g.Go(func() error { return r.reportGroups(ctx, groups) })
 	err := g.Wait()
 
-	if berr := be.finish(&r.sum); berr != nil && err == nil && ctx.Err() == nil {
+	if berr := be.Finish(&r.sum); berr != nil && err == nil && ctx.Err() == nil {
 		err = berr
 	}
 	r.sum.Phases = r.phases.seconds()
@@ -200,8 +202,8 @@ func Run(ctx context.Context, plan *Plan, src Source, sink Sink, opt Options) (S
 	return r.sum, err
 }
 
-// item is one input on its way through a run.
-type item struct {
+// Item is one input on its way through a run.
+type Item struct {
 	idx     int
 	in      Input
 	res     Result
@@ -210,14 +212,14 @@ type item struct {
 	// before reporting the input.
 	staged *stages.Staged
 	// outOfWindow says that the item left the window before it was reported: when collect
-	// got it with its output staged, or when it was set aside for the devices
-	// (gpuaside.go); otherwise reportGroups takes it out once it is reported.
+	// got it with its output staged, or when its backend set it aside (Runner.LeaveWindow);
+	// otherwise reportGroups takes it out once it is reported.
 	outOfWindow bool
-	// setAside says that the input waited for the devices to open (gpuaside.go).
-	setAside bool
 }
 
-type runner struct {
+// Runner is one run as its backend sees it (BoundBackend.Start): its plan, options and
+// channels, and the steps that read, decode, run, store and fail inputs as a CPU run does.
+type Runner struct {
 	mem    *memBudget // nil when off
 	plan   *Plan
 	src    Source
@@ -226,11 +228,12 @@ type runner struct {
 	report *reportWriter
 	ctx    context.Context // cancelled on interrupt or fatal error
 	cancel context.CancelCauseFunc
+	group  *errgroup.Group // the run's goroutines (Go)
 
 	window chan struct{} // one token per input in flight (see Options.Window)
 	order  chan struct{} // one token per input taken and not yet reported (ReorderSpan)
-	jobs   chan *item
-	done   chan *item
+	jobs   chan *Item
+	done   chan *Item
 
 	stop     chan struct{} // closed by StopOnError at the first failure
 	stopOnce sync.Once
@@ -241,19 +244,7 @@ type runner struct {
 	phases phaseClock
 }
 
-// backend is where a run's work happens: CPU workers that each run the whole chain on one
-// input (cpuBackend), or decode and save workers around a device executor (gpuBackend). A
-// backend takes items from runner.jobs and hands every one of them to runner.done, which it
-// closes once it is done.
-type backend interface {
-	// start starts the backend's goroutines in g. An error means nothing was started.
-	start(g *errgroup.Group, r *runner) error
-	// finish runs once every goroutine ended: it releases what the backend holds and puts
-	// its figures into the summary. Its error is a fault of its own (releasing memory).
-	finish(sum *Summary) error
-}
-
-func (r *runner) stopped() bool {
+func (r *Runner) stopped() bool {
 	select {
 	case <-r.stop:
 		return true
@@ -263,7 +254,7 @@ func (r *runner) stopped() bool {
 }
 
 // feed takes inputs from the source while the reorder span and the window have room.
-func (r *runner) feed() error {
+func (r *Runner) feed() error {
 	defer close(r.jobs)
 	for idx := 0; ; idx++ {
 		for _, sem := range []chan struct{}{r.order, r.window} {
@@ -289,7 +280,7 @@ func (r *runner) feed() error {
 			return fmt.Errorf("source: %w", err)
 		}
 		select {
-		case r.jobs <- &item{idx: idx, in: in}:
+		case r.jobs <- &Item{idx: idx, in: in}:
 		case <-r.ctx.Done():
 			return nil
 		}
@@ -299,7 +290,7 @@ func (r *runner) feed() error {
 // fail records a failed input under StopOnError: the run stops taking inputs, and inputs
 // after the earliest failure that have not started are dropped. Inputs before it are still
 // processed, so the report covers every input up to the failure.
-func (r *runner) fail(it *item) {
+func (r *Runner) fail(it *Item) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.failure == nil || it.idx < r.failure.Index {
@@ -310,7 +301,7 @@ func (r *runner) fail(it *item) {
 }
 
 // after reports whether StopOnError has stopped the run at an input before idx.
-func (r *runner) after(idx int) bool {
+func (r *Runner) after(idx int) bool {
 	if !r.stopped() {
 		return false
 	}
@@ -327,13 +318,13 @@ func (r *runner) after(idx int) bool {
 // nothing then but its result and a temporary file; the others leave it once reported, so
 // that the window bounds what a sink that keeps images holds. It drains done to the end,
 // so that no worker is left blocked.
-func (r *runner) collect(groups chan<- []*item) {
-	pending := map[int]*item{}
+func (r *Runner) collect(groups chan<- []*Item) {
+	pending := map[int]*Item{}
 	next := 0
-	var ready []*item // in input order, for the reporter
+	var ready []*Item // in input order, for the reporter
 	done := r.done
 	for done != nil || len(ready) > 0 {
-		var send chan<- []*item
+		var send chan<- []*Item
 		if len(ready) > 0 {
 			send = groups
 		}
@@ -362,7 +353,7 @@ func (r *runner) collect(groups chan<- []*item) {
 // reportGroups commits each group's staged outputs and reports its items, in order. After
 // a fatal error (the report or the sink failed) it drops what comes, staged outputs
 // included, and drains groups to the end.
-func (r *runner) reportGroups(ctx context.Context, groups <-chan []*item) error {
+func (r *Runner) reportGroups(ctx context.Context, groups <-chan []*Item) error {
 	var fatal error
 	for group := range groups {
 		r.commit(group, fatal != nil)
@@ -384,10 +375,10 @@ func (r *runner) reportGroups(ctx context.Context, groups <-chan []*item) error 
 // commit puts the staged outputs of items in place (stagingSink), failing the inputs
 // whose output could not be, or removes them when the run failed (drop) or the item was
 // dropped: an output never lands without its report line.
-func (r *runner) commit(items []*item, drop bool) {
+func (r *Runner) commit(items []*Item, drop bool) {
 	st, _ := r.sink.(stagingSink)
 	var files []stages.Staged
-	var owners []*item
+	var owners []*Item
 	var gone []stages.Staged
 	for _, it := range items {
 		switch {
@@ -420,7 +411,7 @@ func (r *runner) commit(items []*item, drop bool) {
 	r.phases.write.Add(int64(time.Since(t0)))
 }
 
-func (r *runner) emit(ctx context.Context, res *Result) error {
+func (r *Runner) emit(ctx context.Context, res *Result) error {
 	switch res.Status {
 	case StatusOK:
 		r.sum.OK++
@@ -445,7 +436,7 @@ func (r *runner) emit(ctx context.Context, res *Result) error {
 
 // settle finishes an input that needs no work: one the source could not provide (failed)
 // or one an earlier run did (skipped). It reports whether it did.
-func (r *runner) settle(it *item) bool {
+func (r *Runner) settle(it *Item) bool {
 	in := it.in
 	res := &it.res
 	*res = Result{Index: it.idx, Input: in.Name, Size: in.Size, ModTime: in.ModTime}
@@ -484,7 +475,7 @@ func failWith(res *Result, stage string, err error) {
 // a save stage, and sets the result's status. The sink may drop res.Image (ToFolder does)
 // or keep it. enc, when not nil, replaces the save stage's encoder for this output (a GPU
 // run's: encodedBy, deviceJPEG); the sink writes atomically with either.
-func (r *runner) store(it *item, track string, enc *Encoder) {
+func (r *Runner) store(it *Item, track string, enc *Encoder) {
 	res := &it.res
 	stage := "sink"
 	if r.plan.Save != nil {
@@ -524,7 +515,7 @@ func (r *runner) store(it *item, track string, enc *Encoder) {
 	res.Status = StatusOK
 }
 
-func (r *runner) span(track, stage, input string, start time.Time) {
+func (r *Runner) span(track, stage, input string, start time.Time) {
 	if r.opt.Trace != nil {
 		r.opt.Trace.Span(track, stage, start, time.Since(start), map[string]any{"input": input})
 	}

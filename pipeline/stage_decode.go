@@ -49,14 +49,14 @@ max_pixels applies to the full size. The report's decode_scale gives each input'
 			Help: "refuse images with more pixels than this (width×height)"},
 		{Name: "orient", Kind: Bool, Default: true,
 			Help: "apply the JPEG EXIF orientation"},
-		{Name: "backend", Kind: Enum, Default: string(stages.JPEGAuto), Values: decodeBackends(),
+		{Name: "backend", Kind: Enum, Default: string(DecodeAuto), Values: decodeBackends(),
 			Help: "JPEG decoder: auto (turbo if it loads, else go; on a GPU run turbo-cuda, libjpeg-turbo's bytes on the GPU, then nvJPEG's engines), go (same pixels everywhere), turbo (libjpeg-turbo) or nvjpeg (every JPEG nvJPEG takes)"},
 		{Name: "scale", Kind: Enum, Default: "1", Values: decodeScales(),
 			Help: "JPEG DCT scale (libjpeg-turbo only; changes pixels): 1, 1/2, 1/4, 1/8, or auto from the resize that follows"},
 	},
 	NewDecoder: func(p Params) (*Decoder, error) {
-		backend := p.Str("backend")
-		opt := stages.DecodeOptions{MaxPixels: p.Int("max_pixels"), Orient: p.Bool("orient"), JPEG: cpuJPEG(backend)}
+		backend := DecodeBackend(p.Str("backend"))
+		opt := stages.DecodeOptions{MaxPixels: p.Int("max_pixels"), Orient: p.Bool("orient"), JPEG: backend.CPU()}
 		if err := opt.JPEG.Check(); err != nil {
 			return nil, err
 		}
@@ -95,7 +95,7 @@ max_pixels applies to the full size. The report's decode_scale gives each input'
 			m, by, err := stages.DecodeBy(data, o, alloc)
 			d := Decoded{Decoder: string(by.Backend)}
 			if by.Scale > 1 {
-				d.Scale = scaleName(by.Scale)
+				d.Scale = ScaleName(by.Scale)
 			}
 			return m, d, err
 		}

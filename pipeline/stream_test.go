@@ -106,7 +106,7 @@ func TestStreamedInputs(t *testing.T) {
 func TestDecodeNeedStreamed(t *testing.T) {
 	_, png := bigPNG(t)
 	jpg := encode(t, randImage(rand.New(rand.NewSource(2)), 640, 480, 3), "jpeg") // longer than HeadBytes
-	r := &runner{plan: compileWith(t, Builtin, "decode")}
+	r := &Runner{plan: compileWith(t, Builtin, "decode")}
 	withoutFile := func(data []byte) int64 {
 		c, err := r.plan.Decode.Cost(data[:HeadBytes], int64(len(data)))
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/gpu"
 )
 
 // WorkOptions controls a worker.
@@ -72,9 +73,10 @@ func Work(ctx context.Context, js jetstream.JetStream, j *Job, plan *pipeline.Pl
 	w := &worker{js: js, job: j, cons: cons, opt: wo, store: store, inner: sink, inflight: map[int]*entry{}}
 	// The device results name: the GPU's when the run has one (a chain it cannot run
 	// there runs on the CPU and says so once), else the options' or "cpu", as Run has it.
+	o, _ := opt.Backend.(*gpu.Options)
 	switch {
-	case opt.GPU != nil && opt.GPU.Device != nil:
-		w.device = opt.GPU.Device.Name()
+	case o != nil && o.Device != nil:
+		w.device = o.Device.Name()
 	case opt.Device != "":
 		w.device = opt.Device
 	default:

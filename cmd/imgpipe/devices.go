@@ -17,6 +17,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/gpu"
 )
 
 // listDevices lists the GPUs for `imgpipe devices`; tests replace it.
@@ -117,11 +118,11 @@ type target struct {
 }
 
 // countForGPU lets a run under auto leave its GPUs unstarted when the CPU alone finishes
-// sooner (pipeline.GPUOptions.Inputs), which needs a count of its inputs: it counts a
+// sooner (gpu.Options.Inputs), which needs a count of its inputs: it counts a
 // local walk up to limit. With more inputs (a folder with more entries than limit is not
 // walked: its names are cheaper to read than its files' information), or inputs in a
 // bucket, it starts the GPUs at once, as cuda does.
-func countForGPU(ctx context.Context, in *inputs, o *pipeline.GPUOptions, tgt *target, limit int) {
+func countForGPU(ctx context.Context, in *inputs, o *gpu.Options, tgt *target, limit int) {
 	switch {
 	case blobio.IsURL(in.dir), len(in.files) > limit, in.dir != "" && moreEntries(in.dir, limit):
 	default:
@@ -169,9 +170,9 @@ func (t *target) close() error {
 // lists. A GPU that fails to open closes those opened before it. wait waits for the GPUs
 // to finish opening, so that a GPU the driver cannot open is one of the failures above
 // (bench, and the queue worker, which runs many times on them); run does not wait: its
-// GPU run starts on the CPU and finds out meanwhile (pipeline.GPUOptions). cuda starts
+// GPU run starts on the CPU and finds out meanwhile (gpu.Options). cuda starts
 // opening the GPUs at once; auto leaves that to the run, which does not start them when
-// the CPU alone finishes sooner (pipeline.GPUOptions.Inputs).
+// the CPU alone finishes sooner (gpu.Options.Inputs).
 func resolveDevice(device string, gpus pipeline.GPUSet, need string, wait bool, stderr io.Writer) (*target, error) {
 	cpu := &target{}
 	if device == "cpu" { // else auto or cuda: the settings table checked it
@@ -191,7 +192,7 @@ func resolveDevice(device string, gpus pipeline.GPUSet, need string, wait bool, 
 					closeDev()
 				}
 			case device == "cuda":
-				s.Start() // meanwhile the run gets ready; auto leaves it to the run (GPUOptions.Inputs)
+				s.Start() // meanwhile the run gets ready; auto leaves it to the run (gpu.Options.Inputs)
 			}
 		}
 		if err = openErr; err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/gpu"
 	"github.com/imgpipe/imgpipe/pipeline/job"
 )
 
@@ -190,7 +191,7 @@ func TestCountForGPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer in.close()
-			var o pipeline.GPUOptions
+			var o gpu.Options
 			countForGPU(context.Background(), in, &o, &target{devs: []sched.Device{dev}}, tt.limit)
 			if o.Inputs != tt.wantInputs || dev.Started() != tt.started {
 				t.Errorf("inputs %d, started %v; want %d, %v", o.Inputs, dev.Started(), tt.wantInputs, tt.started)

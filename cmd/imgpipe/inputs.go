@@ -107,7 +107,7 @@ func (in *inputs) source() pipeline.Source {
 func (in *inputs) count() int { return in.countUpTo(context.Background(), math.MaxInt-1) }
 
 // gpuCountLimit is the most inputs a run under --device auto counts before it starts (see
-// pipeline.GPUOptions.Inputs); a larger one starts the GPU at once. A local folder's walk
+// gpu.Options.Inputs); a larger one starts the GPU at once. A local folder's walk
 // takes about 5 µs a file (5,400 files in 22-30 ms on the 2-core development machine),
 // and on 16 cores a run of more than 1,000 inputs would need them to cost under 8 ms each
 // for the GPU not to pay (a 12 MP photo's thumbnail costs about 14 ms).

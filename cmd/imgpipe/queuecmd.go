@@ -16,6 +16,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/gpu"
 	"github.com/imgpipe/imgpipe/queue"
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -235,8 +236,8 @@ func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool
 		return err
 	}
 	defer tgt.close()
-	opt := exec.RunOptions(tgt.devs...)
-	if err := pipeline.CheckGPU(plan, opt); err != nil {
+	opt := gpu.RunOptions(exec, tgt.devs...)
+	if err := gpu.Check(plan, opt); err != nil {
 		return usageError("%v", err)
 	}
 	opt.Device = "cpu"

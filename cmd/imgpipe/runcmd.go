@@ -17,6 +17,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/gpu"
 	"github.com/imgpipe/imgpipe/pipeline/job"
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -380,18 +381,19 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 			fmt.Fprintf(stderr, "imgpipe: closing the GPU: %v\n", err)
 		}
 	}()
-	opt := job.Exec.RunOptions(tgt.devs...)
-	if opt.GPU != nil && opt.GPU.Optional && !opt.GPU.Wait {
+	opt := gpu.RunOptions(job.Exec, tgt.devs...)
+	gpuOpt, _ := opt.Backend.(*gpu.Options)
+	if gpuOpt != nil && gpuOpt.Optional && !gpuOpt.Wait {
 		// First, so that a GPU that starts at once (as under cuda) starts as early.
-		countForGPU(cmd.Context(), in, opt.GPU, tgt, gpuCountLimit)
+		countForGPU(cmd.Context(), in, gpuOpt, tgt, gpuCountLimit)
 	}
 	// On a GPU, settings that cannot work together (a batch whose slots do not fit in
 	// --pinned-mb) are usage errors, found before anything is written.
-	if err := pipeline.CheckGPU(plan, opt); err != nil {
+	if err := gpu.Check(plan, opt); err != nil {
 		if errors.Is(err, cudastage.ErrNoSuchGPU) {
 			return noSuchGPU(err)
 		}
-		if errors.Is(err, pipeline.ErrNoDeviceDecoder) && opt.GPU != nil {
+		if errors.Is(err, gpu.ErrNoDeviceDecoder) && gpuOpt != nil {
 			return fatalError("%v", err) // a GPU that cannot load nvJPEG: a runtime problem
 		}
 		return usageError("%v", err)
@@ -461,8 +463,8 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 	}
 
 	count := in.count
-	if opt.GPU != nil && opt.GPU.Inputs > 0 {
-		n := opt.GPU.Inputs // countForGPU walked the inputs already
+	if gpuOpt != nil && gpuOpt.Inputs > 0 {
+		n := gpuOpt.Inputs // countForGPU walked the inputs already
 		count = func() int { return n }
 	}
 	ui := newProgress(stderr, f.quiet, f.progress, count)

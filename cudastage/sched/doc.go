@@ -71,9 +71,9 @@
 // spans that may run at the same time. Two streams
 // already overlap one batch's copies with another's kernels, and three
 // suffice for a full three-stage pipeline. The executor has no defaults: the
-// caller sets Streams, Slots, Batch, SlotBytes and Linger. Package pipeline
-// holds a run's defaults (two streams, batches of 16), and
-// pipeline.DefaultSlots gives Streams+2 slots: one batch per stream on the
+// caller sets Streams, Slots, Batch, SlotBytes and Linger. Packages pipeline
+// and pipeline/gpu hold a run's defaults (two streams, batches of 16), and
+// gpu.DefaultSlots gives Streams+2 slots: one batch per stream on the
 // device, one filling, one held by the consumers.
 //
 // # Threads and errors

@@ -30,8 +30,8 @@ var (
 )
 
 // Limits of Config. The executor has no defaults: the caller sets every
-// field (package pipeline holds the defaults of a run: DefaultStreams,
-// DefaultBatch, DefaultSlots, DefaultSlotBytes, DefaultLinger).
+// field (packages pipeline and pipeline/gpu hold the defaults of a run:
+// DefaultStreams, DefaultBatch; DefaultSlots, DefaultSlotBytes, DefaultLinger).
 const (
 	MaxStreams   = 64
 	MaxSlots     = 256
@@ -50,7 +50,7 @@ type Config struct {
 	// before's D2H.
 	Streams int
 	// Slots is the number of batches in flight, from filling to released, in
-	// [1, MaxSlots]; the caller sets it. pipeline.DefaultSlots gives
+	// [1, MaxSlots]; the caller sets it. gpu.DefaultSlots gives
 	// Streams+2: one per stream on the device, one being filled by decode
 	// workers, and one held by save workers. Memory is bounded by Slots × the
 	// slot size: every buffer is taken from the pools once (the first slot's
@@ -61,7 +61,7 @@ type Config struct {
 	// sets it.
 	Batch int
 	// SlotBytes is a slot's input capacity in bytes, in [Align,
-	// MaxSlotBytes]; the caller sets it (pipeline.DefaultSlotBytes gives room
+	// MaxSlotBytes]; the caller sets it (gpu.DefaultSlotBytes gives room
 	// for Batch 1080p RGB frames). Every buffer of the segment has this
 	// capacity, since no op makes more bytes than it reads.
 	SlotBytes int

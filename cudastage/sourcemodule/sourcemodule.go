@@ -137,7 +137,7 @@ func (c *Context) init(hostBytes, devBytes int64) error {
 func (c *Context) Arch() int { return c.arch }
 
 // Device returns the Context's GPU as the scheduler's device, so that a
-// pipeline can run on the same GPU (pipeline.GPUOptions.Device), for example
+// pipeline can run on the same GPU (pipeline/gpu.Options.Device), for example
 // one with a stage from Module.StageArgs.
 func (c *Context) Device() *cudastage.Device { return c.dev }
 

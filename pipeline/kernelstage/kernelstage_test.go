@@ -1,6 +1,7 @@
 package kernelstage
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -105,8 +106,8 @@ func TestKernelStageCompile(t *testing.T) {
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "col 10: stage kernel runs only on a GPU (a user kernel has no CPU reference): run it with --device cuda") {
 		t.Errorf("CheckCPU: %v", err)
 	}
-	if err := pipeline.CheckGPU(plan, pipeline.Options{}); err == nil || !strings.Contains(err.Error(), "runs only on a GPU") {
-		t.Errorf("CheckGPU without a GPU: %v", err)
+	if _, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(), pipeline.Collect(), pipeline.Options{}); err == nil || !strings.Contains(err.Error(), "runs only on a GPU") {
+		t.Errorf("a run without a GPU: %v", err)
 	}
 	// Compile errors are spec errors with the kernel's file:line.
 	bad := kernelFile(t, "bad.cu", strings.Replace(invertCU, "255 -", "255 - q", 1))

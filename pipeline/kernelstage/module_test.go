@@ -10,6 +10,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sourcemodule"
 	"github.com/imgpipe/imgpipe/cudastage/userkernel"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/gpu"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -92,7 +93,7 @@ func TestGPUStageFromModule(t *testing.T) {
 		want = append(want, inv)
 	}
 	p := pipeline.New().Decode().Then("kernel", mod.StageArgs("invert", userkernel.OutSame)).
-		WithOptions(pipeline.Options{GPU: &pipeline.GPUOptions{Device: c.Device()}})
+		WithOptions(pipeline.Options{Backend: &gpu.Options{Device: c.Device()}})
 	sink := pipeline.Collect()
 	if _, err := p.Run(t.Context(), pipeline.Inputs(inputs...), sink); err != nil {
 		t.Fatal(err)

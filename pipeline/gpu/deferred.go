@@ -1,4 +1,4 @@
-package pipeline
+package gpu
 
 import (
 	"sync/atomic"
@@ -8,17 +8,15 @@ import (
 // Starting a GPU is not free: the driver takes a few tenths of a second to open it, and
 // about as long again to tear it down when the process exits, whether the run used it or
 // not. A run that the CPU finishes sooner is slower with the GPU than without. So under
-// GPUOptions.Optional (--device auto), a run that knows how many inputs it has
-// (GPUOptions.Inputs) runs on the CPU first and starts its devices only once the CPU's own
+// Options.Optional (--device auto), a run that knows how many inputs it has
+// (Options.Inputs) runs on the CPU first and starts its devices only once the CPU's own
 // pace says that it would still need longer than gpuStartCost for the inputs not taken
 // yet (worthStarting). A small folder then never touches the driver.
 
-// gpuStartCost is what starting the GPU costs a run that the CPU could finish alone. On an
-// H200 host the executors were up 0.26-0.40 s after the process started, and the driver's
-// teardown added about 0.17 s at exit; a folder of photo thumbnails broke even at about
-// 600 photos (0.52 s on the CPU alone against 0.51-0.54 s with the GPU in one lease,
-// 0.64-0.66 s against 0.57-0.60 s in another), where the CPU had about half a second of
-// work left once it knew its pace.
+// gpuStartCost is what starting the GPU costs a run that the CPU could finish alone: the
+// executors' start and the driver's teardown at exit, about the CPU's work left where a
+// folder of photo thumbnails broke even (figures in
+// bench/results/2026-12-07-code-comments.md).
 const gpuStartCost = 500 * time.Millisecond
 
 // paceTick is how often a run that has not started its devices looks at its pace again.
@@ -49,7 +47,7 @@ func worthStarting(total, taken, done int64, elapsed time.Duration, workers int)
 // awaitWorth waits until the run's devices are worth starting (worthStarting), reporting
 // true, or until the decode workers are done (drained) or the run ended, reporting false.
 // The pace's clock starts when the first input is taken: the time the process takes to
-// get there (a few milliseconds on the H200 host) is no input's.
+// get there is no input's.
 func (b *gpuBackend) awaitWorth(drained <-chan struct{}) bool {
 	r, p := b.r, &b.pace
 	var start time.Time
@@ -59,7 +57,7 @@ func (b *gpuBackend) awaitWorth(drained <-chan struct{}) bool {
 		select {
 		case <-drained:
 			return false
-		case <-r.ctx.Done():
+		case <-r.Context().Done():
 			return false
 		case <-tick.C:
 		}
@@ -70,7 +68,7 @@ func (b *gpuBackend) awaitWorth(drained <-chan struct{}) bool {
 		case start.IsZero():
 			start = time.Now()
 		}
-		if worthStarting(int64(b.run.inputs), taken, p.done.Load(), time.Since(start), r.opt.Workers) {
+		if worthStarting(int64(b.run.inputs), taken, p.done.Load(), time.Since(start), r.Options().Workers) {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package gpu
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/imgpipe/imgpipe/pipeline"
 	"maps"
 	"math/rand"
 	"os"
@@ -30,12 +31,12 @@ func fakeGPU(t testing.TB, cfg schedtest.FakeConfig) *schedtest.FakeDevice {
 }
 
 // slowInputs are n 64×48 PNGs, enough work that a run can be stopped midway.
-func slowInputs(t testing.TB, n int) []Input {
+func slowInputs(t testing.TB, n int) []pipeline.Input {
 	rng := rand.New(rand.NewSource(5))
 	data := encode(t, randImage(rng, 64, 48, 3), "png")
-	in := make([]Input, n)
+	in := make([]pipeline.Input, n)
 	for i := range in {
-		in[i] = Input{Name: fmt.Sprintf("in/%03d.png", i), Data: data}
+		in[i] = pipeline.Input{Name: fmt.Sprintf("in/%03d.png", i), Data: data}
 	}
 	return in
 }
@@ -44,7 +45,7 @@ func slowInputs(t testing.TB, n int) []Input {
 // no partial output, and ends every goroutine and device allocation.
 func TestGPURunCancel(t *testing.T) {
 	base := runtime.NumGoroutine()
-	plan, err := Compile(mustSteps(t, "decode | blur sigma=2 | save"))
+	plan, err := pipeline.Compile(mustSteps(t, "decode | blur sigma=2 | save"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,13 +55,13 @@ func TestGPURunCancel(t *testing.T) {
 	out := t.TempDir()
 	var report bytes.Buffer
 	n := 0
-	sum, err := Run(ctx, plan, Inputs(slowInputs(t, 300)...), ToFolder(out), Options{Workers: 3, Report: &report,
-		Progress: func(*Result) {
+	sum, err := pipeline.Run(ctx, plan, pipeline.Inputs(slowInputs(t, 300)...), pipeline.ToFolder(out), pipeline.Options{Workers: 3, Report: &report,
+		Progress: func(*pipeline.Result) {
 			if n++; n == 10 {
 				cancel()
 			}
 		},
-		GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10}})
+		Backend: &Options{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10}})
 	if !errors.Is(err, context.Canceled) || !sum.Interrupted || sum.OK < 10 || sum.OK >= 300 {
 		t.Fatalf("err %v, summary %+v", err, sum)
 	}
@@ -78,11 +79,11 @@ func checkOutputsMatchReport(t *testing.T, out, report string, ok int) {
 	lines := reportLines(t, report)
 	listed := map[string]bool{}
 	for _, l := range lines[:len(lines)-1] {
-		var rl ReportLine
+		var rl pipeline.ReportLine
 		if err := json.Unmarshal([]byte(l), &rl); err != nil {
 			t.Fatal(err)
 		}
-		if rl.Status == StatusOK {
+		if rl.Status == pipeline.StatusOK {
 			listed[rl.Output] = true
 		}
 	}
@@ -114,7 +115,7 @@ func checkOutputsMatchReport(t *testing.T, out, report string, ok int) {
 // outputs written before are whole and reported, and everything is released.
 func TestGPURunDeviceFault(t *testing.T) {
 	base := runtime.NumGoroutine()
-	plan, err := Compile(mustSteps(t, "decode | grayscale | blur sigma=1 | save"))
+	plan, err := pipeline.Compile(mustSteps(t, "decode | grayscale | blur sigma=1 | save"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +128,8 @@ func TestGPURunDeviceFault(t *testing.T) {
 	}})
 	out := t.TempDir()
 	var report bytes.Buffer
-	sum, err := Run(context.Background(), plan, Inputs(slowInputs(t, 200)...), ToFolder(out), Options{Workers: 3, Report: &report,
-		GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10}})
+	sum, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(slowInputs(t, 200)...), pipeline.ToFolder(out), pipeline.Options{Workers: 3, Report: &report,
+		Backend: &Options{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10}})
 	if err == nil || !strings.Contains(err.Error(), "device error: fake: batch") || !strings.Contains(err.Error(), "illegal address (injected)") {
 		t.Fatalf("err %v", err)
 	}
@@ -142,21 +143,21 @@ func TestGPURunDeviceFault(t *testing.T) {
 // on_error: fail stops a GPU run at the first failure: every input before it is reported,
 // and after it only inputs that were already in progress (Options.StopOnError), in order.
 func TestGPURunStopOnError(t *testing.T) {
-	plan, err := Compile(mustSteps(t, "decode | grayscale | save"))
+	plan, err := pipeline.Compile(mustSteps(t, "decode | grayscale | save"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := slowInputs(t, 80)
 	in[30].Data = in[30].Data[:50]
 	dev := fakeGPU(t, schedtest.FakeConfig{})
-	sink := Collect()
-	sum, err := Run(context.Background(), plan, Inputs(in...), sink, Options{Workers: 2, StopOnError: true,
-		GPU: &GPUOptions{Device: dev, Batch: 4, SlotBytes: 64 << 10}})
-	if !errors.Is(err, ErrStopped) || !sum.Stopped || sum.Failed != 1 {
+	sink := pipeline.Collect()
+	sum, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(in...), sink, pipeline.Options{Workers: 2, StopOnError: true,
+		Backend: &Options{Device: dev, Batch: 4, SlotBytes: 64 << 10}})
+	if !errors.Is(err, pipeline.ErrStopped) || !sum.Stopped || sum.Failed != 1 {
 		t.Fatalf("err %v, summary %+v", err, sum)
 	}
 	for i, r := range sink.Results {
-		if i <= 30 && r.Index != i || i > 30 && r.Index <= sink.Results[i-1].Index || (r.Index == 30) != (r.Status == StatusFailed) {
+		if i <= 30 && r.Index != i || i > 30 && r.Index <= sink.Results[i-1].Index || (r.Index == 30) != (r.Status == pipeline.StatusFailed) {
 			t.Errorf("result %d: index %d %s", i, r.Index, r.Status)
 		}
 	}
@@ -167,23 +168,23 @@ func TestGPURunStopOnError(t *testing.T) {
 }
 
 func TestGPUOptionsErrors(t *testing.T) {
-	plan, err := Compile(mustSteps(t, "decode | grayscale"))
+	plan, err := pipeline.Compile(mustSteps(t, "decode | grayscale"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dev := fakeGPU(t, schedtest.FakeConfig{MaxDeviceBytes: 1 << 20})
 	tests := []struct {
 		name string
-		gpu  GPUOptions
+		gpu  Options
 		want string
 	}{
-		{"no device", GPUOptions{}, "GPU options without a device"},
-		{"negative", GPUOptions{Device: dev, Streams: -1}, "negative GPU setting"},
-		{"negative linger", GPUOptions{Device: dev, Linger: -time.Millisecond}, "negative GPU setting"},
-		{"batch too big for the budget", GPUOptions{Device: dev, Batch: 4096, PinnedBytes: 1 << 14}, "too small for 4 slots of batch 4096"},
-		{"too many streams", GPUOptions{Device: dev, Streams: 65}, "streams 65 (max 64)"},
-		{"budget too small", GPUOptions{Device: dev, PinnedBytes: 1000}, "budget of 0 MiB is too small for 4 slots of batch 16"},
-		{"device memory", GPUOptions{Device: dev, SlotBytes: 1 << 20}, "device fake: executor on fake: DevAlloc: out of memory"},
+		{"no device", Options{}, "GPU options without a device"},
+		{"negative", Options{Device: dev, Streams: -1}, "negative GPU setting"},
+		{"negative linger", Options{Device: dev, Linger: -time.Millisecond}, "negative GPU setting"},
+		{"batch too big for the budget", Options{Device: dev, Batch: 4096, PinnedBytes: 1 << 14}, "too small for 4 slots of batch 4096"},
+		{"too many streams", Options{Device: dev, Streams: 65}, "streams 65 (max 64)"},
+		{"budget too small", Options{Device: dev, PinnedBytes: 1000}, "budget of 0 MiB is too small for 4 slots of batch 16"},
+		{"device memory", Options{Device: dev, SlotBytes: 1 << 20}, "device fake: executor on fake: DevAlloc: out of memory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,16 +193,16 @@ func TestGPUOptionsErrors(t *testing.T) {
 			// device, without touching it.
 			if tt.name != "device memory" {
 				calls := dev.Calls()
-				if err := CheckGPU(plan, Options{GPU: &gpu}); err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Errorf("CheckGPU: got %v, want %q", err, tt.want)
+				if err := Check(plan, pipeline.Options{Backend: &gpu}); err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("Check: got %v, want %q", err, tt.want)
 				}
 				if after := dev.Calls(); !maps.Equal(after, calls) {
 					t.Errorf("CheckGPU used the device: %v, then %v", calls, after)
 				}
 			}
 			var report bytes.Buffer
-			_, err := Run(context.Background(), plan, Inputs(Input{Name: "a", Image: stages.NewImage(2, 2, 3)}), Collect(),
-				Options{GPU: &gpu, Report: &report})
+			_, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(pipeline.Input{Name: "a", Image: stages.NewImage(2, 2, 3)}), pipeline.Collect(),
+				pipeline.Options{Backend: &gpu, Report: &report})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}
@@ -218,13 +219,17 @@ func TestGPUOptionsErrors(t *testing.T) {
 }
 
 func TestCheckGPUAcceptsGoodSettings(t *testing.T) {
-	plan, err := Compile(mustSteps(t, "decode | grayscale"))
+	plan, err := pipeline.Compile(mustSteps(t, "decode | grayscale"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dev := fakeGPU(t, schedtest.FakeConfig{MaxDeviceBytes: 1 << 30})
-	for _, gpu := range []*GPUOptions{nil, {Device: dev}, {Device: dev, Streams: 4, Batch: 8, PinnedBytes: 256 << 20, Linger: time.Millisecond}} {
-		if err := CheckGPU(plan, Options{GPU: gpu}); err != nil {
+	for _, gpu := range []*Options{nil, {Device: dev}, {Device: dev, Streams: 4, Batch: 8, PinnedBytes: 256 << 20, Linger: time.Millisecond}} {
+		opt := pipeline.Options{}
+		if gpu != nil {
+			opt.Backend = gpu
+		}
+		if err := Check(plan, opt); err != nil {
 			t.Errorf("%+v: %v", gpu, err)
 		}
 	}
@@ -238,11 +243,11 @@ func TestSlotBytesForBudget(t *testing.T) {
 	dev := fakeGPU(t, schedtest.FakeConfig{})
 	for _, spec := range []string{"grayscale | blur | transpose | histogram", "histogram", "blur sigma=3", "resize width=64 height=64 fit=inside"} {
 		for _, budget := range []int64{1 << 20, 5 << 20, 17<<20 + 12345} {
-			steps, err := ParseSpec(spec)
+			steps, err := pipeline.ParseSpec(spec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ops, err := DeviceOps(steps)
+			ops, err := pipeline.DeviceOps(steps)
 			if err != nil {
 				t.Fatal(err)
 			}

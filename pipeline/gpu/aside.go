@@ -1,13 +1,15 @@
-package pipeline
+package gpu
 
 import (
 	"sync"
 	"time"
+
+	"github.com/imgpipe/imgpipe/pipeline"
 )
 
 // While the devices open, an input that the device would decode whole costs the CPU a
-// whole decode, resize and encode if it runs there (15 ms for a photo on an H200 host),
-// and a few tenths of a millisecond once the device is up. An input that needs CPU work
+// whole decode, resize and encode if it runs there, and a small fraction of that once the
+// device is up (figures in bench/results/2026-12-07-code-comments.md). An input that needs CPU work
 // on either path (a progressive JPEG, a format the device does not decode) costs about
 // the same on both. So the decode workers spend the start on the second kind: they read
 // each input's header and set the first kind aside for the device (setAside), and run
@@ -24,11 +26,11 @@ import (
 // asideList is a first-in first-out list of set-aside inputs, safe for concurrent use.
 type asideList struct {
 	mu    sync.Mutex
-	items []*item
+	items []*pipeline.Item
 	head  int
 }
 
-func (l *asideList) push(it *item) {
+func (l *asideList) push(it *pipeline.Item) {
 	l.mu.Lock()
 	l.items = append(l.items, it)
 	l.mu.Unlock()
@@ -41,7 +43,7 @@ func (l *asideList) len() int {
 }
 
 // pop returns the oldest input, or nil when there is none.
-func (l *asideList) pop() *item {
+func (l *asideList) pop() *pipeline.Item {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.head == len(l.items) {
@@ -67,7 +69,7 @@ const stealWait = 2 * time.Millisecond
 // are up (or failed to open) the set-aside inputs go first. Before, the source's go first,
 // and a set-aside input is taken when the source has none for stealWait, or has ended: the
 // CPU runs it rather than wait.
-func (b *gpuBackend) next() *item {
+func (b *gpuBackend) next() *pipeline.Item {
 	for {
 		opening := b.opening()
 		if !opening {
@@ -76,7 +78,7 @@ func (b *gpuBackend) next() *item {
 			}
 		}
 		select {
-		case it, ok := <-b.r.jobs:
+		case it, ok := <-b.r.Jobs():
 			return b.fromSource(it, ok)
 		default:
 		}
@@ -89,7 +91,7 @@ func (b *gpuBackend) next() *item {
 			}
 		}
 		select {
-		case it, ok := <-b.r.jobs:
+		case it, ok := <-b.r.Jobs():
 			return b.fromSource(it, ok)
 		case <-up: // the set-aside inputs go to the devices now
 		case <-steal:
@@ -102,7 +104,7 @@ func (b *gpuBackend) next() *item {
 
 // fromSource returns an input received from the source, counting it (pace), or when the
 // source has ended (!ok), a set-aside input (nil when none is left).
-func (b *gpuBackend) fromSource(it *item, ok bool) *item {
+func (b *gpuBackend) fromSource(it *pipeline.Item, ok bool) *pipeline.Item {
 	if !ok {
 		return b.aside.pop()
 	}
@@ -116,25 +118,24 @@ func (b *gpuBackend) fromSource(it *item, ok bool) *item {
 // (routeFile, without the rewrite of a progressive file, which is CPU work). finished
 // reports an input that needs no more work: failed reading its header, dropped because the
 // run is ending, or settled (skipped, or failed by its source).
-func (b *gpuBackend) setAside(it *item, w *worker) (aside, finished bool) {
-	r := b.r
-	if !b.writesOnly || it.setAside || b.run.files == nil || r.plan.Load != nil || it.in.Image != nil ||
-		it.in.Open != nil || (it.in.Data == nil && it.in.Path == "") || !b.opening() || !isClosed(b.started) {
+func (b *gpuBackend) setAside(it *pipeline.Item, w *worker) (aside, finished bool) {
+	r, in := b.r, it.Input()
+	if !b.writesOnly || it.OutOfWindow() || b.run.files == nil || r.Plan().Load != nil || in.Image != nil ||
+		in.Open != nil || (in.Data == nil && in.Path == "") || !b.opening() || !isClosed(b.started) {
 		return false, false
 	}
-	if r.settle(it) {
+	if r.Settle(it) {
 		return false, true
 	}
 	f, df, done := b.routeFile(it, w, false)
 	if done {
 		return false, true
 	}
-	f.drop()
+	f.Drop()
 	if df == nil {
 		return false, false
 	}
-	it.setAside, it.outOfWindow = true, true
-	<-r.window
+	r.LeaveWindow(it)
 	b.aside.push(it)
 	b.setAsideN.Add(1)
 	return true, false

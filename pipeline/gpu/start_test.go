@@ -1,10 +1,11 @@
-package pipeline
+package gpu
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/imgpipe/imgpipe/pipeline"
 	"io"
 	"math/rand"
 	"os"
@@ -26,16 +27,16 @@ import (
 func TestGPUStartsOnCPU(t *testing.T) {
 	const n = 40
 	rng := rand.New(rand.NewSource(9))
-	inputs := make([]Input, n)
+	inputs := make([]pipeline.Input, n)
 	for i := range inputs {
-		inputs[i] = Input{Name: fmt.Sprintf("in/%02d.png", i), Data: encode(t, randImage(rng, 20+i, 17, 3), "png")}
+		inputs[i] = pipeline.Input{Name: fmt.Sprintf("in/%02d.png", i), Data: encode(t, randImage(rng, 20+i, 17, 3), "png")}
 	}
-	plan, err := Compile(mustSteps(t, "decode | blur sigma=1.5 | save"))
+	plan, err := pipeline.Compile(mustSteps(t, "decode | blur sigma=1.5 | save"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cpuOut := t.TempDir()
-	if _, err := Run(context.Background(), plan, Inputs(inputs...), ToFolder(cpuOut), Options{Workers: 2}); err != nil {
+	if _, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(inputs...), pipeline.ToFolder(cpuOut), pipeline.Options{Workers: 2}); err != nil {
 		t.Fatal(err)
 	}
 	openFailed := errors.New("CUDA_ERROR_DEVICE_UNAVAILABLE")
@@ -46,7 +47,7 @@ func TestGPUStartsOnCPU(t *testing.T) {
 		openErr   error // the device fails to open with it
 		optional  bool
 		interrupt bool
-		wait      bool // GPUOptions.Wait: the device opens 20 ms into the run
+		wait      bool // Options.Wait: the device opens 20 ms into the run
 		// gate holds back the inputs after the first at until the run ends ("end") or gives
 		// its notice ("notice"): until the device's failure is known.
 		gate string
@@ -86,13 +87,13 @@ func TestGPUStartsOnCPU(t *testing.T) {
 				time.AfterFunc(20*time.Millisecond, func() { close(opened) })
 			}
 			reported := 0
-			sum, err := Run(ctx, plan, src, ToFolder(out), Options{Workers: 2, Report: &report,
+			sum, err := pipeline.Run(ctx, plan, src, pipeline.ToFolder(out), pipeline.Options{Workers: 2, Report: &report,
 				Notice: func(msg string) {
 					if notices = append(notices, msg); len(notices) == 1 {
 						close(noticed)
 					}
 				},
-				Progress: func(*Result) {
+				Progress: func(*pipeline.Result) {
 					if reported++; reported == tt.at {
 						if tt.interrupt {
 							cancel()
@@ -100,7 +101,7 @@ func TestGPUStartsOnCPU(t *testing.T) {
 						close(opened)
 					}
 				},
-				GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10, Optional: tt.optional, Wait: tt.wait}})
+				Backend: &Options{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10, Optional: tt.optional, Wait: tt.wait}})
 			switch {
 			case tt.wantErr == nil && err != nil, tt.wantErr != nil && !errors.Is(err, tt.wantErr):
 				t.Fatalf("Run = %v, want %v", err, tt.wantErr)
@@ -145,22 +146,22 @@ func TestGPUStartsOnCPU(t *testing.T) {
 // gatedSource yields in, holding back those after the first at until gate is closed; once
 // the run ends, it ends too.
 type gatedSource struct {
-	in   []Input
+	in   []pipeline.Input
 	at   int
 	gate chan struct{} // nil: no gate
 	i    int
 }
 
-func (s *gatedSource) Next(ctx context.Context) (Input, error) {
+func (s *gatedSource) Next(ctx context.Context) (pipeline.Input, error) {
 	if s.i == s.at && s.gate != nil {
 		select {
 		case <-s.gate:
 		case <-ctx.Done():
-			return Input{}, io.EOF
+			return pipeline.Input{}, io.EOF
 		}
 	}
 	if s.i == len(s.in) {
-		return Input{}, io.EOF
+		return pipeline.Input{}, io.EOF
 	}
 	s.i++
 	return s.in[s.i-1], nil

@@ -1,9 +1,10 @@
-package pipeline
+package gpu
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/imgpipe/imgpipe/pipeline"
 	"io"
 	"math/rand"
 	"os"
@@ -52,19 +53,19 @@ func TestWorthStarting(t *testing.T) {
 // happens, and every goroutine ends.
 func TestDeferredGPUStart(t *testing.T) {
 	rng := rand.New(rand.NewSource(6))
-	inputs := make([]Input, 12)
+	inputs := make([]pipeline.Input, 12)
 	for i := range inputs {
-		inputs[i] = Input{Name: fmt.Sprintf("in/%02d.png", i), Data: encode(t, randImage(rng, 20+i, 15, 3), "png")}
+		inputs[i] = pipeline.Input{Name: fmt.Sprintf("in/%02d.png", i), Data: encode(t, randImage(rng, 20+i, 15, 3), "png")}
 	}
 	n := len(inputs)
-	plan := compileWith(t, Builtin, "decode | flip axis=h | save format=png")
+	plan := compileWith(t, pipeline.Builtin, "decode | flip axis=h | save format=png")
 	cpuOut := t.TempDir()
-	if _, err := Run(context.Background(), plan, Inputs(inputs...), ToFolder(cpuOut), Options{Workers: 2}); err != nil {
+	if _, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(inputs...), pipeline.ToFolder(cpuOut), pipeline.Options{Workers: 2}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name           string
-		inputs         int // GPUOptions.Inputs
+		inputs         int // Options.Inputs
 		optional, wait bool
 		// slow makes every input wait, when read, for the device to be started (or 10 s).
 		slow    bool
@@ -86,9 +87,9 @@ func TestDeferredGPUStart(t *testing.T) {
 			dev := fakeGPU(t, schedtest.FakeConfig{Opened: opened})
 			in := inputs
 			if tt.slow {
-				in = make([]Input, n)
+				in = make([]pipeline.Input, n)
 				for i, x := range inputs {
-					in[i] = Input{Name: x.Name, Open: func(context.Context) (io.ReadCloser, int64, error) {
+					in[i] = pipeline.Input{Name: x.Name, Open: func(context.Context) (io.ReadCloser, int64, error) {
 						for deadline := time.Now().Add(10 * time.Second); !dev.Started() && time.Now().Before(deadline); {
 							time.Sleep(time.Millisecond)
 						}
@@ -99,8 +100,8 @@ func TestDeferredGPUStart(t *testing.T) {
 			out := t.TempDir()
 			// As many workers as inputs: they take every input at once, so that however slow
 			// the machine, the small run has none left for the GPU.
-			sum, err := Run(context.Background(), plan, Inputs(in...), ToFolder(out), Options{Workers: n, Notice: func(string) {},
-				GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 2, SlotBytes: 64 << 10, Optional: tt.optional, Wait: tt.wait, Inputs: tt.inputs}})
+			sum, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(in...), pipeline.ToFolder(out), pipeline.Options{Workers: n, Notice: func(string) {},
+				Backend: &Options{Device: dev, Streams: 2, Batch: 2, SlotBytes: 64 << 10, Optional: tt.optional, Wait: tt.wait, Inputs: tt.inputs}})
 			if err != nil || sum.OK != n {
 				t.Fatalf("Run = %v: %d ok, want %d", err, sum.OK, n)
 			}

@@ -1,7 +1,8 @@
-package pipeline
+package gpu
 
 import (
 	"bytes"
+	"github.com/imgpipe/imgpipe/pipeline"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -14,11 +15,11 @@ import (
 // randomArrays are .npy inputs of odd shapes (0-d, a zero-length axis, lengths either
 // side of 256 and 65536, one too large for the test's slots) with NaN, ±Inf, ±0 and
 // subnormals among random values, and a file that is not an array.
-func randomArrays(t *testing.T, rng *rand.Rand) []Input {
+func randomArrays(t *testing.T, rng *rand.Rand) []pipeline.Input {
 	t.Helper()
 	shapes := [][]int{{}, {1}, {3, 0}, {255}, {256}, {257}, {7, 11, 13}, {65537}, {2, 70000}, {1, 1, 1, 5}}
 	specials := []float32{float32(math.NaN()), f32Inf, -f32Inf, 0, float32(math.Copysign(0, -1)), 1e-45, -3e-39}
-	var in []Input
+	var in []pipeline.Input
 	for i, sh := range shapes {
 		n := 1
 		for _, d := range sh {
@@ -31,9 +32,9 @@ func randomArrays(t *testing.T, rng *rand.Rand) []Input {
 				x[j] = specials[rng.IntN(len(specials))]
 			}
 		}
-		in = append(in, Input{Name: strings.Repeat("a", i+1) + ".npy", Data: npyBytes(t, sh, x)})
+		in = append(in, pipeline.Input{Name: strings.Repeat("a", i+1) + ".npy", Data: npyBytes(t, sh, x)})
 	}
-	return append(in, Input{Name: "bad.npy", Data: []byte("not an array")})
+	return append(in, pipeline.Input{Name: "bad.npy", Data: []byte("not an array")})
 }
 
 // A GPU run of an array chain (on the fake device, which runs each op's reference) gives
@@ -49,7 +50,7 @@ func TestGPUArrayRunMatchesCPU(t *testing.T) {
 	} {
 		t.Run(spec, func(t *testing.T) {
 			plan := mustArrayPlan(t, spec)
-			gpu := &GPUOptions{Device: fakeGPU(t, schedtest.FakeConfig{}), Streams: 2, Batch: 3, SlotBytes: 512 << 10, Linger: time.Millisecond}
+			gpu := &Options{Device: fakeGPU(t, schedtest.FakeConfig{}), Streams: 2, Batch: 3, SlotBytes: 512 << 10, Linger: time.Millisecond}
 			cpu, dev, cpuRep, devRep, sum := runBoth(t, plan, inputs, gpu, 3)
 			if sum.CPUFallback != 2 { // {3, 0} and {2, 70000}
 				t.Errorf("%d arrays ran on the CPU path, want 2", sum.CPUFallback)

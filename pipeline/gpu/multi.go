@@ -1,4 +1,4 @@
-package pipeline
+package gpu
 
 import (
 	"context"
@@ -9,12 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/pipeline"
 )
 
-// A run over several devices (GPUOptions.Devices) has one executor per device, each with
+// A run over several devices (Options.Devices) has one executor per device, each with
 // its own streams, slots and codecs, and shares the decode and save workers. An input goes
 // to whichever executor can take it now (sched.Config.Room): no static split, so a slower
 // or busier device, whose slots come back later, takes less. When none can, the decode
@@ -22,7 +21,7 @@ import (
 // one device: the run's context stops the others.
 
 // devices are the accelerators of o: Device, or Devices.
-func (o *GPUOptions) devices() ([]sched.Device, error) {
+func (o *Options) devices() ([]sched.Device, error) {
 	switch {
 	case o.Device != nil && len(o.Devices) > 0:
 		return nil, errors.New("run: GPU options with both Device and Devices")
@@ -32,8 +31,6 @@ func (o *GPUOptions) devices() ([]sched.Device, error) {
 		return nil, errors.New("run: GPU options without a device")
 	case slices.Contains(o.Devices, nil):
 		return nil, errors.New("run: GPU options with a nil device among Devices")
-	case len(o.Devices) > 1 && (o.HostPool != nil || o.DevicePool != nil):
-		return nil, errors.New("run: HostPool and DevicePool belong to one device, not to several Devices")
 	}
 	return o.Devices, nil
 }
@@ -50,7 +47,7 @@ func (g *gpuRun) name() string {
 
 // sameOnEvery checks that every device runs ops, the first device's segment, and decodes
 // files as the first does: one plan, checked once, runs on each of them.
-func sameOnEvery(plan *Plan, devs []sched.Device, ops []sched.Op, encode bool) error {
+func sameOnEvery(plan *pipeline.Plan, devs []sched.Device, ops []sched.Op, encode bool) error {
 	first, err := fileDecoderFor(plan, devs[0])
 	if err != nil {
 		return err
@@ -97,9 +94,12 @@ func startExecutors(ctx context.Context, run *gpuRun, trace sched.Tracer) (*exec
 		x.room = make(chan struct{})
 		cfg.Room = x.freed
 	}
-	// One device after another: starting them at once measured no faster on two H200s
-	// (their JPEG decoders' set-up does not run in parallel).
-	for _, dev := range run.devs {
+	// One device after another: starting them at once was no faster, since their JPEG
+	// decoders' set-up does not run in parallel (bench/results/2026-12-07-code-comments.md).
+	for i, dev := range run.devs {
+		if run.pools != nil {
+			cfg.HostPool, cfg.DevicePool = run.pools[i].host, run.pools[i].dev
+		}
 		e, err := sched.New(ctx, dev, cfg)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("device %s: %w", dev.Name(), err), x.close())
@@ -157,7 +157,7 @@ func (x *executors) reserve(ctx context.Context, try func(*sched.Executor) (*sch
 }
 
 // results is every executor's results on one channel, closed once all of theirs are.
-func (x *executors) results(g *errgroup.Group) <-chan *sched.Result {
+func (x *executors) results(r *pipeline.Runner) <-chan *sched.Result {
 	if len(x.list) == 1 {
 		return x.list[0].Results()
 	}
@@ -165,7 +165,7 @@ func (x *executors) results(g *errgroup.Group) <-chan *sched.Result {
 	var fwd sync.WaitGroup
 	for _, e := range x.list {
 		fwd.Add(1)
-		g.Go(func() error {
+		r.Go(func() error {
 			defer fwd.Done()
 			for sr := range e.Results() {
 				out <- sr // the save workers take every result until out is closed
@@ -173,7 +173,7 @@ func (x *executors) results(g *errgroup.Group) <-chan *sched.Result {
 			return nil
 		})
 	}
-	g.Go(func() error {
+	r.Go(func() error {
 		fwd.Wait()
 		close(out)
 		return nil
@@ -213,51 +213,4 @@ func (x *executors) close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// GPUSummary is one device's share of a run over several (GPUOptions.Devices), in
-// Summary.GPUs.
-type GPUSummary struct {
-	// Device is the device's name, with its ordinal for a GPU: "GPU 2 (NVIDIA H200)".
-	Device string `json:"device"`
-	// Batches and Images are what the device ran.
-	Batches int64 `json:"batches"`
-	Images  int64 `json:"images"`
-	// H2DSeconds, KernelSeconds, D2HSeconds, DeviceWallSeconds and Overlap are the
-	// device's own figures, as Summary's fields of those names are on one device.
-	H2DSeconds        float64 `json:"h2d_s"`
-	KernelSeconds     float64 `json:"kernels_s"`
-	D2HSeconds        float64 `json:"d2h_s"`
-	DeviceWallSeconds float64 `json:"device_wall_s"`
-	Overlap           float64 `json:"overlap_efficiency"`
-}
-
-// gpuStats puts the executors' totals into the summary, and with several devices each
-// one's figures into GPUs.
-func (s *Summary) gpuStats(sts []sched.Stats) {
-	var h2d, kernels, d2h, wall, walls, busiest float64
-	for _, st := range sts {
-		s.Batches += st.Batches
-		h2d += st.H2D.Seconds()
-		kernels += st.Kernels.Seconds()
-		d2h += st.D2H.Seconds()
-		wall = max(wall, st.Wall.Seconds())
-		walls += st.Wall.Seconds()
-		busiest += st.Busiest().Seconds()
-		s.PinnedReservedBytes += st.HostPool.Reserved
-		s.PinnedPeakBytes += st.HostPool.Peak
-		s.DeviceReservedBytes += int64(st.DevicePool.Reserved)
-		s.DevicePeakBytes += int64(st.DevicePool.PeakReserved)
-		s.PoolHits += st.PoolHits()
-		if len(sts) > 1 {
-			s.GPUs = append(s.GPUs, GPUSummary{Device: st.Device, Batches: st.Batches, Images: st.Images,
-				H2DSeconds: round6(st.H2D.Seconds()), KernelSeconds: round6(st.Kernels.Seconds()), D2HSeconds: round6(st.D2H.Seconds()),
-				DeviceWallSeconds: round6(st.Wall.Seconds()), Overlap: round3(st.Overlap())})
-		}
-	}
-	s.H2DSeconds, s.KernelSeconds, s.D2HSeconds = round6(h2d), round6(kernels), round6(d2h)
-	s.DeviceWallSeconds = round6(wall)
-	if busiest > 0 {
-		s.Overlap = round3(walls / busiest)
-	}
 }

@@ -1,4 +1,4 @@
-package pipeline
+package gpu
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/imgpipe/imgpipe/pipeline"
 	"io"
 	"math/rand"
 	"os"
@@ -29,7 +30,7 @@ func TestSetAsideWhileOpening(t *testing.T) {
 		t.Skip("libjpeg-turbo not usable here")
 	}
 	rng := rand.New(rand.NewSource(3))
-	var inputs []Input
+	var inputs []pipeline.Input
 	baseline := 0
 	for i := range 12 {
 		name, data := fmt.Sprintf("in/%02d.jpg", i), encode(t, randImage(rng, 30+i, 21, 3), "jpeg")
@@ -37,7 +38,7 @@ func TestSetAsideWhileOpening(t *testing.T) {
 		case 0, 1: // baseline: the device decodes them whole
 			baseline++
 		case 2: // progressive at full size: the CPU decodes it
-			p, err := os.ReadFile(filepath.Join("..", "stages", "testdata", "progressive", []string{"p420", "p444", "gray"}[i/4]+".jpg"))
+			p, err := os.ReadFile(filepath.Join("..", "..", "stages", "testdata", "progressive", []string{"p420", "p444", "gray"}[i/4]+".jpg"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,14 +46,14 @@ func TestSetAsideWhileOpening(t *testing.T) {
 		case 3:
 			name, data = fmt.Sprintf("in/%02d.png", i), encode(t, randImage(rng, 30+i, 21, 3), "png")
 		}
-		inputs = append(inputs, Input{Name: name, Data: data})
+		inputs = append(inputs, pipeline.Input{Name: name, Data: data})
 	}
 	bad := encode(t, randImage(rng, 9, 9, 3), "jpeg")
-	inputs = append(inputs, Input{Name: "in/bad.jpg", Data: bad[:40]}) // its header is cut short
+	inputs = append(inputs, pipeline.Input{Name: "in/bad.jpg", Data: bad[:40]}) // its header is cut short
 	n := len(inputs)
-	plan := compileWith(t, Builtin, "decode | flip axis=h | save format=png")
+	plan := compileWith(t, pipeline.Builtin, "decode | flip axis=h | save format=png")
 	cpuOut := t.TempDir()
-	if _, err := Run(context.Background(), plan, Inputs(inputs...), ToFolder(cpuOut), Options{Workers: 2}); err != nil {
+	if _, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(inputs...), pipeline.ToFolder(cpuOut), pipeline.Options{Workers: 2}); err != nil {
 		t.Fatal(err)
 	}
 	openFailed := errors.New("CUDA_ERROR_DEVICE_UNAVAILABLE")
@@ -88,27 +89,27 @@ func TestSetAsideWhileOpening(t *testing.T) {
 			var reads atomic.Int64
 			in := inputs
 			if tt.objects {
-				in = make([]Input, len(inputs))
+				in = make([]pipeline.Input, len(inputs))
 				for i, x := range inputs {
-					in[i] = Input{Name: x.Name, Open: func(context.Context) (io.ReadCloser, int64, error) {
+					in[i] = pipeline.Input{Name: x.Name, Open: func(context.Context) (io.ReadCloser, int64, error) {
 						reads.Add(1)
 						return io.NopCloser(bytes.NewReader(x.Data)), int64(len(x.Data)), nil
 					}}
 				}
 			}
-			var src Source = Inputs(in...)
+			var src pipeline.Source = pipeline.Inputs(in...)
 			if tt.open == "source end" {
 				src = &endSignal{Source: src, end: opened}
 			}
 			out := t.TempDir()
-			var sink Sink = ToFolder(out)
+			var sink pipeline.Sink = pipeline.ToFolder(out)
 			if tt.keep {
-				sink = Collect()
+				sink = pipeline.Collect()
 			}
 			var report bytes.Buffer
 			reported := 0
-			sum, err := Run(ctx, plan, src, sink, Options{Workers: 2, Report: &report, Notice: func(string) {},
-				Progress: func(*Result) {
+			sum, err := pipeline.Run(ctx, plan, src, sink, pipeline.Options{Workers: 2, Report: &report, Notice: func(string) {},
+				Progress: func(*pipeline.Result) {
 					reported++
 					switch {
 					case tt.open == "never" && reported == 1:
@@ -117,7 +118,7 @@ func TestSetAsideWhileOpening(t *testing.T) {
 						close(opened)
 					}
 				},
-				GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 2, SlotBytes: 64 << 10, Optional: tt.optional}})
+				Backend: &Options{Device: dev, Streams: 2, Batch: 2, SlotBytes: 64 << 10, Optional: tt.optional}})
 			if tt.open == "never" {
 				if !errors.Is(err, context.Canceled) || !sum.Interrupted {
 					t.Fatalf("Run = %v (interrupted %v), want interrupted", err, sum.Interrupted)
@@ -144,8 +145,8 @@ func TestSetAsideWhileOpening(t *testing.T) {
 			// by turbo-cuda or on the CPU, the others on the CPU.
 			checkOutputsMatchReport(t, out, report.String(), sum.OK)
 			for _, l := range reportLines(t, report.String()) {
-				var rl ReportLine
-				if err := json.Unmarshal([]byte(l), &rl); err != nil || rl.Status != StatusOK {
+				var rl pipeline.ReportLine
+				if err := json.Unmarshal([]byte(l), &rl); err != nil || rl.Status != pipeline.StatusOK {
 					continue
 				}
 				got, _ := os.ReadFile(filepath.Join(out, rl.Output))
@@ -164,12 +165,12 @@ func TestSetAsideWhileOpening(t *testing.T) {
 
 // endSignal is a source that closes end when it is read to its end.
 type endSignal struct {
-	Source
+	pipeline.Source
 	end  chan struct{}
 	done bool
 }
 
-func (s *endSignal) Next(ctx context.Context) (Input, error) {
+func (s *endSignal) Next(ctx context.Context) (pipeline.Input, error) {
 	in, err := s.Source.Next(ctx)
 	if errors.Is(err, io.EOF) && !s.done {
 		s.done = true
@@ -186,15 +187,15 @@ func TestSetAsideStopOnError(t *testing.T) {
 	}
 	base := runtime.NumGoroutine()
 	rng := rand.New(rand.NewSource(4))
-	inputs := make([]Input, 40)
+	inputs := make([]pipeline.Input, 40)
 	for i := range inputs {
-		inputs[i] = Input{Name: fmt.Sprintf("in/%02d.jpg", i), Data: encode(t, randImage(rng, 24+i, 17, 3), "jpeg")}
+		inputs[i] = pipeline.Input{Name: fmt.Sprintf("in/%02d.jpg", i), Data: encode(t, randImage(rng, 24+i, 17, 3), "jpeg")}
 	}
 	const bad = 10
 	inputs[bad].Data = inputs[bad].Data[:40]
-	plan := compileWith(t, Builtin, "decode | flip axis=v | save format=png")
+	plan := compileWith(t, pipeline.Builtin, "decode | flip axis=v | save format=png")
 	cpuOut := t.TempDir()
-	if _, err := Run(context.Background(), plan, Inputs(inputs...), ToFolder(cpuOut), Options{Workers: 2}); err != nil {
+	if _, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(inputs...), pipeline.ToFolder(cpuOut), pipeline.Options{Workers: 2}); err != nil {
 		t.Fatal(err)
 	}
 	opened := make(chan struct{})
@@ -202,24 +203,24 @@ func TestSetAsideStopOnError(t *testing.T) {
 	out := t.TempDir()
 	var report bytes.Buffer
 	reported := 0
-	sum, err := Run(context.Background(), plan, Inputs(inputs...), ToFolder(out), Options{Workers: 2, StopOnError: true, Report: &report,
-		Progress: func(*Result) {
+	sum, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(inputs...), pipeline.ToFolder(out), pipeline.Options{Workers: 2, StopOnError: true, Report: &report,
+		Progress: func(*pipeline.Result) {
 			if reported++; reported == 1 {
 				close(opened)
 			}
 		},
-		GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 2, SlotBytes: 64 << 10}})
-	if !errors.Is(err, ErrStopped) || !sum.Stopped || sum.Failed != 1 || sum.SetAside == 0 {
+		Backend: &Options{Device: dev, Streams: 2, Batch: 2, SlotBytes: 64 << 10}})
+	if !errors.Is(err, pipeline.ErrStopped) || !sum.Stopped || sum.Failed != 1 || sum.SetAside == 0 {
 		t.Fatalf("Run = %v, summary %+v: want stopped at one failure, with inputs set aside", err, sum)
 	}
 	var names []string
 	for _, l := range reportLines(t, report.String()) {
-		var rl ReportLine
+		var rl pipeline.ReportLine
 		if err := json.Unmarshal([]byte(l), &rl); err != nil || rl.Input == "" {
 			continue
 		}
 		names = append(names, rl.Input)
-		if rl.Status == StatusOK {
+		if rl.Status == pipeline.StatusOK {
 			got, _ := os.ReadFile(filepath.Join(out, rl.Output))
 			want, err := os.ReadFile(filepath.Join(cpuOut, rl.Output))
 			if err != nil || !bytes.Equal(got, want) {

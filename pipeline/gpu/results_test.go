@@ -1,10 +1,11 @@
-package pipeline
+package gpu
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/imgpipe/imgpipe/pipeline"
 	"image"
 	"math/rand"
 	"regexp"
@@ -21,10 +22,10 @@ import (
 
 // mixedInputs are images of many shapes (1×1 and lines included) as PNG, JPEG and pixels
 // (RGB and gray), plus inputs that fail: a corrupt file, one the source could not read.
-func mixedInputs(t testing.TB, rng *rand.Rand, n int) []Input {
+func mixedInputs(t testing.TB, rng *rand.Rand, n int) []pipeline.Input {
 	t.Helper()
 	sizes := [][2]int{{1, 1}, {1, 7}, {9, 1}, {17, 9}, {33, 65}, {64, 48}, {5, 3}}
-	var in []Input
+	var in []pipeline.Input
 	for i := 0; i < n; i++ {
 		s := sizes[i%len(sizes)]
 		if i >= len(sizes) {
@@ -33,18 +34,18 @@ func mixedInputs(t testing.TB, rng *rand.Rand, n int) []Input {
 		name := fmt.Sprintf("d%d/img%03d", i%3, i)
 		switch i % 5 {
 		case 0, 1:
-			in = append(in, Input{Name: name + ".png", Data: encode(t, randImage(rng, s[0], s[1], 3), "png")})
+			in = append(in, pipeline.Input{Name: name + ".png", Data: encode(t, randImage(rng, s[0], s[1], 3), "png")})
 		case 2:
-			in = append(in, Input{Name: name + ".jpg", Data: encode(t, randImage(rng, s[0], s[1], 3), "jpeg")})
+			in = append(in, pipeline.Input{Name: name + ".jpg", Data: encode(t, randImage(rng, s[0], s[1], 3), "jpeg")})
 		case 3:
-			in = append(in, Input{Name: name + ".rgb", Image: randImage(rng, s[0], s[1], 3)})
+			in = append(in, pipeline.Input{Name: name + ".rgb", Image: randImage(rng, s[0], s[1], 3)})
 		case 4:
-			in = append(in, Input{Name: name + ".gray", Image: randImage(rng, s[0], s[1], 1)})
+			in = append(in, pipeline.Input{Name: name + ".gray", Image: randImage(rng, s[0], s[1], 1)})
 		}
 	}
 	in = append(in,
-		Input{Name: "corrupt.png", Data: encode(t, randImage(rng, 20, 20, 3), "png")[:60]},
-		Input{Name: "unreadable.png", Err: errors.New("open: permission denied")},
+		pipeline.Input{Name: "corrupt.png", Data: encode(t, randImage(rng, 20, 20, 3), "png")[:60]},
+		pipeline.Input{Name: "unreadable.png", Err: errors.New("open: permission denied")},
 	)
 	rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
 	return in
@@ -53,7 +54,7 @@ func mixedInputs(t testing.TB, rng *rand.Rand, n int) []Input {
 // pixelsOver counts the inputs whose pixels go to a slot's page-locked input (decoded on
 // the host: images, PNGs) and need more than n bytes there: a run whose JPEGs the device
 // decodes runs their chains on the CPU (hostInFor).
-func pixelsOver(t *testing.T, inputs []Input, n int) int {
+func pixelsOver(t *testing.T, inputs []pipeline.Input, n int) int {
 	t.Helper()
 	over := 0
 	for _, in := range inputs {
@@ -77,14 +78,14 @@ func pixelsOver(t *testing.T, inputs []Input, n int) int {
 
 // runBoth runs plan over inputs on the CPU and on gpu, and returns both collectors,
 // reports and summaries.
-func runBoth(t *testing.T, plan *Plan, inputs []Input, gpu *GPUOptions, workers int) (cpu, dev *Collector, cpuRep, devRep string, devSum Summary) {
+func runBoth(t *testing.T, plan *pipeline.Plan, inputs []pipeline.Input, gpu *Options, workers int) (cpu, dev *pipeline.Collector, cpuRep, devRep string, devSum pipeline.Summary) {
 	t.Helper()
 	var rc, rd bytes.Buffer
-	cpu, dev = Collect(), Collect()
-	if _, err := Run(context.Background(), plan, Inputs(inputs...), cpu, Options{Workers: workers, Report: &rc}); err != nil {
+	cpu, dev = pipeline.Collect(), pipeline.Collect()
+	if _, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(inputs...), cpu, pipeline.Options{Workers: workers, Report: &rc}); err != nil {
 		t.Fatal(err)
 	}
-	devSum, err := Run(context.Background(), plan, Inputs(inputs...), dev, Options{Workers: workers, Report: &rd, GPU: gpu})
+	devSum, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(inputs...), dev, pipeline.Options{Workers: workers, Report: &rd, Backend: gpu})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,16 +111,16 @@ func TestGPURunMatchesCPU(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	inputs := mixedInputs(t, rng, 60)
 	big := randImage(rng, 120, 90, 3) // 32400 bytes: over the slots below
-	inputs = append(inputs[:10], append([]Input{{Name: "big.png", Data: encode(t, big, "png")}}, inputs[10:]...)...)
+	inputs = append(inputs[:10], append([]pipeline.Input{{Name: "big.png", Data: encode(t, big, "png")}}, inputs[10:]...)...)
 	for _, spec := range chains {
 		t.Run(spec, func(t *testing.T) {
 			base := runtime.NumGoroutine()
-			plan, err := Compile(mustSteps(t, spec))
+			plan, err := pipeline.Compile(mustSteps(t, spec))
 			if err != nil {
 				t.Fatal(err)
 			}
 			dev := fakeGPU(t, schedtest.FakeConfig{Name: "fake0", H2DRate: 2e9, D2HRate: 2e9})
-			gpu := &GPUOptions{Device: dev, Streams: 2, Batch: 4, SlotBytes: 16 << 10, Linger: time.Millisecond}
+			gpu := &Options{Device: dev, Streams: 2, Batch: 4, SlotBytes: 16 << 10, Linger: time.Millisecond}
 			cpu, got, cpuRep, devRep, sum := runBoth(t, plan, inputs, gpu, 3)
 			hostIn := gpu.SlotBytes // files go to the device only when it returns images
 			if ops, err := plan.DeviceOps(); err == nil && slices.ContainsFunc(ops, func(op sched.Op) bool { return !op.Hist }) {
@@ -183,26 +184,26 @@ func TestGPURunMatchesCPU(t *testing.T) {
 // the allocator (a device slot) and then fails ("X..."), panics ("P...") or succeeds.
 // Failing after the allocation is what a decoder bug would do; it must drop only that image
 // from its batch.
-func flakyStages(t testing.TB) *Registry {
+func flakyStages(t testing.TB) *pipeline.Registry {
 	t.Helper()
-	flaky := &StageDef{Name: "flaky", Kind: SourceKind, Help: "decodes raw 8x8 RGB, sometimes fails late",
-		NewDecoder: func(Params) (*Decoder, error) {
-			return &Decoder{MaxPixels: 1 << 20, Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, Decoded, error) {
+	flaky := &pipeline.StageDef{Name: "flaky", Kind: pipeline.SourceKind, Help: "decodes raw 8x8 RGB, sometimes fails late",
+		NewDecoder: func(pipeline.Params) (*pipeline.Decoder, error) {
+			return &pipeline.Decoder{MaxPixels: 1 << 20, Decode: func(data []byte, alloc stages.Alloc) (*stages.Image, pipeline.Decoded, error) {
 				m, err := alloc(8, 8, 3)
 				if err != nil {
-					return nil, Decoded{}, err
+					return nil, pipeline.Decoded{}, err
 				}
 				copy(m.Pix, data[1:])
 				switch data[0] {
 				case 'X':
-					return nil, Decoded{}, errors.New("late failure")
+					return nil, pipeline.Decoded{}, errors.New("late failure")
 				case 'P':
 					panic("decoder bug")
 				}
-				return m, Decoded{Decoder: "raw"}, nil
+				return m, pipeline.Decoded{Decoder: "raw"}, nil
 			}}, nil
 		}}
-	r, err := NewRegistry(flaky, grayscaleDef, blurDef, transposeDef, histogramDef, saveDef)
+	r, err := pipeline.NewRegistry(flaky, grayscaleDef, blurDef, transposeDef, histogramDef, saveDef)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestGPURunDecodeErrorsDoNotPoisonTheBatch(t *testing.T) {
 	base := runtime.NumGoroutine()
 	plan := compileWith(t, flakyStages(t), "flaky | grayscale | histogram")
 	rng := rand.New(rand.NewSource(3))
-	var inputs []Input
+	var inputs []pipeline.Input
 	want := map[int]*stages.Image{}
 	for i := 0; i < 24; i++ {
 		data := make([]byte, 1+8*8*3)
@@ -230,13 +231,13 @@ func TestGPURunDecodeErrorsDoNotPoisonTheBatch(t *testing.T) {
 			stages.Grayscale(g, src)
 			want[i] = g
 		}
-		inputs = append(inputs, Input{Name: fmt.Sprintf("%02d", i), Data: data})
+		inputs = append(inputs, pipeline.Input{Name: fmt.Sprintf("%02d", i), Data: data})
 	}
 	dev := fakeGPU(t, schedtest.FakeConfig{})
-	sink := Collect()
+	sink := pipeline.Collect()
 	// One batch holds every image: the late failures are in it with the good ones.
-	sum, err := Run(context.Background(), plan, Inputs(inputs...), sink, Options{Workers: 4,
-		GPU: &GPUOptions{Device: dev, Streams: 1, Batch: 32, SlotBytes: 32 << 10, Linger: time.Second}})
+	sum, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(inputs...), sink, pipeline.Options{Workers: 4,
+		Backend: &Options{Device: dev, Streams: 1, Batch: 32, SlotBytes: 32 << 10, Linger: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,16 +247,16 @@ func TestGPURunDecodeErrorsDoNotPoisonTheBatch(t *testing.T) {
 	for i, r := range sink.Results {
 		switch i % 6 {
 		case 2:
-			if r.Status != StatusFailed || r.Err.Error() != "flaky: late failure" {
+			if r.Status != pipeline.StatusFailed || r.Err.Error() != "flaky: late failure" {
 				t.Errorf("%d: %s %v", i, r.Status, r.Err)
 			}
 		case 4:
-			if r.Status != StatusFailed || r.Err.Error() != "flaky: panic: decoder bug" {
+			if r.Status != pipeline.StatusFailed || r.Err.Error() != "flaky: panic: decoder bug" {
 				t.Errorf("%d: %s %v", i, r.Status, r.Err)
 			}
 		default:
-			if r.Status != StatusOK || !same(r.Image, want[i]) {
-				t.Errorf("%d: %s %v, right pixels %v", i, r.Status, r.Err, r.Status == StatusOK && same(r.Image, want[i]))
+			if r.Status != pipeline.StatusOK || !same(r.Image, want[i]) {
+				t.Errorf("%d: %s %v, right pixels %v", i, r.Status, r.Err, r.Status == pipeline.StatusOK && same(r.Image, want[i]))
 			}
 		}
 	}
@@ -265,22 +266,22 @@ func TestGPURunDecodeErrorsDoNotPoisonTheBatch(t *testing.T) {
 // Many small inputs through few small slots: back-pressure, slot reuse and the reorder
 // buffer keep input order, and every image is right.
 func TestGPURunManyInputsInOrder(t *testing.T) {
-	plan, err := Compile(mustSteps(t, "decode | grayscale | transpose | histogram"))
+	plan, err := pipeline.Compile(mustSteps(t, "decode | grayscale | transpose | histogram"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewSource(11))
 	const n = 400
-	var inputs []Input
+	var inputs []pipeline.Input
 	for i := 0; i < n; i++ {
-		inputs = append(inputs, Input{Name: fmt.Sprint(i), Image: randImage(rng, 1+rng.Intn(30), 1+rng.Intn(30), 3)})
+		inputs = append(inputs, pipeline.Input{Name: fmt.Sprint(i), Image: randImage(rng, 1+rng.Intn(30), 1+rng.Intn(30), 3)})
 	}
 	dev := fakeGPU(t, schedtest.FakeConfig{CopyLatency: 50 * time.Microsecond, KernelLatency: 50 * time.Microsecond})
 	var order []int
-	sink := Collect()
-	sum, err := Run(context.Background(), plan, Inputs(inputs...), sink, Options{Workers: 4, Window: 1,
-		Progress: func(r *Result) { order = append(order, r.Index) },
-		GPU:      &GPUOptions{Device: dev, Streams: 3, Batch: 5, Slots: 3, SlotBytes: 8 << 10}})
+	sink := pipeline.Collect()
+	sum, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(inputs...), sink, pipeline.Options{Workers: 4, Window: 1,
+		Progress: func(r *pipeline.Result) { order = append(order, r.Index) },
+		Backend:  &Options{Device: dev, Streams: 3, Batch: 5, Slots: 3, SlotBytes: 8 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,16 +306,16 @@ func TestGPURunManyInputsInOrder(t *testing.T) {
 func TestGPURunFallsBackToCPU(t *testing.T) {
 	r := deviceTestRegistry(t)
 	rng := rand.New(rand.NewSource(2))
-	inputs := []Input{{Name: "a", Image: randImage(rng, 10, 7, 3)}, {Name: "b", Image: randImage(rng, 3, 9, 3)}}
+	inputs := []pipeline.Input{{Name: "a", Image: randImage(rng, 10, 7, 3)}, {Name: "b", Image: randImage(rng, 3, 9, 3)}}
 	// backend=go: auto would add its own notice where libjpeg-turbo is missing.
 	for _, spec := range []string{"decode backend=go | grayscale | cpuonly | histogram", "decode backend=go | save"} {
 		plan := compileWith(t, r, spec)
 		var notices []string
 		dev := fakeGPU(t, schedtest.FakeConfig{Name: "fake9"})
-		sink := Collect()
-		sum, err := Run(context.Background(), plan, Inputs(inputs...), sink, Options{
-			Notice: func(m string) { notices = append(notices, m) },
-			GPU:    &GPUOptions{Device: dev}})
+		sink := pipeline.Collect()
+		sum, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(inputs...), sink, pipeline.Options{
+			Notice:  func(m string) { notices = append(notices, m) },
+			Backend: &Options{Device: dev}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,14 +334,14 @@ func TestGPURunFallsBackToCPU(t *testing.T) {
 // A GPU run's trace has a track per stream with H2D, each kernel and D2H, and tracks for
 // the decode and save workers, on one time axis.
 func TestGPURunTrace(t *testing.T) {
-	plan, err := Compile(mustSteps(t, "decode | grayscale | blur sigma=1.5 | transpose | histogram | save"))
+	plan, err := pipeline.Compile(mustSteps(t, "decode | grayscale | blur sigma=1.5 | transpose | histogram | save"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dev := fakeGPU(t, schedtest.FakeConfig{Name: "fake"})
 	tr := sched.NewTrace("imgpipe", 0)
-	if _, err := Run(context.Background(), plan, Inputs(slowInputs(t, 40)...), Collect(),
-		Options{Workers: 2, Trace: tr, GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10}}); err != nil {
+	if _, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(slowInputs(t, 40)...), pipeline.Collect(),
+		pipeline.Options{Workers: 2, Trace: tr, Backend: &Options{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10}}); err != nil {
 		t.Fatal(err)
 	}
 	events := traceEvents(t, tr)

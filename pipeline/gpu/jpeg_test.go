@@ -1,10 +1,11 @@
-package pipeline
+package gpu
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/imgpipe/imgpipe/pipeline"
 	"math/rand"
 	"strings"
 	"sync"
@@ -33,7 +34,7 @@ func (noJPEGStart) NewJPEGEncoder() (sched.ImageEncoder, error) {
 // closed.
 func TestGPURunJPEGEncoder(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
-	inputs := []Input{
+	inputs := []pipeline.Input{
 		{Name: "a.rgb", Image: randImage(rng, 10, 7, 3)},
 		{Name: "b.rgb", Image: randImage(rng, 3, 9, 3)},
 		{Name: "big.rgb", Image: randImage(rng, 200, 200, 3)},
@@ -92,11 +93,11 @@ func TestGPURunJPEGEncoder(t *testing.T) {
 			}
 			var notices []string
 			var nmu sync.Mutex
-			sink := Collect()
-			sum, err := Run(context.Background(), compileWith(t, Builtin, c.spec), Inputs(inputs...), sink, Options{
+			sink := pipeline.Collect()
+			sum, err := pipeline.Run(context.Background(), compileWith(t, pipeline.Builtin, c.spec), pipeline.Inputs(inputs...), sink, pipeline.Options{
 				Workers: 2,
 				Notice:  func(m string) { nmu.Lock(); notices = append(notices, m); nmu.Unlock() },
-				GPU:     &GPUOptions{Device: dev, Batch: 2, SlotBytes: 64 << 10}})
+				Backend: &Options{Device: dev, Batch: 2, SlotBytes: 64 << 10}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,13 +110,13 @@ func TestGPURunJPEGEncoder(t *testing.T) {
 					want = stages.JPEGEncoder()
 				}
 				if want == "" {
-					var se *StageError
-					if res.Status != StatusFailed || !errors.As(res.Err, &se) || se.Stage != "save" || !strings.Contains(res.Err.Error(), "bad input") {
+					var se *pipeline.StageError
+					if res.Status != pipeline.StatusFailed || !errors.As(res.Err, &se) || se.Stage != "save" || !strings.Contains(res.Err.Error(), "bad input") {
 						t.Errorf("%s: status %s, error %v; want a save failure", res.Input, res.Status, res.Err)
 					}
 					continue
 				}
-				if res.Status != StatusOK || res.Encoder != want {
+				if res.Status != pipeline.StatusOK || res.Encoder != want {
 					t.Errorf("%s: status %s (%v), encoder %q; want ok, %q", res.Input, res.Status, res.Err, res.Encoder, want)
 					continue
 				}

@@ -1,4 +1,4 @@
-package pipeline
+package gpu
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/imgpipe/imgpipe/pipeline"
 	"math/rand"
 	"runtime"
 	"strings"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
-	"github.com/imgpipe/imgpipe/memory/devmem"
 )
 
 // fakeGPUs are n fake devices named fake0, fake1, ..., each set up by cfg(i).
@@ -48,7 +48,7 @@ func TestMultiGPURunMatchesCPU(t *testing.T) {
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprint(n, " devices"), func(t *testing.T) {
 			base := runtime.NumGoroutine()
-			plan, err := Compile(mustSteps(t, "decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png"))
+			plan, err := pipeline.Compile(mustSteps(t, "decode | grayscale | blur sigma=1.5 | transpose | histogram | save format=png"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +56,7 @@ func TestMultiGPURunMatchesCPU(t *testing.T) {
 				return schedtest.FakeConfig{H2DRate: 2e9, D2HRate: 2e9, KernelLatency: 100 * time.Microsecond}
 			})
 			inputs := mixedInputs(t, rand.New(rand.NewSource(int64(n))), 80)
-			gpu := &GPUOptions{Devices: devs, Streams: 2, Batch: 4, SlotBytes: 16 << 10, Linger: time.Millisecond}
+			gpu := &Options{Devices: devs, Streams: 2, Batch: 4, SlotBytes: 16 << 10, Linger: time.Millisecond}
 			cpu, got, cpuRep, devRep, sum := runBoth(t, plan, inputs, gpu, 3)
 			if len(got.Results) != len(inputs) {
 				t.Fatalf("%d results, %d inputs", len(got.Results), len(inputs))
@@ -100,7 +100,7 @@ func TestMultiGPURunMatchesCPU(t *testing.T) {
 // outputs are staged files, which leave the window as they come: a sink that keeps images
 // holds the window until reported in order, and then the slow device sets the pace.)
 func TestMultiGPUSlowDeviceTakesLess(t *testing.T) {
-	plan, err := Compile(mustSteps(t, "decode | grayscale | transpose | save"))
+	plan, err := pipeline.Compile(mustSteps(t, "decode | grayscale | transpose | save"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,13 +111,13 @@ func TestMultiGPUSlowDeviceTakesLess(t *testing.T) {
 		return schedtest.FakeConfig{}
 	})
 	rng := rand.New(rand.NewSource(3))
-	var inputs []Input
+	var inputs []pipeline.Input
 	for i := range 300 {
-		inputs = append(inputs, Input{Name: fmt.Sprintf("%03d.rgb", i), Image: randImage(rng, 8, 8, 3)})
+		inputs = append(inputs, pipeline.Input{Name: fmt.Sprintf("%03d.rgb", i), Image: randImage(rng, 8, 8, 3)})
 	}
 	var report bytes.Buffer
-	sum, err := Run(context.Background(), plan, Inputs(inputs...), ToFolder(t.TempDir()), Options{Workers: 4, Report: &report,
-		GPU: &GPUOptions{Devices: devs, Streams: 1, Batch: 4, SlotBytes: 4 << 10, Linger: time.Millisecond}})
+	sum, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(inputs...), pipeline.ToFolder(t.TempDir()), pipeline.Options{Workers: 4, Report: &report,
+		Backend: &Options{Devices: devs, Streams: 1, Batch: 4, SlotBytes: 4 << 10, Linger: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +129,11 @@ func TestMultiGPUSlowDeviceTakesLess(t *testing.T) {
 	}
 	lines := reportLines(t, report.String())
 	for i, l := range lines[:len(lines)-1] {
-		var rl ReportLine
+		var rl pipeline.ReportLine
 		if err := json.Unmarshal([]byte(l), &rl); err != nil {
 			t.Fatal(err)
 		}
-		if rl.Input != inputs[i].Name || rl.Status != StatusOK {
+		if rl.Input != inputs[i].Name || rl.Status != pipeline.StatusOK {
 			t.Fatalf("report line %d: %s", i, l)
 		}
 	}
@@ -155,7 +155,7 @@ func TestMultiGPUFaultAndCancel(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			base := runtime.NumGoroutine()
-			plan, err := Compile(mustSteps(t, "decode | grayscale | blur sigma=1 | save"))
+			plan, err := pipeline.Compile(mustSteps(t, "decode | grayscale | blur sigma=1 | save"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,13 +177,13 @@ func TestMultiGPUFaultAndCancel(t *testing.T) {
 			out := t.TempDir()
 			var report bytes.Buffer
 			n := 0
-			sum, err := Run(ctx, plan, Inputs(slowInputs(t, 300)...), ToFolder(out), Options{Workers: 3, Report: &report,
-				Progress: func(*Result) {
+			sum, err := pipeline.Run(ctx, plan, pipeline.Inputs(slowInputs(t, 300)...), pipeline.ToFolder(out), pipeline.Options{Workers: 3, Report: &report,
+				Progress: func(*pipeline.Result) {
 					if n++; n == 10 && tt.cancel {
 						cancel()
 					}
 				},
-				GPU: &GPUOptions{Devices: devs, Streams: 2, Batch: 4, SlotBytes: 64 << 10}})
+				Backend: &Options{Devices: devs, Streams: 2, Batch: 4, SlotBytes: 64 << 10}})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want %q", err, tt.want)
 			}
@@ -199,7 +199,7 @@ func TestMultiGPUFaultAndCancel(t *testing.T) {
 
 // Settings that cannot work over several devices are refused before any is touched.
 func TestMultiGPUOptionsErrors(t *testing.T) {
-	plan, err := Compile(mustSteps(t, "decode | grayscale"))
+	plan, err := pipeline.Compile(mustSteps(t, "decode | grayscale"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,20 +207,19 @@ func TestMultiGPUOptionsErrors(t *testing.T) {
 	noDecoder := fakeGPU(t, schedtest.FakeConfig{Name: "nodecoder", DecoderUnavailable: errors.New("no nvJPEG")})
 	tests := []struct {
 		name string
-		gpu  GPUOptions
+		gpu  Options
 		want string
 	}{
-		{"both", GPUOptions{Device: devs[0], Devices: devs}, "both Device and Devices"},
-		{"nil device", GPUOptions{Devices: []sched.Device{devs[0], nil}}, "nil device among Devices"},
-		{"shared pool", GPUOptions{Devices: devs, DevicePool: &devmem.Allocator{}}, "belong to one device"},
-		{"bad setting", GPUOptions{Devices: devs, Streams: 65}, "streams 65 (max 64)"},
-		{"unequal devices", GPUOptions{Devices: []sched.Device{devs[0], noDecoder}}, "fake0 and nodecoder differ in decoding files"},
+		{"both", Options{Device: devs[0], Devices: devs}, "both Device and Devices"},
+		{"nil device", Options{Devices: []sched.Device{devs[0], nil}}, "nil device among Devices"},
+		{"bad setting", Options{Devices: devs, Streams: 65}, "streams 65 (max 64)"},
+		{"unequal devices", Options{Devices: []sched.Device{devs[0], noDecoder}}, "fake0 and nodecoder differ in decoding files"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := CheckGPU(plan, Options{GPU: &tt.gpu})
+			err := Check(plan, pipeline.Options{Backend: &tt.gpu})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("CheckGPU: got %v, want %q", err, tt.want)
+				t.Errorf("Check: got %v, want %q", err, tt.want)
 			}
 		})
 	}
@@ -228,14 +227,14 @@ func TestMultiGPUOptionsErrors(t *testing.T) {
 
 // The trace has one group of stream tracks per device, named after it.
 func TestMultiGPUTrace(t *testing.T) {
-	plan, err := Compile(mustSteps(t, "decode | grayscale | save"))
+	plan, err := pipeline.Compile(mustSteps(t, "decode | grayscale | save"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	devs, _ := fakeGPUs(t, 2, func(int) schedtest.FakeConfig { return schedtest.FakeConfig{KernelLatency: 100 * time.Microsecond} })
 	tr := sched.NewTrace("imgpipe", 0)
-	if _, err := Run(context.Background(), plan, Inputs(slowInputs(t, 40)...), Collect(),
-		Options{Workers: 2, Trace: tr, GPU: &GPUOptions{Devices: devs, Streams: 2, Batch: 2, SlotBytes: 64 << 10}}); err != nil {
+	if _, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(slowInputs(t, 40)...), pipeline.Collect(),
+		pipeline.Options{Workers: 2, Trace: tr, Backend: &Options{Devices: devs, Streams: 2, Batch: 2, SlotBytes: 64 << 10}}); err != nil {
 		t.Fatal(err)
 	}
 	found := map[string]bool{}
@@ -255,7 +254,7 @@ func TestMultiGPUTrace(t *testing.T) {
 // executors that did start are closed.
 func TestMultiGPUStartFails(t *testing.T) {
 	base := runtime.NumGoroutine()
-	plan, err := Compile(mustSteps(t, "decode | grayscale | save"))
+	plan, err := pipeline.Compile(mustSteps(t, "decode | grayscale | save"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,8 +270,8 @@ func TestMultiGPUStartFails(t *testing.T) {
 		}
 		return c
 	})
-	sum, err := Run(context.Background(), plan, Inputs(slowInputs(t, 10)...), ToFolder(t.TempDir()), Options{Workers: 2,
-		GPU: &GPUOptions{Devices: devs, Streams: 2, Batch: 4, SlotBytes: 64 << 10}})
+	sum, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(slowInputs(t, 10)...), pipeline.ToFolder(t.TempDir()), pipeline.Options{Workers: 2,
+		Backend: &Options{Devices: devs, Streams: 2, Batch: 4, SlotBytes: 64 << 10}})
 	if err == nil || !strings.Contains(err.Error(), "device fake1: ") || !strings.Contains(err.Error(), "out of memory (injected)") || sum.OK != 0 {
 		t.Fatalf("Run = %+v, %v; want fake1's failure to start", sum, err)
 	}

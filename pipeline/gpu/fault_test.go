@@ -1,4 +1,4 @@
-package pipeline
+package gpu
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/imgpipe/imgpipe/pipeline"
 	"math/rand"
 	"runtime"
 	"strings"
@@ -35,7 +36,7 @@ func TestGPURunFaultFailsOnlyOwnErrors(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			base := runtime.NumGoroutine()
-			plan, err := Compile(mustSteps(t, "decode backend=nvjpeg | grayscale | blur sigma=1 | save"))
+			plan, err := pipeline.Compile(mustSteps(t, "decode backend=nvjpeg | grayscale | blur sigma=1 | save"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,20 +45,20 @@ func TestGPURunFaultFailsOnlyOwnErrors(t *testing.T) {
 			goodJPEG := encode(t, randImage(rng, 32, 24, 3), "jpeg")
 			refused := encode(t, randImage(rng, 24, 16, 3), "jpeg") // the device decoder refuses 24-wide files
 			bad := map[string]bool{}
-			var inputs []Input
+			var inputs []pipeline.Input
 			for i := 0; i < 120; i++ {
 				name := fmt.Sprintf("%03d", i)
 				switch i % 10 {
 				case 3:
-					inputs = append(inputs, Input{Name: name + ".png", Data: good[:50]})
+					inputs = append(inputs, pipeline.Input{Name: name + ".png", Data: good[:50]})
 					bad[name+".png"] = true
 				case 6:
-					inputs = append(inputs, Input{Name: name + ".jpg", Data: refused})
+					inputs = append(inputs, pipeline.Input{Name: name + ".jpg", Data: refused})
 					bad[name+".jpg"] = true
 				case 1, 5, 8:
-					inputs = append(inputs, Input{Name: name + ".jpg", Data: goodJPEG})
+					inputs = append(inputs, pipeline.Input{Name: name + ".jpg", Data: goodJPEG})
 				default:
-					inputs = append(inputs, Input{Name: name + ".png", Data: good})
+					inputs = append(inputs, pipeline.Input{Name: name + ".png", Data: good})
 				}
 			}
 			var n atomic.Int32
@@ -74,11 +75,11 @@ func TestGPURunFaultFailsOnlyOwnErrors(t *testing.T) {
 					}
 					return nil
 				}})
-			src := &takenCounter{Source: Inputs(inputs...)}
+			src := &takenCounter{Source: pipeline.Inputs(inputs...)}
 			out := t.TempDir()
 			var report bytes.Buffer
-			sum, err := Run(context.Background(), plan, src, ToFolder(out), Options{Workers: 3, Report: &report,
-				GPU: &GPUOptions{Device: dev, Streams: 2, Batch: 4, Slots: 4, SlotBytes: 64 << 10}})
+			sum, err := pipeline.Run(context.Background(), plan, src, pipeline.ToFolder(out), pipeline.Options{Workers: 3, Report: &report,
+				Backend: &Options{Device: dev, Streams: 2, Batch: 4, Slots: 4, SlotBytes: 64 << 10}})
 			if err == nil || !strings.Contains(err.Error(), "device error: fake: batch") || !strings.Contains(err.Error(), "illegal address (injected)") {
 				t.Fatalf("err %v", err)
 			}
@@ -86,17 +87,17 @@ func TestGPURunFaultFailsOnlyOwnErrors(t *testing.T) {
 			reported := 0
 			failed := 0
 			for _, l := range lines[:len(lines)-1] {
-				var rl ReportLine
+				var rl pipeline.ReportLine
 				if err := json.Unmarshal([]byte(l), &rl); err != nil {
 					t.Fatal(err)
 				}
 				reported++
 				switch {
-				case rl.Status == StatusFailed && !bad[rl.Input]:
+				case rl.Status == pipeline.StatusFailed && !bad[rl.Input]:
 					t.Errorf("%s failed, blamed for the device's fault: %s", rl.Input, rl.Error)
-				case rl.Status == StatusFailed:
+				case rl.Status == pipeline.StatusFailed:
 					failed++
-				case rl.Status != StatusOK || bad[rl.Input]:
+				case rl.Status != pipeline.StatusOK || bad[rl.Input]:
 					t.Errorf("%s: %s", rl.Input, rl.Status)
 				}
 			}
@@ -116,11 +117,11 @@ func TestGPURunFaultFailsOnlyOwnErrors(t *testing.T) {
 
 // takenCounter counts the inputs a run took (Run calls Next from one goroutine).
 type takenCounter struct {
-	Source
+	pipeline.Source
 	taken int
 }
 
-func (s *takenCounter) Next(ctx context.Context) (Input, error) {
+func (s *takenCounter) Next(ctx context.Context) (pipeline.Input, error) {
 	in, err := s.Source.Next(ctx)
 	if err == nil {
 		s.taken++

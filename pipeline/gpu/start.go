@@ -1,4 +1,4 @@
-package pipeline
+package gpu
 
 import (
 	"context"
@@ -7,9 +7,8 @@ import (
 	"slices"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/pipeline"
 )
 
 // A GPU run does not wait for its devices to open. The CUDA driver takes a few tenths of a
@@ -18,44 +17,39 @@ import (
 // slot. Until the executors
 // are up, the decode workers run inputs wholly on the CPU, with the same bits as the
 // device (a small folder is mostly done before the GPU is; Summary.CPUStart counts them),
-// and set aside for the device those it decodes whole (gpuaside.go; Summary.SetAside).
-// Under GPUOptions.Optional with a count of the inputs, the devices start only once the
-// CPU's pace says they are worth it, which a small folder never does (gpudefer.go).
+// and set aside for the device those it decodes whole (aside.go; Summary.SetAside).
+// Under Options.Optional with a count of the inputs, the devices start only once the
+// CPU's pace says they are worth it, which a small folder never does (deferred.go).
 
-// start starts the executors, one per device, under the run's context (an interrupt or a
+// Start implements pipeline.BoundBackend: it starts the executors, one per device, under the run's context (an interrupt or a
 // fatal error of the run stops them, abandoning the batches on the devices), the decode
 // and save workers, and the goroutines that end the run when a device fails and close done
 // once every input was accounted for. The devices are started first, unless deferred.
-// When every device is open, or GPUOptions.Wait, the executors start first, and an error
+// When every device is open, or Options.Wait, the executors start first, and an error
 // means that nothing was started; otherwise they start in the background (begin).
-func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
+func (b *gpuBackend) Start(r *pipeline.Runner) error {
 	b.r, b.up, b.started = r, make(chan struct{}), make(chan struct{})
-	r.sum.Streams, r.sum.Batch = b.run.cfg.Streams, b.run.cfg.Batch
 	drained := make(chan struct{}) // every decode worker is done
-	// Only devices still to open are worth leaving unstarted (gpudefer.go).
+	// Only devices still to open are worth leaving unstarted (deferred.go).
 	b.deferred = b.run.inputs > 0 && b.run.opening()
 	if !b.deferred {
 		b.startDevices()
 	}
 	if b.run.opening() && !b.run.wait {
-		g.Go(func() error { return b.begin(g, drained) })
-	} else {
-		err := b.begin(g, drained)
-		r.sum.Device = b.run.name() // for the summary of a run that failed here
-		if err != nil {
-			return err
-		}
+		r.Go(func() error { return b.begin(drained) })
+	} else if err := b.begin(drained); err != nil {
+		return err
 	}
 	var decoders, savers sync.WaitGroup
-	for i := 0; i < r.opt.Workers; i++ {
+	for i := 0; i < r.Options().Workers; i++ {
 		decoders.Add(1)
-		g.Go(func() error {
+		r.Go(func() error {
 			defer decoders.Done()
-			b.decodeWorker(&worker{track: fmt.Sprintf("decode worker %d", i+1)})
+			b.decodeWorker(&worker{Worker: pipeline.NewWorker(fmt.Sprintf("decode worker %d", i+1))})
 			return nil
 		})
 		savers.Add(1)
-		g.Go(func() error {
+		r.Go(func() error {
 			defer savers.Done()
 			if <-b.up; b.x != nil {
 				// Save workers spread their device JPEG encoders over the devices.
@@ -64,7 +58,7 @@ func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
 			return nil
 		})
 	}
-	g.Go(func() error {
+	r.Go(func() error {
 		decoders.Wait()
 		close(drained)
 		if <-b.up; b.x != nil {
@@ -76,13 +70,13 @@ func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
 		}
 		// Inputs of batches abandoned on a device never came back: they were not done.
 		b.inExec.Range(func(k, v any) bool {
-			it := v.(*item)
-			it.dropped = true
+			it := v.(*pipeline.Item)
+			it.Drop()
 			b.inExec.Delete(k)
-			r.done <- it
+			r.Done(it)
 			return true
 		})
-		close(r.done)
+		r.CloseDone()
 		return nil
 	})
 	return nil
@@ -91,15 +85,15 @@ func (b *gpuBackend) start(g *errgroup.Group, r *runner) error {
 // begin starts the executors and the goroutines that watch them once the devices opened,
 // then closes up. When the decode workers are done first (drained: the CPU did every
 // input, or the run ended), it starts none and does not wait. A device that failed to open
-// leaves the run on the CPU under GPUOptions.Optional, with a notice; any other failure
+// leaves the run on the CPU under Options.Optional, with a notice; any other failure
 // cancels the run before up is closed, so that no decode worker takes the missing
 // executors for devices still opening.
-func (b *gpuBackend) begin(g *errgroup.Group, drained <-chan struct{}) error {
+func (b *gpuBackend) begin(drained <-chan struct{}) error {
 	defer close(b.up)
 	r := b.r
 	if b.deferred {
 		if !b.awaitWorth(drained) {
-			b.notStarted = r.ctx.Err() == nil
+			b.notStarted = r.Context().Err() == nil
 			return nil
 		}
 		b.startDevices()
@@ -116,31 +110,31 @@ func (b *gpuBackend) begin(g *errgroup.Group, drained <-chan struct{}) error {
 	// A device that does not exist is a mistake in the request, not a missing GPU.
 	if err := b.run.openErr(); err != nil && b.run.optional && !errors.Is(err, sched.ErrNoSuchDevice) {
 		b.noGPU = err
-		if r.opt.Notice != nil {
-			r.opt.Notice(fmt.Sprintf("no usable GPU (%v); running on the CPU", err))
+		if r.Options().Notice != nil {
+			r.Options().Notice(fmt.Sprintf("no usable GPU (%v); running on the CPU", err))
 		}
 		return nil
 	}
-	x, err := startExecutors(r.ctx, b.run, r.opt.Trace)
+	x, err := startExecutors(r.Context(), b.run, r.Options().Trace)
 	if err != nil {
-		r.cancel(err)
+		r.Cancel(err)
 		return err
 	}
 	for _, e := range x.list {
-		g.Go(func() error {
+		r.Go(func() error {
 			// An executor stops by itself on a device error; it is stopped with the run's
 			// cause when the run is cancelled (by another device's error too), which is not
 			// a device error.
 			err := e.Wait()
-			if err != nil && err != context.Cause(r.ctx) {
+			if err != nil && err != context.Cause(r.Context()) {
 				err = fmt.Errorf("device error: %w", err)
-				r.cancel(err)
+				r.Cancel(err)
 				return err
 			}
 			return nil
 		})
 	}
-	b.x, b.results = x, x.results(g)
+	b.x, b.results = x, x.results(r)
 	return nil
 }
 
@@ -151,7 +145,7 @@ func (b *gpuBackend) startDevices() {
 }
 
 // onCPU reports whether the decode workers run inputs wholly on the CPU: until the
-// executors are up, and for the whole run when no device opened (GPUOptions.Optional).
+// executors are up, and for the whole run when no device opened (Options.Optional).
 func (b *gpuBackend) onCPU() bool { return b.opening() || b.x == nil }
 
 // opening reports whether the executors are not up yet.
@@ -171,12 +165,12 @@ func isClosed(c <-chan struct{}) bool {
 // Inputs that need no device work (failed, skipped, too large for a slot) are finished
 // here, as are those that run on the CPU (onCPU); the others are finished by a save
 // worker. While the devices open, inputs they would decode whole are set aside for them
-// (see gpuaside.go).
+// (see aside.go).
 func (b *gpuBackend) decodeWorker(w *worker) {
 	r := b.r
 	for it := b.next(); it != nil; it = b.next() {
-		if r.ctx.Err() != nil || r.after(it.idx) {
-			it.dropped = true
+		if r.Ended(it) {
+			it.Drop()
 		} else {
 			if b.onCPU() {
 				aside, finished := b.setAside(it, w)
@@ -184,32 +178,29 @@ func (b *gpuBackend) decodeWorker(w *worker) {
 					continue // in the aside list now
 				}
 				if !finished {
-					r.process(it, w)
+					r.Process(it, w.Worker)
 				}
 				b.pace.done.Add(1)
-				if !it.dropped {
+				if !it.Dropped() {
 					b.cpuStart.Add(1)
 				}
 			} else if b.toDevice(it, w) {
 				continue // a save worker has it now
 			}
-			if it.res.Status == StatusFailed && r.opt.StopOnError {
-				r.fail(it)
-			}
 		}
-		r.done <- it
+		r.Done(it)
 	}
 }
 
-// finish closes the executors, freeing their memory, and puts their figures into the
-// summary. Without executors the CPU did every input (before the devices opened, or
-// because none did under GPUOptions.Optional), or the run failed: its error says why.
-func (b *gpuBackend) finish(sum *Summary) error {
+// Finish implements pipeline.BoundBackend: it closes the executors, freeing their memory,
+// and puts their figures into the summary. Without executors the CPU did every input (before the devices opened, or
+// because none did under Options.Optional), or the run failed: its error says why.
+func (b *gpuBackend) Finish(sum *pipeline.Summary) error {
 	if b.noGPU != nil || b.notStarted {
 		sum.Device, sum.Streams, sum.Batch, sum.GPUNotStarted = "cpu", 0, 0, b.notStarted
 		return nil
 	}
-	sum.Device = b.run.name()
+	sum.Device, sum.Streams, sum.Batch = b.run.name(), b.run.cfg.Streams, b.run.cfg.Batch
 	sum.CPUStart = int(b.cpuStart.Load())
 	sum.SetAside = int(b.setAsideN.Load())
 	if b.x == nil {
@@ -219,7 +210,7 @@ func (b *gpuBackend) finish(sum *Summary) error {
 	b.jpegMu.Lock()
 	err := errors.Join(b.x.close(), b.jpegErr)
 	b.jpegMu.Unlock()
-	sum.gpuStats(sts)
+	sum.AddDeviceStats(sts)
 	sum.CPUFallback = int(b.cpuFallback.Load())
 	return err
 }

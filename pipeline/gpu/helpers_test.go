@@ -1,0 +1,185 @@
+package gpu
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/npy"
+)
+
+// The builtin stage definitions the tests build registries from.
+var (
+	decodeDef    = builtinDef("decode")
+	grayscaleDef = builtinDef("grayscale")
+	blurDef      = builtinDef("blur")
+	boxBlurDef   = builtinDef("boxblur")
+	transposeDef = builtinDef("transpose")
+	histogramDef = builtinDef("histogram")
+	saveDef      = builtinDef("save")
+)
+
+func builtinDef(name string) *pipeline.StageDef {
+	d, ok := pipeline.Builtin.Lookup(name)
+	if !ok {
+		panic("no builtin stage " + name)
+	}
+	return d
+}
+
+// sameShape is StageDef.Shape for a stage whose output has its input's shape.
+func sameShape(in stages.Shape, _ pipeline.Params) (stages.Shape, bool) { return in, false }
+
+var f32Inf = float32(math.Inf(1))
+
+// randImage returns a w×h image with c channels of random pixels.
+func randImage(rng *rand.Rand, w, h, c int) *stages.Image {
+	m := stages.NewImage(w, h, c)
+	rng.Read(m.Pix)
+	return m
+}
+
+// smoothImage is a w×h gradient with a little noise: a photo's stand-in, since a JPEG of
+// pure noise is not what a thumbnailer sees.
+func smoothImage(w, h int, seed int64) *stages.Image {
+	rng := rand.New(rand.NewSource(seed))
+	m := stages.NewImage(w, h, 3)
+	for y := range h {
+		row := m.Row(y)
+		for x := range w {
+			row[3*x], row[3*x+1], row[3*x+2] = byte(x*255/w), byte(y*255/h), byte(100+rng.Intn(16))
+		}
+	}
+	return m
+}
+
+// encode returns m encoded in format ("png" or "jpeg").
+func encode(t testing.TB, m *stages.Image, format string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := stages.Encode(&b, m, stages.SaveOptions{Format: format}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func npyBytes(t *testing.T, shape []int, data []float32) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := npy.Write(&b, &npy.Array{Shape: shape, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func mustSteps(t *testing.T, spec string) []pipeline.Step {
+	t.Helper()
+	steps, err := pipeline.ParseSpec(spec)
+	if err != nil {
+		t.Fatalf("ParseSpec(%q): %v", spec, err)
+	}
+	return steps
+}
+
+func mustArrayPlan(t *testing.T, spec string) *pipeline.Plan {
+	t.Helper()
+	plan, err := pipeline.Compile(mustSteps(t, spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+func compileWith(t testing.TB, r *pipeline.Registry, spec string) *pipeline.Plan {
+	t.Helper()
+	steps, err := r.ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := r.Compile(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// checkNoLeaks waits for the goroutine count to come back to base, and fails with the
+// remaining stacks if it does not.
+func checkNoLeaks(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			t.Fatalf("%d goroutines left, want %d:\n%s", runtime.NumGoroutine(), base, buf[:n])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func same(a, b *stages.Image) bool {
+	if a.W != b.W || a.H != b.H || a.C != b.C {
+		return false
+	}
+	for y := 0; y < a.H; y++ {
+		if !bytes.Equal(a.Row(y), b.Row(y)) {
+			return false
+		}
+	}
+	return true
+}
+
+func reportLines(t *testing.T, report string) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(report, "\n"), "\n")
+	if len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], `{"summary":`) {
+		t.Fatalf("report does not end with a summary line:\n%s", report)
+	}
+	return lines
+}
+
+// traceEvent is one event of the Chrome trace sched.Trace writes.
+type traceEvent struct {
+	Name, Ph string
+	Tid      int
+	Args     map[string]any
+}
+
+// traceEvents writes tr as JSON and reads its events back.
+func traceEvents(t *testing.T, tr *sched.Trace) []traceEvent {
+	t.Helper()
+	var b bytes.Buffer
+	if err := tr.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var file struct{ TraceEvents []traceEvent }
+	if err := json.Unmarshal(b.Bytes(), &file); err != nil {
+		t.Fatal(err)
+	}
+	return file.TraceEvents
+}
+
+// deviceTestRegistry is the builtin registry plus "cpuonly", a pixel stage without a GPU
+// implementation, so that the planner has something to split on.
+func deviceTestRegistry(t testing.TB) *pipeline.Registry {
+	t.Helper()
+	cpuonly := &pipeline.StageDef{Name: "cpuonly", Kind: pipeline.PixelKind, Help: "a stage with no kernel",
+		Shape: sameShape,
+		CPU: func(pipeline.Params) (pipeline.CPUFunc, error) {
+			return func(dst, src *stages.Image, _ *[256]uint64) { copy(dst.Pix, src.Pix) }, nil
+		}}
+	r, err := pipeline.NewRegistry(decodeDef, grayscaleDef, blurDef, boxBlurDef, transposeDef, histogramDef, saveDef, cpuonly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
