@@ -14,6 +14,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/bench"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 )
 
 // benchCopyBytes is the buffer the copy limit is measured with; 0 is bench.DefaultCopyBytes
@@ -222,14 +223,16 @@ func (f *benchFlags) withDevice(ctx context.Context, o *bench.Options, need stri
 	if g := f.exec.GPU; len(g.Ordinals()) != 1 && !several {
 		return usageError("--gpu %s: this mode measures one GPU; name one (bench raw takes several)", g)
 	}
-	tgt, err := resolveDevice(f.exec.Device, f.exec.GPU, need, true, stderr)
+	g := gpus()
+	g.Wait, g.Need = true, need
+	devs, err := folderrun.OpenDevices(f.exec.Device, f.exec.GPU, g, func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) })
 	if err != nil {
 		return err
 	}
-	defer tgt.close()
-	o.NoGPU = tgt.why
-	if len(tgt.devs) > 0 {
-		o.Device, o.Others = tgt.devs[0], tgt.devs[1:]
+	defer devs.Close()
+	o.NoGPU = devs.Why
+	if len(devs.GPUs) > 0 {
+		o.Device, o.Others = devs.GPUs[0], devs.GPUs[1:]
 	}
 	if f.cpuProfile != "" {
 		stop, err := startCPUProfile(f.cpuProfile)
