@@ -76,14 +76,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // false, so that the usage hint follows.
 func exitCode(err error) (code int, ours bool) {
 	var ee *exitError
-	var bad *folderrun.RequestError
-	var fail *folderrun.RunError
 	switch {
 	case errors.As(err, &ee):
 		return ee.code, true
-	case errors.As(err, &bad):
+	case errors.As(err, new(*folderrun.RequestError)):
 		return exitUsage, true
-	case errors.As(err, &fail):
+	case errors.As(err, new(*folderrun.RunError)):
 		return exitFatal, true
 	}
 	return exitUsage, false

@@ -104,5 +104,7 @@ func newDevicesCmd(stdout io.Writer) *cobra.Command {
 // schedtest.FakeDevice, or a failure).
 var openDevice func(ordinal int) (sched.Device, func() error, error)
 
-// gpus is how run, worker and bench find and open GPUs.
-func gpus() folderrun.GPUs { return folderrun.GPUs{Open: openDevice, List: listDevices} }
+// gpus is how run, worker and bench find and open GPUs (see folderrun.GPUs).
+func gpus(wait bool, need string) folderrun.GPUs {
+	return folderrun.GPUs{Open: openDevice, List: listDevices, Wait: wait, Need: need}
+}

@@ -29,8 +29,8 @@ func (f *inputFlags) selection() pipeline.Selection {
 
 // dryRun prints each input with the output it would get, and whether --resume would skip
 // it, on stdout, then a count on stderr; it writes nothing. src is the run's source (with
-// Resume applied under --resume); ext is the save format's extension, "" without save.
-func dryRun(ctx context.Context, src pipeline.Source, ext string, stdout, stderr io.Writer, quiet bool) error {
+// Resume applied under --resume); save is the chain's save stage, nil without one.
+func dryRun(ctx context.Context, src pipeline.Source, save *pipeline.SaveStep, stdout, stderr io.Writer, quiet bool) error {
 	var n, skipped, failing int
 	for {
 		in, err := src.Next(ctx)
@@ -42,8 +42,8 @@ func dryRun(ctx context.Context, src pipeline.Source, ext string, stdout, stderr
 		}
 		n++
 		out := "(no output: the chain does not save)"
-		if ext != "" {
-			out = in.OutputName(ext)
+		if save != nil {
+			out = in.OutputName(save.Ext)
 		}
 		switch {
 		case in.Err != nil:

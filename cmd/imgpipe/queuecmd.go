@@ -232,30 +232,23 @@ func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool
 		return &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
 	}
 	notice := func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
-	g := gpus()
-	g.Wait = true // it runs many times on them
-	var st queue.WorkStats
-	worked := false
-	sum, err := folderrun.Run(ctx, folderrun.Request{Plan: plan, Input: j.Input, Output: j.Output, Exec: exec, GPUs: g, Notice: notice,
+	var st *queue.WorkStats // set once the worker started
+	sum, err := folderrun.Run(ctx, folderrun.Request{Plan: plan, Input: j.Input, Output: j.Output, Exec: exec, GPUs: gpus(true, ""), Notice: notice,
 		Work: func(ctx context.Context, w folderrun.Work) (pipeline.Summary, error) {
-			worked = true
 			sum, stats, err := queue.Work(ctx, js, j, w.Plan, w.Store, w.Sink, w.Options, queue.WorkOptions{ID: id, IdleExit: idle, Notice: notice})
-			st = stats
+			st = &stats
 			return sum, err
 		}})
-	if !worked {
+	if st == nil {
 		return err
 	}
 	if !quiet {
 		fmt.Fprintf(stderr, "imgpipe: worker %s: %d tasks done, %d retried, %d handed back; %s\n", id, st.Done, st.Retried, st.Abandoned, summaryLine(sum))
 	}
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		return reported{code: exitInterrupted}
-	case err != nil:
-		return err
 	}
-	return nil
+	return err
 }
 
 // awaitJob loads the job, waiting for it to be submitted (workers may start first, as in

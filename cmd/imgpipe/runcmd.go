@@ -101,8 +101,7 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 	}
 	req = jobRequest(job)
 	req.Plan, req.Selection, req.Stdin, req.Stdout = plan, sel, cmd.InOrStdin(), cmd.OutOrStdout()
-	req.GPUs = gpus()
-	req.Notice = func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
+	req.GPUs, req.Notice = gpus(false, ""), func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
 	if !f.quiet {
 		req.Info = req.Notice
 	}
@@ -164,11 +163,7 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 			return err
 		}
 		defer closePrev()
-		ext := ""
-		if req.Plan.Save != nil {
-			ext = req.Plan.Save.Ext
-		}
-		return dryRun(ctx, src, ext, stdout, stderr, f.quiet)
+		return dryRun(ctx, src, req.Plan.Save, stdout, stderr, f.quiet)
 	}
 	sum, err := p.Run(ctx)
 	stopNotice()
@@ -188,10 +183,8 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 // runOutcome is the exit of a run that started: the error of one that failed, or the code
 // of one interrupted (saying what the report holds) or with failed inputs.
 func runOutcome(sum pipeline.Summary, err error, report string, stderr io.Writer) error {
-	var bad *folderrun.RequestError
-	var fail *folderrun.RunError
 	switch {
-	case errors.As(err, &bad), errors.As(err, &fail):
+	case errors.As(err, new(*folderrun.RequestError)), errors.As(err, new(*folderrun.RunError)):
 		return err
 	case sum.Interrupted && err != nil && sum.Total() == 0:
 		fmt.Fprintf(stderr, "imgpipe: interrupted before any input was done; the report at %s was left as it was\n", report)
