@@ -81,23 +81,33 @@ type Request struct {
 
 // Work is what Request.Work runs the chain with.
 type Work struct {
-	Plan    *pipeline.Plan
-	Store   blobio.Store     // Input, opened
-	Sink    pipeline.Sink    // Output, opened; pipeline.Discard() for a chain that saves nothing
-	Options pipeline.Options // from Exec, on the opened devices
+	// Plan is Request.Plan.
+	Plan *pipeline.Plan
+	// Store is Input, opened.
+	Store blobio.Store
+	// Sink is Output, opened; one that keeps nothing for a chain that saves nothing.
+	Sink pipeline.Sink
+	// Options are Exec's, on the opened devices.
+	Options pipeline.Options
 }
 
 // RequestError is a bad request (usage, chain or path mistake): nothing was processed.
 type RequestError struct{ Err error }
 
+// Error is the mistake's message.
 func (e *RequestError) Error() string { return e.Err.Error() }
+
+// Unwrap is the mistake.
 func (e *RequestError) Unwrap() error { return e.Err }
 
 // RunError is a failure at run time (no usable GPU, an unwritable output or report, a
 // device fault).
 type RunError struct{ Err error }
 
+// Error is the failure's message.
 func (e *RunError) Error() string { return e.Err.Error() }
+
+// Unwrap is the failure.
 func (e *RunError) Unwrap() error { return e.Err }
 
 func badf(format string, args ...any) error {
