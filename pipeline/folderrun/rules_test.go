@@ -20,7 +20,7 @@ func TestLifecycleNamesStayHere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	words := []string{"Flock(", `"` + RunInfoName + `"`, `.journal"`}
+	words := []string{"Flock", `"` + RunInfoName + `"`, `.journal"`}
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil:
