@@ -15,12 +15,10 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 	"github.com/imgpipe/imgpipe/pipeline/gpu"
 	"github.com/imgpipe/imgpipe/stages"
 )
-
-// reportName is the report's name in the output folder, as `imgpipe run` names it.
-const reportName = "imgpipe-report.jsonl"
 
 // FilesConfig are the files mode's own settings.
 type FilesConfig struct {
@@ -115,7 +113,7 @@ func (f *Files) Run(ctx context.Context, o Options) error {
 	}
 	noticed := map[string]bool{}
 	for _, c := range configs {
-		run := &folderRun{plan: f.plan, in: f.c.Dir, out: f.out, report: filepath.Join(f.out, reportName),
+		run := &folderRun{plan: f.plan, in: f.c.Dir, out: f.out, report: filepath.Join(f.out, folderrun.ReportName),
 			limit: o.Frames, workers: workers, streams: c[0], batch: c[1],
 			notice: func(msg string) {
 				if !noticed[msg] { // once per bench, not once per repeat
@@ -124,7 +122,7 @@ func (f *Files) Run(ctx context.Context, o Options) error {
 				}
 			}}
 		if c[0] > 0 {
-			run.pinnedBytes = int64(f.c.PinnedMB) << 20
+			run.pinnedMB = f.c.PinnedMB
 			// The runs of a configuration share their slots' memory: each run then
 			// measures the folder's processing, not page-locking GiBs again.
 			var err error
@@ -229,14 +227,15 @@ func (l *limitSource) Next(ctx context.Context) (pipeline.Input, error) {
 	return l.src.Next(ctx)
 }
 
-// folderRun is the runner over the folder, on the CPU or (set set) on a GPU.
+// folderRun is the runner over the folder, on the CPU or (set set) on a GPU, as `imgpipe
+// run` runs it (folderrun).
 type folderRun struct {
 	plan            *pipeline.Plan
 	in, out, report string
 	limit, workers  int
 	set             *gpu.Set // the device and the memory its runs share (GPU)
 	streams, batch  int
-	pinnedBytes     int64
+	pinnedMB        int
 	trace           sched.Tracer
 	notice          func(string)
 }
@@ -250,29 +249,35 @@ func (r *folderRun) closePools() error {
 }
 
 // once runs the chain over the folder and writes the report; it returns the summary and
-// the wall time.
+// the wall time, from the first input taken to the report's rename.
 func (r *folderRun) once(ctx context.Context) (pipeline.Summary, time.Duration, error) {
-	var sum pipeline.Summary
-	var runErr error
-	src := &limitSource{src: pipeline.Folder(r.in, r.out), n: r.limit}
-	opt := pipeline.Options{Workers: r.workers, Notice: r.notice}
+	exec := pipeline.DefaultExecution()
+	exec.Workers, exec.Device = r.workers, "cpu"
+	req := folderrun.Request{Plan: r.plan, Input: r.in, Output: r.out, Report: r.report, Notice: r.notice}
 	if r.set != nil {
-		opt.Backend = r.set.Backend(gpu.Options{Streams: r.streams, Batch: r.batch, PinnedBytes: r.pinnedBytes})
+		exec.Device, exec.Streams, exec.Batch, exec.PinnedMB = "cuda", r.streams, r.batch, r.pinnedMB
+		req.Devices = r.set.Devices()
 	}
-	if r.trace != nil {
-		opt.Trace = r.trace
+	req.Exec = exec
+	var start time.Time
+	req.Starting = func(src pipeline.Source) pipeline.Source {
+		start = time.Now()
+		return &limitSource{src: src, n: r.limit}
 	}
-	start := time.Now()
-	werr := stages.WriteFileAtomic(r.report, func(w io.Writer) error {
-		opt.Report = w
-		sum, runErr = pipeline.Run(ctx, r.plan, src, pipeline.ToFolder(r.out), opt)
-		return nil
-	})
-	d := time.Since(start)
-	if runErr == nil {
-		runErr = werr
+	req.Options = func(o *pipeline.Options) {
+		if g, ok := o.Backend.(*gpu.Options); ok {
+			o.Backend = r.set.Backend(*g) // the set's shared memory
+		}
+		if r.trace != nil {
+			o.Trace = r.trace
+		}
 	}
-	return sum, d, runErr
+	sum, err := folderrun.Run(ctx, req)
+	var bad *folderrun.RequestError
+	if errors.As(err, &bad) {
+		err = &OptionError{Err: bad.Err}
+	}
+	return sum, time.Since(start), err
 }
 
 // errDeviceDecoded says that every input was decoded on the device, whose pixels the CPU

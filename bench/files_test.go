@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 )
 
 // photoPNG writes a w×h PNG of random-ish RGB pixels to path.
@@ -49,7 +50,7 @@ func TestCheckFolderOutputsCatchesDifferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	report := filepath.Join(out, reportName)
+	report := filepath.Join(out, folderrun.ReportName)
 	run := &folderRun{plan: fb.plan, in: in, out: out, report: report, workers: 1}
 	if sum, _, err := run.once(context.Background()); err != nil || sum.OK != 1 {
 		t.Fatalf("run: %+v, %v", sum, err)

@@ -51,7 +51,7 @@ func TestREADMEFromGo(t *testing.T) {
 			t.Errorf("snippet %d is not gofmt-formatted; gofmt gives:\n%s", i+1, f)
 		}
 	}
-	for _, want := range []string{"pipeline.New().Decode()", "pipeline.Folder(", "pipeline.ToFolder(",
+	for _, want := range []string{"pipeline.New().Decode()", "folderrun.Run(", "pipeline.Folder(", "pipeline.ToFolder(",
 		"pipeline.ImageInput(", ".ToImage()", "pipeline.StageDef{", "reg.Parse("} {
 		if !strings.Contains(strings.Join(snippets, ""), want) {
 			t.Errorf("the snippets do not show %s", want)

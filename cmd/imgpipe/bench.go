@@ -14,6 +14,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/bench"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 )
 
 // benchCopyBytes is the buffer the copy limit is measured with; 0 is bench.DefaultCopyBytes
@@ -62,7 +63,12 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&f.o.Trace, "trace", "", "write a Chrome trace-event timeline of the last timed run (one configuration only)")
 	pf.BoolVar(&f.json, "json", false, "one JSON line per configuration on stdout (peers' schema)")
 	pf.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the measurement to FILE, for 'go tool pprof'")
+	cmd.AddCommand(f.rawCmd(stdout, stderr), f.filesCmd(stdout, stderr), f.decodeCmd(stdout, stderr), f.copyCmd(stdout, stderr))
+	return cmd
+}
 
+// rawCmd is `imgpipe bench raw`.
+func (f *benchFlags) rawCmd(stdout, stderr io.Writer) *cobra.Command {
 	var rc bench.RawConfig
 	raw := withHelp("bench-raw", &cobra.Command{
 		Use:   "raw [flags]",
@@ -89,7 +95,11 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.BoolVar(&rc.NoCPU, "no-cpu", false, "skip the CPU run that gives the GPU/CPU ratio")
 	fl.IntVar(&rc.CPUFrames, "cpu-frames", 0, "frames per CPU run (default 8 per core, at most --frames)")
 	fl.IntVar(&rc.Workers, "workers", 0, "CPU worker goroutines (default one per core)")
+	return raw
+}
 
+// filesCmd is `imgpipe bench files`.
+func (f *benchFlags) filesCmd(stdout, stderr io.Writer) *cobra.Command {
 	var fc bench.FilesConfig
 	files := withHelp("bench-files", &cobra.Command{
 		Use:   "files DIR [flags]",
@@ -111,8 +121,12 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	})
 	files.Flags().StringVar(&fc.Out, "out", "", "output folder (default: a temporary folder, removed at the end)")
 	settingFlags(files, false, "workers", "pinned_mb")
+	return files
+}
 
-	dec := withHelp("bench-decode", &cobra.Command{
+// decodeCmd is `imgpipe bench decode`.
+func (f *benchFlags) decodeCmd(stdout, stderr io.Writer) *cobra.Command {
+	return withHelp("bench-decode", &cobra.Command{
 		Use:   "decode DIR [flags]",
 		Short: "JPEG decoding alone, per decoder: go, turbo, and the GPU's batched decode",
 		Args:  cobra.ExactArgs(1),
@@ -127,8 +141,11 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 			})
 		},
 	})
+}
 
-	cp := withHelp("bench-copy", &cobra.Command{
+// copyCmd is `imgpipe bench copy`.
+func (f *benchFlags) copyCmd(stdout, stderr io.Writer) *cobra.Command {
+	return withHelp("bench-copy", &cobra.Command{
 		Use:   "copy [flags]",
 		Short: "Page-locked and pageable copy bandwidth, and a one-batch profile of the chain",
 		Args:  cobra.NoArgs,
@@ -153,8 +170,6 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 			})
 		},
 	})
-	cmd.AddCommand(raw, files, dec, cp)
-	return cmd
 }
 
 // folderOptions is options for the modes over a folder: every file, unless --frames says
@@ -222,14 +237,14 @@ func (f *benchFlags) withDevice(ctx context.Context, o *bench.Options, need stri
 	if g := f.exec.GPU; len(g.Ordinals()) != 1 && !several {
 		return usageError("--gpu %s: this mode measures one GPU; name one (bench raw takes several)", g)
 	}
-	tgt, err := resolveDevice(f.exec.Device, f.exec.GPU, need, true, stderr)
+	devs, err := folderrun.OpenDevices(f.exec.Device, f.exec.GPU, gpus(true, need), func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) })
 	if err != nil {
 		return err
 	}
-	defer tgt.close()
-	o.NoGPU = tgt.why
-	if len(tgt.devs) > 0 {
-		o.Device, o.Others = tgt.devs[0], tgt.devs[1:]
+	defer devs.Close()
+	o.NoGPU = devs.Why
+	if len(devs.GPUs) > 0 {
+		o.Device, o.Others = devs.GPUs[0], devs.GPUs[1:]
 	}
 	if f.cpuProfile != "" {
 		stop, err := startCPUProfile(f.cpuProfile)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 )
 
 // TestRunBucketResume: --resume with a bucket output reads the previous report object (or
@@ -38,7 +40,7 @@ func TestRunBucketResume(t *testing.T) {
 			}
 		}, skipped: 5},
 		{name: "killed before its report", change: func(t *testing.T, _, out string) {
-			if err := os.Remove(filepath.Join(out, defaultReportName)); err != nil {
+			if err := os.Remove(filepath.Join(out, folderrun.ReportName)); err != nil {
 				t.Fatal(err)
 			}
 		}, skipped: 0, msg: "no previous report"},
@@ -47,7 +49,7 @@ func TestRunBucketResume(t *testing.T) {
 			// A journal that lists one input as failed decides for it over the report.
 			report := filepath.Join(filepath.Dir(out), "r.jsonl")
 			line := `{"input":"d0/p000.png","status":"failed","error":"x"}` + "\n"
-			if err := os.WriteFile(journalPath(report), []byte(line), 0o644); err != nil {
+			if err := os.WriteFile(folderrun.JournalPath(report), []byte(line), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}, skipped: 5},
@@ -63,7 +65,7 @@ func TestRunBucketResume(t *testing.T) {
 				inLoc = "file://" + filepath.ToSlash(in)
 			}
 			args := []string{"run", "-i", inLoc, "-o", outURL, "-p", chain}
-			report := filepath.Join(out, defaultReportName)
+			report := filepath.Join(out, folderrun.ReportName)
 			if tt.localReport {
 				report = filepath.Join(filepath.Dir(out), "r.jsonl")
 				args = append(args, "--report", report)
@@ -106,7 +108,7 @@ func outputs(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	got := map[string][]byte{}
 	for name := range files(t, dir) {
-		if name == defaultReportName {
+		if name == folderrun.ReportName {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))

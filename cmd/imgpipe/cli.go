@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 )
 
 // Exit codes, as README.md#report-and-exit-codes fixes them.
@@ -60,18 +61,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &rep) {
 		return rep.code
 	}
-	code := exitUsage // cobra's own errors: unknown command or flag, bad flag value
-	var ee *exitError
-	if errors.As(err, &ee) {
-		code = ee.code
-	}
+	code, ours := exitCode(err)
 	for _, e := range pipeline.Errors(err) {
 		fmt.Fprintf(stderr, "imgpipe: %v\n", e)
 	}
-	if code == exitUsage && !errors.As(err, &ee) {
+	if !ours {
 		fmt.Fprintln(stderr, "Run 'imgpipe --help' for usage.")
 	}
 	return code
+}
+
+// exitCode is the exit code of an error: its own, folderrun's bad request (2) or failure
+// (3), or, for cobra's own errors (unknown command or flag, bad flag value), 2 with ours
+// false, so that the usage hint follows.
+func exitCode(err error) (code int, ours bool) {
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code, true
+	case errors.As(err, new(*folderrun.RequestError)):
+		return exitUsage, true
+	case errors.As(err, new(*folderrun.RunError)):
+		return exitFatal, true
+	}
+	return exitUsage, false
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {

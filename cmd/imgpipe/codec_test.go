@@ -10,6 +10,8 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
+
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 )
 
 // decode backend=nvjpeg without a device decoder fails before anything is written: exit 2
@@ -56,8 +58,8 @@ func TestDeviceDecodeRouting(t *testing.T) {
 			if code != codeCPU || code == exitFatal || code == exitUsage {
 				t.Fatalf("exit %d on the device, %d on the CPU:\n%s\n%s", code, codeCPU, stderr, errCPU)
 			}
-			cpuLines, _ := readReport(t, filepath.Join(outCPU, defaultReportName))
-			devLines, _ := readReport(t, filepath.Join(outDev, defaultReportName))
+			cpuLines, _ := readReport(t, filepath.Join(outCPU, folderrun.ReportName))
+			devLines, _ := readReport(t, filepath.Join(outDev, folderrun.ReportName))
 			if len(cpuLines) != len(devLines) {
 				t.Fatalf("%d report lines, %d on the CPU", len(devLines), len(cpuLines))
 			}

@@ -28,6 +28,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -131,8 +132,8 @@ func compareDevices(t *testing.T, in, spec, dev string, args ...string) (cpuSum,
 	if code2 != code {
 		t.Fatalf("%s run: exit %d, cpu run %d\n%s", dev, code2, code, stderr)
 	}
-	linesCPU, cpuSum := readReport(t, filepath.Join(outCPU, defaultReportName))
-	linesDev, devSum := readReport(t, filepath.Join(outDev, defaultReportName))
+	linesCPU, cpuSum := readReport(t, filepath.Join(outCPU, folderrun.ReportName))
+	linesDev, devSum := readReport(t, filepath.Join(outDev, folderrun.ReportName))
 	// A GPU run writes JPEG with nvJPEG: the same pixels encoded by another encoder, so
 	// those outputs are compared decoded (jpegClose), and the report names the encoder
 	// (the CPU's is stages.JPEGEncoder).
@@ -149,8 +150,8 @@ func compareDevices(t *testing.T, in, spec, dev string, args ...string) (cpuSum,
 		t.Errorf("report lines differ:\ncpu: %s\n%s: %s", a, dev, b)
 	}
 	fc, fd := files(t, outCPU), files(t, outDev)
-	delete(fc, defaultReportName)
-	delete(fd, defaultReportName)
+	delete(fc, folderrun.ReportName)
+	delete(fd, folderrun.ReportName)
 	if len(fc) != len(fd) || len(fc) == 0 {
 		t.Errorf("%d outputs on the CPU, %d on %s", len(fc), len(fd), dev)
 	}
@@ -430,12 +431,12 @@ func TestRunCudaDeviceFault(t *testing.T) {
 	if code != exitFatal || !strings.Contains(stderr, "imgpipe: device error: fake: batch ") || !strings.Contains(stderr, "CUDA_ERROR_ILLEGAL_ADDRESS (injected)") {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	lines, sum := readReport(t, filepath.Join(out, defaultReportName))
+	lines, sum := readReport(t, filepath.Join(out, folderrun.ReportName))
 	if sum.Interrupted || sum.OK == 0 || sum.OK >= 120 || len(lines) != sum.OK {
 		t.Errorf("summary %+v, %d lines", sum, len(lines))
 	}
 	written := files(t, out)
-	delete(written, defaultReportName)
+	delete(written, folderrun.ReportName)
 	if len(written) != sum.OK {
 		t.Errorf("%d outputs, %d reported", len(written), sum.OK)
 	}
@@ -446,7 +447,7 @@ func TestRunCudaDeviceFault(t *testing.T) {
 	}
 	// The inputs in flight were not done: --resume does exactly those.
 	code, _, stderr = cli(t, "run", "-i", in, "-o", out, "-p", "decode | grayscale | blur | save", "--device", "cpu", "--resume", "-q")
-	_, sum2 := readReport(t, filepath.Join(out, defaultReportName))
+	_, sum2 := readReport(t, filepath.Join(out, folderrun.ReportName))
 	if code != exitOK || sum2.Skipped != sum.OK || sum2.OK != 120-sum.OK || sum2.Failed != 0 {
 		t.Errorf("resume: exit %d, %+v\n%s", code, sum2, stderr)
 	}
@@ -478,12 +479,12 @@ func TestRunCudaInterrupted(t *testing.T) {
 	if code != exitInterrupted || !strings.Contains(stderr.String(), "imgpipe: interrupted; the report covers the") {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
-	lines, sum := readReport(t, filepath.Join(out, defaultReportName))
+	lines, sum := readReport(t, filepath.Join(out, folderrun.ReportName))
 	if !sum.Interrupted || sum.OK < 9 || sum.OK >= 200 || sum.Failed != 0 {
 		t.Errorf("summary %+v", sum)
 	}
 	written := files(t, out)
-	delete(written, defaultReportName)
+	delete(written, folderrun.ReportName)
 	if len(written) != len(lines) {
 		t.Errorf("%d outputs, %d report lines", len(written), len(lines))
 	}

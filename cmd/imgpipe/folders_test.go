@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
+
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 )
 
 // readFile returns a file's content, or "<missing>".
@@ -69,7 +71,7 @@ func TestRunFolderNesting(t *testing.T) {
 		{"output inside input, made by imgpipe", func(t *testing.T, root string) (string, string, []string) {
 			write(t, root, "in/a.png", img)
 			write(t, root, "in/night/a.png", []byte("an earlier output"))
-			write(t, root, "in/night/"+defaultReportName, []byte("{}\n"))
+			write(t, root, "in/night/"+folderrun.ReportName, []byte("{}\n"))
 			return filepath.Join(root, "in"), filepath.Join(root, "in/night"), nil
 		}, 0, "", []string{"in/a.png"}},
 		{"output beside input", func(t *testing.T, root string) (string, string, []string) {
@@ -84,9 +86,9 @@ func TestRunFolderNesting(t *testing.T) {
 		}, exitUsage, "is not a folder", []string{"out"}},
 		{"report is a folder", func(t *testing.T, root string) (string, string, []string) {
 			write(t, root, "in/a.png", img)
-			write(t, root, "out/"+defaultReportName+"/x", []byte("x"))
+			write(t, root, "out/"+folderrun.ReportName+"/x", []byte("x"))
 			return filepath.Join(root, "in"), filepath.Join(root, "out"), nil
-		}, exitUsage, "imgpipe-report.jsonl: exists and is a folder, not a regular file", []string{"out/" + defaultReportName + "/x"}},
+		}, exitUsage, "imgpipe-report.jsonl: exists and is a folder, not a regular file", []string{"out/" + folderrun.ReportName + "/x"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,9 +186,9 @@ func TestRunEarlyFailureKeepsReport(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fakeDevice(t, tt.fake)
 			out := t.TempDir()
-			report := filepath.Join(out, defaultReportName)
+			report := filepath.Join(out, folderrun.ReportName)
 			const previous = "{\"input\":\"a.png\",\"output\":\"a.png\",\"status\":\"ok\"}\n{\"summary\":{}}\n"
-			write(t, out, defaultReportName, []byte(previous))
+			write(t, out, folderrun.ReportName, []byte(previous))
 			args := append([]string{"run", "-i", in, "-o", out, "-p", "decode | grayscale | histogram | save", "--device", "cuda"}, tt.args...)
 			code, _, stderr := cli(t, args...)
 			if code != tt.code || !strings.Contains(stderr, tt.want) {

@@ -16,6 +16,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/cutest"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/npy"
 )
@@ -189,9 +190,9 @@ func TestGPURunInterrupted(t *testing.T) {
 	if code != exitInterrupted {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
-	lines, sum := readReport(t, filepath.Join(out, defaultReportName))
+	lines, sum := readReport(t, filepath.Join(out, folderrun.ReportName))
 	written := files(t, out) // fails on temporary files left
-	delete(written, defaultReportName)
+	delete(written, folderrun.ReportName)
 	if !sum.Interrupted || len(written) != len(lines) || sum.OK != len(lines) || sum.OK < 6 || sum.OK >= n || sum.Failed != 0 {
 		t.Errorf("summary %+v, %d outputs, %d lines", sum, len(written), len(lines))
 	}
@@ -202,7 +203,7 @@ func TestGPURunInterrupted(t *testing.T) {
 	}
 	resultHook = nil
 	code, _, errOut := cli(t, "run", "-i", in, "-o", out, "-p", spec, "--device", "cuda", "--resume", "-q")
-	_, sum2 := readReport(t, filepath.Join(out, defaultReportName))
+	_, sum2 := readReport(t, filepath.Join(out, folderrun.ReportName))
 	if code != exitOK || sum2.Skipped != sum.OK || sum2.OK != n-sum.OK || sum2.Failed != 0 {
 		t.Errorf("resume: exit %d, %+v\n%s", code, sum2, errOut)
 	}
@@ -258,9 +259,9 @@ func TestGPUDecodeThenExact(t *testing.T) {
 	mustRun("run", "-i", in, "-o", dec, "-p", "decode backend=nvjpeg | flip axis=h | flip axis=h | save", "--device", "cuda", "-q")
 	mustRun("run", "-i", in, "-o", gpuOut, "-p", "decode backend=nvjpeg | "+ref, "--device", "cuda", "-q")
 	mustRun("run", "-i", dec, "-o", cpuOut, "-p", "decode backend=go | "+ref, "--device", "cpu", "-q")
-	decLines, _ := readReport(t, filepath.Join(dec, defaultReportName))
-	gpuLines, _ := readReport(t, filepath.Join(gpuOut, defaultReportName))
-	cpuLines, _ := readReport(t, filepath.Join(cpuOut, defaultReportName))
+	decLines, _ := readReport(t, filepath.Join(dec, folderrun.ReportName))
+	gpuLines, _ := readReport(t, filepath.Join(gpuOut, folderrun.ReportName))
+	cpuLines, _ := readReport(t, filepath.Join(cpuOut, folderrun.ReportName))
 	cpuByInput := map[string]pipeline.ReportLine{}
 	for _, l := range cpuLines {
 		cpuByInput[l.Input] = l
@@ -391,9 +392,9 @@ func TestGPUKernelFaultExits3(t *testing.T) {
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitFatal || !strings.Contains(string(msg), "CUDA") {
 				t.Fatalf("exit %v, want %d with CUDA's error:\n%s", err, exitFatal, msg)
 			}
-			report := filepath.Join(out, defaultReportName)
+			report := filepath.Join(out, folderrun.ReportName)
 			filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() && p != report && p != journalPath(report) {
+				if err == nil && !d.IsDir() && p != report && p != folderrun.JournalPath(report) {
 					t.Errorf("left in the output folder: %s", p)
 				}
 				return nil

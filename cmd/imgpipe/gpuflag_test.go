@@ -13,6 +13,8 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
+
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 )
 
 // recordOrdinal makes openDevice (run's and the bench's) return a fake GPU and remember the
@@ -111,7 +113,7 @@ func TestRunGPUOrdinalReachesDevice(t *testing.T) {
 			if opens.Load() != 1 || ordinal.Load() != tt.want {
 				t.Errorf("opened %d times, GPU %d; want once, GPU %d", opens.Load(), ordinal.Load(), tt.want)
 			}
-			if _, sum := readReport(t, filepath.Join(out, defaultReportName)); sum.Device != "fake GPU" || sum.OK != 2 {
+			if _, sum := readReport(t, filepath.Join(out, folderrun.ReportName)); sum.Device != "fake GPU" || sum.OK != 2 {
 				t.Errorf("summary %+v", sum)
 			}
 		})

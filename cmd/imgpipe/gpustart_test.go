@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,9 +11,6 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
-	"github.com/imgpipe/imgpipe/pipeline"
-	"github.com/imgpipe/imgpipe/pipeline/gpu"
-	"github.com/imgpipe/imgpipe/pipeline/job"
 )
 
 // A GPU that fails to open in the background (after the run started on the CPU): under
@@ -87,42 +82,6 @@ func TestGPUStillOpeningAtTheEnd(t *testing.T) {
 	}
 }
 
-// bench and the queue worker wait for the GPU to open (resolveDevice's wait), so that a GPU
-// the driver cannot open is a failure found before they start, as a missing driver is;
-// run does not wait.
-func TestResolveDeviceWaits(t *testing.T) {
-	unavailable := errors.New("cuDevicePrimaryCtxRetain: CUDA_ERROR_DEVICE_UNAVAILABLE")
-	tests := []struct {
-		device   string
-		wait     bool
-		wantGPUs int
-		wantErr  bool
-	}{
-		{"auto", true, 0, false},
-		{"cuda", true, 0, true},
-		{"auto", false, 1, false},
-		{"cuda", false, 1, false},
-	}
-	for _, tt := range tests {
-		closes := fakeDevice(t, schedtest.FakeConfig{OpenErr: unavailable})
-		var stderr strings.Builder
-		tgt, err := resolveDevice(tt.device, pipeline.GPUSet("0"), "", tt.wait, &stderr)
-		switch {
-		case tt.wantErr:
-			if err == nil || !strings.Contains(err.Error(), unavailable.Error()) || closes.Load() != 1 {
-				t.Errorf("%s, wait %v: %v (closed %d times), want the open error", tt.device, tt.wait, err, closes.Load())
-			}
-		case err != nil || len(tgt.devs) != tt.wantGPUs:
-			t.Errorf("%s, wait %v: %v, %d GPUs, want %d", tt.device, tt.wait, err, len(tgt.devs), tt.wantGPUs)
-		case tt.wantGPUs == 0 && (tgt.why == "" || !strings.Contains(stderr.String(), "no usable GPU") || closes.Load() != 1):
-			t.Errorf("%s, wait %v: why %q, closed %d times; stderr %q", tt.device, tt.wait, tgt.why, closes.Load(), stderr.String())
-		}
-		if tgt != nil {
-			tgt.close()
-		}
-	}
-}
-
 // Under auto, a run over a local folder that the CPU finishes sooner than a GPU opens
 // leaves the GPU unstarted (no driver work, nothing to wait for at exit), and says so;
 // under cuda the GPU starts as soon as it is opened.
@@ -150,51 +109,6 @@ func TestAutoLeavesGPUUnstarted(t *testing.T) {
 			}
 			if sum.Device != wantDevice || note != auto {
 				t.Errorf("on %q, want %q; stderr:\n%s", sum.Device, wantDevice, stderr)
-			}
-		})
-	}
-}
-
-// countForGPU gives the run the count of a local folder's inputs up to the limit, and
-// starts the GPU at once for more, or for inputs it cannot count.
-func TestCountForGPU(t *testing.T) {
-	dir, tree := t.TempDir(), t.TempDir()
-	for _, d := range []string{dir, filepath.Join(tree, "sub")} {
-		for _, name := range []string{"a.png", "b.jpg", "c.png"} {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(d, name), []byte("x"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	tests := []struct {
-		name       string
-		dir        string
-		limit      int
-		wantInputs int
-		started    bool
-	}{
-		{"within the limit", dir, 3, 3, false},
-		{"more entries than the limit", dir, 2, 0, true},
-		{"a folder that cannot be walked", filepath.Join(dir, "missing"), 10, 0, true},
-		{"a tree within the limit", tree, 3, 3, false},
-		// One entry at the top, so walked: its subfolder holds more than the limit.
-		{"a tree over the limit", tree, 2, 0, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dev := schedtest.NewFake(schedtest.FakeConfig{Opened: make(chan struct{})})
-			in, err := openInputs(context.Background(), &job.Job{InputDir: tt.dir}, pipeline.Selection{}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer in.close()
-			var o gpu.Options
-			countForGPU(context.Background(), in, &o, &target{devs: []sched.Device{dev}}, tt.limit)
-			if o.Inputs != tt.wantInputs || dev.Started() != tt.started {
-				t.Errorf("inputs %d, started %v; want %d, %v", o.Inputs, dev.Started(), tt.wantInputs, tt.started)
 			}
 		})
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage"
+
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 )
 
 // --gpu all, over every GPU of the host (one is enough: the run then takes the one-GPU
@@ -32,7 +34,7 @@ func TestGPUAllMatchesGPU0(t *testing.T) {
 				if code != exitOK && code != exitSomeFailed {
 					t.Fatalf("--gpu %s: exit %d\n%s", gpu, code, stderr)
 				}
-				lines, sum := readReport(t, filepath.Join(out, defaultReportName))
+				lines, sum := readReport(t, filepath.Join(out, folderrun.ReportName))
 				t.Logf("--gpu %s: %s, %d batches, per GPU %+v", gpu, sum.Device, sum.Batches, sum.GPUs)
 				if len(infos) > 1 && gpu == "all" && len(sum.GPUs) != len(infos) {
 					t.Errorf("--gpu all on %d GPUs: per-GPU figures %+v", len(infos), sum.GPUs)
@@ -46,8 +48,8 @@ func TestGPUAllMatchesGPU0(t *testing.T) {
 				t.Errorf("report lines differ:\n--gpu 0:   %s\n--gpu all: %s", linesOne, linesAll)
 			}
 			fo, fa := files(t, one), files(t, all)
-			delete(fo, defaultReportName)
-			delete(fa, defaultReportName)
+			delete(fo, folderrun.ReportName)
+			delete(fa, folderrun.ReportName)
 			if len(fo) != len(fa) || len(fo) == 0 {
 				t.Fatalf("%d files with --gpu 0, %d with --gpu all", len(fo), len(fa))
 			}

@@ -12,6 +12,8 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
+
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 )
 
 // fakeGPUs makes openDevice open a fake GPU named "GPU n" for ordinals below n (and fail
@@ -90,7 +92,7 @@ func TestRunSeveralGPUs(t *testing.T) {
 			if code != exitOK {
 				return
 			}
-			_, sum := readReport(t, filepath.Join(out, defaultReportName))
+			_, sum := readReport(t, filepath.Join(out, folderrun.ReportName))
 			var names []string
 			for _, o := range tt.opened {
 				names = append(names, fmt.Sprintf("GPU %d", o))

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 	"github.com/imgpipe/imgpipe/queue"
 	"github.com/imgpipe/imgpipe/queue/queuetest"
 )
@@ -107,7 +108,7 @@ func sameAsRun(t *testing.T, in, out, report string) {
 	if code, _, stderr := cli(t, "run", "-i", in, "-o", ref, "-p", chain, "-q"); code != 1 {
 		t.Fatalf("reference run: exit %d, %s", code, stderr)
 	}
-	want, wantSum := readReport(t, filepath.Join(ref, defaultReportName))
+	want, wantSum := readReport(t, filepath.Join(ref, folderrun.ReportName))
 	got, gotSum := readReport(t, report)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("report lines differ from run's:\n got %+v\nwant %+v", got, want)
@@ -116,8 +117,8 @@ func sameAsRun(t *testing.T, in, out, report string) {
 		t.Errorf("summary %+v, want the counts and chain of %+v", gotSum, wantSum)
 	}
 	gotFiles, wantFiles := files(t, out), files(t, ref)
-	delete(wantFiles, defaultReportName)
-	delete(gotFiles, defaultReportName) // a bucket output holds its report
+	delete(wantFiles, folderrun.ReportName)
+	delete(gotFiles, folderrun.ReportName) // a bucket output holds its report
 	if len(gotFiles) != len(wantFiles) {
 		t.Errorf("%d outputs, want %d", len(gotFiles), len(wantFiles))
 	}
@@ -287,7 +288,7 @@ func TestRunBuckets(t *testing.T) {
 	if code, _, stderr := cli(t, "run", "-i", inURL, "-o", outURL, "-p", chain, "-q"); code != 1 {
 		t.Fatalf("run: exit %d (want 1: the corrupt file), %s", code, stderr)
 	}
-	sameAsRun(t, in, out, filepath.Join(out, defaultReportName))
+	sameAsRun(t, in, out, filepath.Join(out, folderrun.ReportName))
 	for _, tc := range []struct {
 		name string
 		args []string

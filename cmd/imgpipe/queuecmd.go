@@ -16,7 +16,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/pipeline"
-	"github.com/imgpipe/imgpipe/pipeline/gpu"
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 	"github.com/imgpipe/imgpipe/queue"
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -84,18 +84,22 @@ func runSubmit(cmd *cobra.Command, args []string, f *runFlags, q *queueFlags, s 
 	if err := s.Check(); err != nil {
 		return usageError("%v", err)
 	}
-	j, plan, in, err := loadConfig(cmd, args, f, stderr)
+	j, req, err := loadConfig(cmd, args, f, stderr)
 	if err != nil {
 		return err
 	}
-	defer in.close()
-	if in.store == nil {
+	p, err := folderrun.Prepare(cmd.Context(), req)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if p.Store() == nil {
 		return usageError("submit takes an input folder or bucket, not %s (workers find the inputs by their path inside it)", describeInput(j.InputDir))
 	}
-	rec := queue.Job{Pipeline: plan.String(), Exec: j.Exec, Settings: s}
+	rec := queue.Job{Pipeline: req.Plan.String(), Exec: j.Exec, Settings: s}
 	// Workers elsewhere must find the same places: folders become absolute paths, bucket
 	// URLs stay as they are, and a bucket output's report goes into the bucket.
-	report := reportPath(j)
+	report := p.ReportPath()
 	if j.Report == "" && blobio.IsURL(j.OutputDir) {
 		report = ""
 	}
@@ -107,7 +111,7 @@ func runSubmit(cmd *cobra.Command, args []string, f *runFlags, q *queueFlags, s 
 			}
 		}
 	}
-	tasks, err := listTasks(cmd.Context(), in)
+	tasks, err := listTasks(cmd.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -140,8 +144,8 @@ func runSubmit(cmd *cobra.Command, args []string, f *runFlags, q *queueFlags, s 
 
 // listTasks walks the job's input folder or bucket (its selection, and its shard if it
 // names one) into tasks.
-func listTasks(ctx context.Context, in *inputs) ([]queue.Task, error) {
-	src, store := in.source(), in.store
+func listTasks(ctx context.Context, p *folderrun.Prepared) ([]queue.Task, error) {
+	src, store := p.Source(), p.Store()
 	var tasks []queue.Task
 	for {
 		in, err := src.Next(ctx)
@@ -172,7 +176,7 @@ func listTasks(ctx context.Context, in *inputs) ([]queue.Task, error) {
 
 // describeInput names an input that is not a folder, for messages.
 func describeInput(in string) string {
-	if in == stdinInput {
+	if in == folderrun.StdinInput {
 		return "a list on stdin (-i -)"
 	}
 	return "the single file " + in
@@ -227,51 +231,24 @@ func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool
 	if errs := setFlags(cmd, &exec); len(errs) > 0 {
 		return &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
 	}
-	device := exec.Device
-	if device == "auto" && len(plan.Pixels) == 0 {
-		device = "cpu"
-	}
-	tgt, err := resolveDevice(device, exec.GPU, "", true, stderr)
-	if err != nil {
+	notice := func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
+	var st *queue.WorkStats // set once the worker started
+	sum, err := folderrun.Run(ctx, folderrun.Request{Plan: plan, Input: j.Input, Output: j.Output, Exec: exec, GPUs: gpus(true, ""), Notice: notice,
+		Work: func(ctx context.Context, w folderrun.Work) (pipeline.Summary, error) {
+			sum, stats, err := queue.Work(ctx, js, j, w.Plan, w.Store, w.Sink, w.Options, queue.WorkOptions{ID: id, IdleExit: idle, Notice: notice})
+			st = &stats
+			return sum, err
+		}})
+	if st == nil {
 		return err
 	}
-	defer tgt.close()
-	opt := gpu.RunOptions(exec, tgt.devs...)
-	if err := gpu.Check(plan, opt); err != nil {
-		return usageError("%v", err)
-	}
-	opt.Device = "cpu"
-	opt.Notice = func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
-	store, err := blobio.OpenStore(ctx, j.Input)
-	if err != nil {
-		return fatalError("input: %v", err)
-	}
-	defer store.Close()
-	sink := pipeline.Discard()
-	if plan.Save != nil {
-		if !blobio.IsURL(j.Output) {
-			if err := os.MkdirAll(j.Output, 0o755); err != nil {
-				return fatalError("output folder: %v", err)
-			}
-		}
-		out, closeOut, err := blobio.Output(ctx, j.Output)
-		if err != nil {
-			return fatalError("output: %v", err)
-		}
-		defer closeOut()
-		sink = out
-	}
-	sum, st, err := queue.Work(ctx, js, j, plan, store, sink, opt, queue.WorkOptions{ID: id, IdleExit: idle, Notice: opt.Notice})
 	if !quiet {
 		fmt.Fprintf(stderr, "imgpipe: worker %s: %d tasks done, %d retried, %d handed back; %s\n", id, st.Done, st.Retried, st.Abandoned, summaryLine(sum))
 	}
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		return reported{code: exitInterrupted}
-	case err != nil:
-		return fatalError("%v", err)
 	}
-	return nil
+	return err
 }
 
 // awaitJob loads the job, waiting for it to be submitted (workers may start first, as in
@@ -349,8 +326,8 @@ func runWait(ctx context.Context, q *queueFlags, report string, quiet bool, stde
 	}
 	write := func(w io.Writer) error { return pipeline.WriteReport(w, lines, sum) }
 	if report == "" { // a bucket output's report goes into the bucket
-		report = strings.TrimSuffix(j.Output, "/") + "/" + defaultReportName
-		err = blobio.WriteObject(ctx, j.Output, defaultReportName, write)
+		report = strings.TrimSuffix(j.Output, "/") + "/" + folderrun.ReportName
+		err = blobio.WriteObject(ctx, j.Output, folderrun.ReportName, write)
 	} else {
 		err = stages.WriteFileAtomic(report, write)
 	}

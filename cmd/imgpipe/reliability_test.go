@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 )
 
 // stallEnv makes the test binary a stalling imgpipe (see stallingChild).
@@ -88,18 +89,18 @@ func TestKilledRunResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	if _, err := os.Stat(filepath.Join(out, defaultReportName)); err == nil {
+	if _, err := os.Stat(filepath.Join(out, folderrun.ReportName)); err == nil {
 		t.Fatal("a killed run has a final report")
 	}
 	code, _, stderr := cli(t, append(args, "--resume")...)
 	if code != exitOK {
 		t.Fatalf("resume: exit %d\n%s", code, stderr)
 	}
-	_, sum := readReport(t, filepath.Join(out, defaultReportName))
+	_, sum := readReport(t, filepath.Join(out, folderrun.ReportName))
 	if sum.Skipped != 5 || sum.OK != 7 {
 		t.Errorf("resume after SIGKILL: %+v, want 5 skipped and 7 done", sum)
 	}
-	if _, err := os.Stat(journalPath(filepath.Join(out, defaultReportName))); err == nil {
+	if _, err := os.Stat(folderrun.JournalPath(filepath.Join(out, folderrun.ReportName))); err == nil {
 		t.Error("the journal is left after a finished run")
 	}
 }
@@ -119,7 +120,7 @@ func TestSignalsStopCleanly(t *testing.T) {
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
 				t.Fatalf("exit %v\n%s", err, stderr)
 			}
-			lines, sum := readReport(t, filepath.Join(out, defaultReportName))
+			lines, sum := readReport(t, filepath.Join(out, folderrun.ReportName))
 			if !sum.Interrupted || sum.Failed != 0 || sum.OK < 3 || len(lines) != sum.OK {
 				t.Errorf("%+v, %d lines", sum, len(lines))
 			}
@@ -150,12 +151,12 @@ func TestInterruptIsFastAndResumable(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
 	resultHook = nil
-	lines, sum := readReport(t, filepath.Join(out, defaultReportName))
+	lines, sum := readReport(t, filepath.Join(out, folderrun.ReportName))
 	if sum.Failed != 0 || sum.OK < 4 || sum.OK >= inputs || len(lines) != sum.OK {
 		t.Fatalf("%+v, %d lines", sum, len(lines))
 	}
 	code, _, errOut := cli(t, append(args, "--resume", "-q")...)
-	_, sum2 := readReport(t, filepath.Join(out, defaultReportName))
+	_, sum2 := readReport(t, filepath.Join(out, folderrun.ReportName))
 	if code != exitOK || sum2.Skipped != sum.OK || sum2.OK != inputs-sum.OK {
 		t.Errorf("resume: exit %d, %+v\n%s", code, sum2, errOut)
 	}
@@ -166,7 +167,7 @@ func TestInterruptIsFastAndResumable(t *testing.T) {
 func TestConcurrentRunRefused(t *testing.T) {
 	in := pngFolder(t, 3)
 	out := t.TempDir()
-	lock, err := lockFolder(out)
+	lock, err := folderrun.LockFolder(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestConcurrentRunRefused(t *testing.T) {
 	if _, err := os.Stat(tmp); err != nil {
 		t.Errorf("the other run's temporary file was taken: %v", err)
 	}
-	lock.unlock()
+	lock.Unlock()
 	if code, _, stderr := cli(t, "run", "-i", in, "-o", out, "-p", "decode | save", "--device", "cpu"); code != exitOK {
 		t.Errorf("after the lock is released: exit %d\n%s", code, stderr)
 	}
@@ -210,7 +211,7 @@ func TestWritesCannotClobber(t *testing.T) {
 			return []string{"--report", filepath.Join(e.in, "sub", "x.png")}
 		}, exitUsage, "lies inside the input folder"},
 		{"trace is the report", func(t *testing.T, e env) []string {
-			return []string{"--trace", filepath.Join(e.out, defaultReportName)}
+			return []string{"--trace", filepath.Join(e.out, folderrun.ReportName)}
 		}, exitUsage, "is the report"},
 		{"trace is a link", func(t *testing.T, e env) []string {
 			p := filepath.Join(e.root, "t.json")
@@ -369,26 +370,26 @@ func TestDryRunTakesNoLockNorJournal(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	// As a killed run leaves it: a journal and no report.
-	report := filepath.Join(out, defaultReportName)
-	if err := os.Rename(report, journalPath(report)); err != nil {
+	report := filepath.Join(out, folderrun.ReportName)
+	if err := os.Rename(report, folderrun.JournalPath(report)); err != nil {
 		t.Fatal(err)
 	}
-	journal := readFile(t, journalPath(report))
-	lock, err := lockFolder(out)
+	journal := readFile(t, folderrun.JournalPath(report))
+	lock, err := folderrun.LockFolder(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lock.unlock()
+	defer lock.Unlock()
 	code, stdout, stderr := cli(t, append(args, "--resume", "--dry-run")...)
 	if code != exitOK || strings.Count(stdout, "skip (done before)") != 4 {
 		t.Errorf("dry run beside a locked folder: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if readFile(t, journalPath(report)) != journal {
+	if readFile(t, folderrun.JournalPath(report)) != journal {
 		t.Error("a dry run changed the journal")
 	}
 	ents, _ := os.ReadDir(out)
 	for _, e := range ents {
-		if n := e.Name(); n != runInfoName && n != filepath.Base(journalPath(report)) && !strings.HasSuffix(n, ".png") {
+		if n := e.Name(); n != folderrun.RunInfoName && n != filepath.Base(folderrun.JournalPath(report)) && !strings.HasSuffix(n, ".png") {
 			t.Errorf("a dry run left %s", n)
 		}
 	}

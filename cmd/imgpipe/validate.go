@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 	"github.com/imgpipe/imgpipe/pipeline/job"
 )
 
@@ -26,7 +27,7 @@ func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 				if len(args) > 0 {
 					return usageError("validate: give job files or -p, not both")
 				}
-				if spec == stdinInput {
+				if spec == folderrun.StdinInput {
 					b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxStdinSpec+1))
 					if err != nil {
 						return fmt.Errorf("validate -p -: reading stdin: %w", err)
@@ -75,7 +76,7 @@ func validateSpec(spec string, stdout, stderr io.Writer) error {
 func validateJob(path string, stdin io.Reader) (*job.Job, error) {
 	var j *job.Job
 	var err error
-	if path == stdinInput {
+	if path == folderrun.StdinInput {
 		j, err = job.Read("<stdin>", stdin)
 	} else {
 		j, err = job.Load(path)
@@ -89,10 +90,10 @@ func validateJob(path string, stdin io.Reader) (*job.Job, error) {
 		errs = append(errs, pipeline.Errors(j.Complete())...)
 	}
 	if j.InputDir != "" {
-		if err := checkFolders(j); err != nil {
-			var ee *exitError
-			if errors.As(err, &ee) {
-				err = ee.err
+		if err := folderrun.CheckPaths(jobRequest(j)); err != nil {
+			var bad *folderrun.RequestError
+			if errors.As(err, &bad) {
+				err = bad.Err
 			}
 			errs = append(errs, err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/nvjpeg"
 	"github.com/imgpipe/imgpipe/dynlib"
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
 	"github.com/imgpipe/imgpipe/stages/libwebp"
 )
@@ -57,7 +58,7 @@ func versionReport() string {
 	fmt.Fprintf(&b, "imgpipe %s %s %s/%s\n", moduleVersion(buildInfo()), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	lib := func(name, status string) { fmt.Fprintf(&b, "  %-14s %s\n", name+":", status) }
 	if infos, err := listDevices(); err != nil {
-		lib("CUDA", "no ("+shortReason(err)+")")
+		lib("CUDA", "no ("+folderrun.ShortGPUReason(err)+")")
 	} else if len(infos) == 0 {
 		lib("CUDA", "driver loads, no device")
 	} else {

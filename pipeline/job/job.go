@@ -43,8 +43,11 @@ type Job struct {
 	File string
 	// InputDir is input.dir.
 	InputDir string
-	// Steps is the parsed chain (not yet compiled).
+	// Steps is the parsed chain.
 	Steps []pipeline.Step
+	// Plan is Steps compiled when the job was read, so that a run binds its stages once;
+	// nil when the job has no chain.
+	Plan *pipeline.Plan
 	// OutputDir is output.dir.
 	OutputDir string
 	// Report is output.report; "" means OUT_DIR/imgpipe-report.jsonl.
@@ -346,13 +349,14 @@ func (l *jobLoader) pipeline(n *yaml.Node) {
 	}
 	// Compile reports the stages that failed to parse (their Err) with the chain's own
 	// problems, so one pass shows them all.
-	if _, err := l.reg.Compile(steps); err != nil {
+	plan, err := l.reg.Compile(steps)
+	if err != nil {
 		for _, e := range pipeline.Errors(err) {
 			l.errs = append(l.errs, l.inFile(e))
 		}
 		return
 	}
-	l.job.Steps = steps
+	l.job.Steps, l.job.Plan = steps, plan
 }
 
 // inFile makes sure an error names the job file.

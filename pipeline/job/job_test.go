@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 func TestParse(t *testing.T) {
@@ -303,5 +304,28 @@ func TestParsePartialJob(t *testing.T) {
 	}
 	if j, err := Parse("job.yaml", []byte("input: {dir: in\n")); err == nil || j != nil {
 		t.Errorf("syntax error: job %+v, error %v; want no job", j, err)
+	}
+}
+
+// A job keeps the plan its chain compiled to when it was read, so that a run binds each
+// stage once (the kernel stage's binder compiles with NVRTC).
+func TestParseKeepsPlan(t *testing.T) {
+	binds := 0
+	counted := &pipeline.StageDef{Name: "counted", Kind: pipeline.PixelKind, Help: "counts its bindings",
+		Shape: func(in stages.Shape, _ pipeline.Params) (stages.Shape, bool) { return in, true },
+		CPU: func(pipeline.Params) (pipeline.CPUFunc, error) {
+			binds++
+			return func(dst, src *stages.Image, _ *[256]uint64) {}, nil
+		}}
+	reg, err := pipeline.NewRegistry(append(pipeline.Builtin.Stages(), counted)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := ParseWith(reg, "job.yaml", []byte("input: {dir: in}\npipeline: decode | counted | save\noutput: {dir: out}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Plan == nil || j.Plan.String() != pipeline.FormatSpec(j.Steps) || binds != 1 {
+		t.Errorf("plan %v for %q, %d bindings; want the chain's, bound once", j.Plan, pipeline.FormatSpec(j.Steps), binds)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package folderrun
 
 import (
 	"errors"
@@ -10,11 +10,11 @@ import (
 	"github.com/imgpipe/imgpipe/stages"
 )
 
-// journalPath is where a run writes its report while it goes: ".NAME.journal" beside the
+// JournalPath is where a run writes its report while it goes: ".NAME.journal" beside the
 // report. Each line is there as soon as its input is reported (pipeline.Options.Report),
 // so a run killed outright (SIGKILL, the OOM killer, a power cut up to the last second)
 // leaves a journal that --resume reads; a run that ends renames it to the report.
-func journalPath(report string) string {
+func JournalPath(report string) string {
 	dir, base := filepath.Split(report)
 	return filepath.Join(dir, "."+base+".journal")
 }
@@ -32,7 +32,7 @@ type journal struct {
 // a killed run is first moved aside, so that --resume can still read it (previous) and so
 // that a run that does nothing puts it back.
 func openJournal(report string) (*journal, error) {
-	j := &journal{path: journalPath(report), report: report}
+	j := &journal{path: JournalPath(report), report: report}
 	prev := j.path + ".prev"
 	switch err := os.Rename(j.path, prev); {
 	case err == nil:

@@ -1,4 +1,4 @@
-package main
+package folderrun
 
 import (
 	"errors"
@@ -10,21 +10,21 @@ import (
 	"time"
 )
 
-// runInfoName is the file a run writes into the folder it locks, saying who holds it, so
+// RunInfoName is the file a run writes into the folder it locks, saying who holds it, so
 // that a refused run can name the other one. It is removed when the run ends; one left by
 // a killed run is overwritten by the next.
-const runInfoName = ".imgpipe-run"
+const RunInfoName = ".imgpipe-run"
 
-// folderLock is an advisory lock (flock) on a run's output folder.
-type folderLock struct {
+// Lock is a run's advisory lock (flock) on the folder it writes into.
+type Lock struct {
 	dir *os.File
 }
 
-// lockFolder takes the lock on dir without waiting: two runs into one output folder would
+// LockFolder takes the lock on dir without waiting: two runs into one output folder would
 // take each other's temporary files and clobber each other's report, so the second is
 // refused at once with a message naming the first. The lock goes with the process, so a
 // killed run never leaves the folder locked.
-func lockFolder(dir string) (*folderLock, error) {
+func LockFolder(dir string) (*Lock, error) {
 	d, err := os.Open(dir)
 	if err != nil {
 		return nil, err
@@ -33,7 +33,7 @@ func lockFolder(dir string) (*folderLock, error) {
 		d.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			who := "another imgpipe run"
-			if b, err := os.ReadFile(filepath.Join(dir, runInfoName)); err == nil && len(b) > 0 {
+			if b, err := os.ReadFile(filepath.Join(dir, RunInfoName)); err == nil && len(b) > 0 {
 				who += " (" + strings.TrimSpace(string(b)) + ")"
 			}
 			return nil, fmt.Errorf("%s is writing into %s; wait for it to end, or choose another output folder", who, dir)
@@ -43,15 +43,15 @@ func lockFolder(dir string) (*folderLock, error) {
 	info := fmt.Sprintf("pid %d, started %s: %s", os.Getpid(), time.Now().Format(time.DateTime), strings.Join(os.Args, " "))
 	// Only informative: a folder where it cannot be written still works (the outputs
 	// would fail there too, each with its reason).
-	_ = os.WriteFile(filepath.Join(dir, runInfoName), []byte(info+"\n"), 0o644)
-	return &folderLock{dir: d}, nil
+	_ = os.WriteFile(filepath.Join(dir, RunInfoName), []byte(info+"\n"), 0o644)
+	return &Lock{dir: d}, nil
 }
 
-// unlock removes the run's note and releases the lock.
-func (l *folderLock) unlock() {
+// Unlock removes the run's note and releases the lock; a nil Lock does nothing.
+func (l *Lock) Unlock() {
 	if l == nil {
 		return
 	}
-	os.Remove(filepath.Join(l.dir.Name(), runInfoName))
+	os.Remove(filepath.Join(l.dir.Name(), RunInfoName))
 	l.dir.Close() // closing the descriptor releases the flock
 }
