@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	// The kernel stage registers itself from a package of its own, so that the engine core links no NVRTC.
+	_ "github.com/imgpipe/imgpipe/pipeline/kernelstage"
 )
 
 // stopSignals end a run cleanly (exit 130, report written, --resume carries on): Ctrl-C,
