@@ -227,7 +227,7 @@ func (l *limitSource) Next(ctx context.Context) (pipeline.Input, error) {
 	return l.src.Next(ctx)
 }
 
-// folderRun is the runner over the folder, on the CPU or (set set) on a GPU, as `imgpipe
+// folderRun is the runner over the folder, on the CPU or, with a set, on a GPU, as `imgpipe
 // run` runs it (folderrun).
 type folderRun struct {
 	plan            *pipeline.Plan
