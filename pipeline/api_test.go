@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // ImageInput takes any standard image through a run, and the result goes back with ToImage.
@@ -73,7 +74,7 @@ func (s *tallySource) Next(ctx context.Context) (Input, error) {
 // report-only chains.
 func TestToFolderNeedsSave(t *testing.T) {
 	out := t.TempDir()
-	img := randImage(rand.New(rand.NewSource(5)), 6, 5, 3)
+	img := stagestest.ReadImage(rand.New(rand.NewSource(5)), 6, 5, 3)
 	src := &tallySource{Source: Inputs(Input{Name: "a", Image: img})}
 	_, err := New().Decode().Histogram().Run(context.Background(), src, ToFolder(out))
 	if err == nil || !strings.Contains(err.Error(), "no save stage") || src.n != 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/imgpipe/imgpipe/pipeline"
 	_ "github.com/imgpipe/imgpipe/pipeline/kernelstage" // the kernel stage has a launcher too
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // The registry's GPU stages against the device layers, found by walking pipeline.Builtin,
@@ -253,8 +254,8 @@ func checkImageBits(t *testing.T, dev sched.Device, op sched.Op, seed uint64) {
 		switch {
 		case g.err != nil:
 			t.Errorf("%s on %v: %v", op, src.Shape(), g.err)
-		case !sameImage(g.image, want):
-			t.Errorf("%s on %v: the device's output differs from the CPU's", op, src.Shape())
+		case stagestest.Diff(g.image, want) != "":
+			t.Errorf("%s on %v: the device's output differs from the CPU's: %s", op, src.Shape(), stagestest.Diff(g.image, want))
 		case op.Hist && (g.hist == nil || *g.hist != *hist):
 			t.Errorf("%s on %v: the device's histogram differs from the CPU's", op, src.Shape())
 		}
@@ -305,8 +306,8 @@ func checkArrayBits(t *testing.T, dev sched.Device, op sched.Op, seed uint64) {
 		}
 		want := stages.NewImage(src.W, 1, sched.ElemBytes)
 		op.CPU(want, src, nil)
-		if !sameImage(g.image, want) {
-			t.Errorf("%s on %d elements: the device's output bits differ from the CPU's", op, src.W)
+		if d := stagestest.Diff(g.image, want); d != "" {
+			t.Errorf("%s on %d elements: the device's output bits differ from the CPU's: %s", op, src.W, d)
 		}
 	}
 }
@@ -364,17 +365,4 @@ func runOnDevice(t *testing.T, dev sched.Device, op sched.Op, slot, n int, reser
 		t.Fatalf("%s: %v", op, err)
 	}
 	return out
-}
-
-// sameImage reports whether a and b have one shape and the same samples.
-func sameImage(a, b *stages.Image) bool {
-	if a == nil || b == nil || a.Shape() != b.Shape() {
-		return false
-	}
-	for y := range a.H {
-		if string(a.Row(y)) != string(b.Row(y)) {
-			return false
-		}
-	}
-	return true
 }

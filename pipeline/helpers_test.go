@@ -3,7 +3,6 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
-	"math/rand"
 	"runtime"
 	"strings"
 	"testing"
@@ -12,13 +11,6 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/stages"
 )
-
-// randImage returns a w×h image with c channels of random pixels.
-func randImage(rng *rand.Rand, w, h, c int) *stages.Image {
-	m := stages.NewImage(w, h, c)
-	rng.Read(m.Pix)
-	return m
-}
 
 // encode returns m encoded in format ("png" or "jpeg").
 func encode(t testing.TB, m *stages.Image, format string) []byte {

@@ -8,6 +8,8 @@ import (
 	"math/rand"
 	"sync/atomic"
 	"testing"
+
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // openedReader counts, through live and peak, the objects read past their head at once.
@@ -40,7 +42,7 @@ func TestOpenInputsChargeBudgetBeforeReading(t *testing.T) {
 	var live, peak atomic.Int64
 	var inputs []Input
 	for i := 0; i < 8; i++ {
-		data := encode(t, randImage(rng, 400, 300, 3), "png")
+		data := encode(t, stagestest.ReadImage(rng, 400, 300, 3), "png")
 		if len(data) <= HeadBytes {
 			t.Fatalf("test image is %d bytes, want over HeadBytes", len(data))
 		}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // TestRunPhases: a folder run charges every phase; a run from memory reads nothing; a
@@ -18,7 +20,7 @@ func TestRunPhases(t *testing.T) {
 	in := t.TempDir()
 	var inputs []Input
 	for i := range 3 {
-		data := encode(t, randImage(rng, 30, 20, 3), "png")
+		data := encode(t, stagestest.ReadImage(rng, 30, 20, 3), "png")
 		if err := os.WriteFile(filepath.Join(in, fmt.Sprintf("%d.png", i)), data, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/gpu"
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // invertDef is the README's "adding a pixel stage" recipe, done in a test: a definition
@@ -67,7 +68,7 @@ func TestAddStageRecipe(t *testing.T) {
 	rng := rand.New(rand.NewSource(8))
 	var in []pipeline.Input
 	for i, s := range [][2]int{{1, 1}, {17, 9}, {64, 3}} {
-		in = append(in, pipeline.Input{Name: string(rune('a' + i)), Image: randImage(rng, s[0], s[1], 3)})
+		in = append(in, pipeline.Input{Name: string(rune('a' + i)), Image: stagestest.ReadImage(rng, s[0], s[1], 3)})
 	}
 	run := func(be pipeline.Backend) *pipeline.Collector {
 		sink := pipeline.Collect()
@@ -117,7 +118,7 @@ func TestRegistryParse(t *testing.T) {
 	}
 	// The builder goes on in the same registry.
 	p.Then("invert", pipeline.Args{"keep_gray": true}).Grayscale()
-	src := randImage(rand.New(rand.NewSource(3)), 5, 4, 3)
+	src := stagestest.ReadImage(rand.New(rand.NewSource(3)), 5, 4, 3)
 	sink := pipeline.Collect()
 	if _, err := p.Run(context.Background(), pipeline.Inputs(pipeline.Input{Name: "x", Image: src}), sink); err != nil {
 		t.Fatal(err)
@@ -139,13 +140,6 @@ func TestRegistryParse(t *testing.T) {
 	if errs := pipeline.Errors(err); len(errs) != 2 {
 		t.Errorf("want both errors, got %v", err)
 	}
-}
-
-// randImage returns a w×h image with c channels of random pixels.
-func randImage(rng *rand.Rand, w, h, c int) *stages.Image {
-	m := stages.NewImage(w, h, c)
-	rng.Read(m.Pix)
-	return m
 }
 
 // same reports whether a and b hold the same pixels.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // Results, report lines and progress come in input order however the workers finish, and
@@ -33,7 +34,7 @@ func TestRunKeepsInputOrder(t *testing.T) {
 	var inputs []Input
 	var want []*stages.Image
 	for i := 0; i < n; i++ {
-		m := randImage(rng, 1+rng.Intn(40), 1+rng.Intn(30), 3)
+		m := stagestest.ReadImage(rng, 1+rng.Intn(40), 1+rng.Intn(30), 3)
 		inputs = append(inputs, Input{Name: fmt.Sprintf("img%03d.png", i), Data: encode(t, m, "png")})
 		g := stages.NewImage(m.W, m.H, 1)
 		stages.Grayscale(g, m)
@@ -115,7 +116,7 @@ func (s slowSink) Done(context.Context, *Result) error {
 // slow the consumer: memory is bounded independently of the number of inputs.
 func TestRunBoundsInputsInFlight(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
-	data := encode(t, randImage(rng, 64, 64, 3), "png")
+	data := encode(t, stagestest.ReadImage(rng, 64, 64, 3), "png")
 	plan := compileWith(t, Builtin, "decode | grayscale")
 	for _, tt := range []struct{ workers, window int }{{1, 0}, {4, 0}, {4, 5}, {3, 1}, {8, 64}} {
 		t.Run(fmt.Sprintf("workers=%d,window=%d", tt.workers, tt.window), func(t *testing.T) {
@@ -157,7 +158,7 @@ func (s *endless) Next(ctx context.Context) (Input, error) {
 func TestRunCancel(t *testing.T) {
 	base := runtime.NumGoroutine()
 	rng := rand.New(rand.NewSource(3))
-	src := &endless{data: encode(t, randImage(rng, 32, 32, 3), "png")}
+	src := &endless{data: encode(t, stagestest.ReadImage(rng, 32, 32, 3), "png")}
 	plan := compileWith(t, Builtin, "decode | blur sigma=2 | histogram")
 	ctx, cancel := context.WithCancel(context.Background())
 	var report bytes.Buffer
@@ -190,7 +191,7 @@ func TestRunCancel(t *testing.T) {
 func TestRunCancelWithBlockedSink(t *testing.T) {
 	base := runtime.NumGoroutine()
 	rng := rand.New(rand.NewSource(4))
-	src := &endless{data: encode(t, randImage(rng, 8, 8, 3), "png")}
+	src := &endless{data: encode(t, stagestest.ReadImage(rng, 8, 8, 3), "png")}
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan Result)
 	go func() {
@@ -210,7 +211,7 @@ func badAmongGood(t *testing.T, n, bad int) []Input {
 	rng := rand.New(rand.NewSource(5))
 	var in []Input
 	for i := 0; i < n; i++ {
-		d := encode(t, randImage(rng, 16, 16, 3), "png")
+		d := encode(t, stagestest.ReadImage(rng, 16, 16, 3), "png")
 		if i == bad {
 			d = d[:len(d)/2]
 		}
@@ -269,8 +270,8 @@ func TestRunOnErrorFail(t *testing.T) {
 func TestRunInputFailures(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(6))
-	good := encode(t, randImage(rng, 20, 10, 3), "png")
-	big := encode(t, randImage(rng, 200, 100, 3), "png")
+	good := encode(t, stagestest.ReadImage(rng, 20, 10, 3), "png")
+	big := encode(t, stagestest.ReadImage(rng, 200, 100, 3), "png")
 	fifo := dir + "/fifo.png"
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
@@ -286,17 +287,17 @@ func TestRunInputFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	liar := dir + "/liar.png"
-	hdr := encode(t, randImage(rng, 1, 1, 1), "png")
+	hdr := encode(t, stagestest.ReadImage(rng, 1, 1, 1), "png")
 	copy(hdr[16:24], []byte{0, 0, 0xEA, 0x60, 0, 0, 0xEA, 0x60})
 	binary.BigEndian.PutUint32(hdr[29:], crc32.ChecksumIEEE(hdr[12:29]))
 	if err := os.WriteFile(liar, append(hdr, make([]byte, 4<<20)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	padded := dir + "/padded.png"
-	if err := os.WriteFile(padded, encode(t, randImage(rng, 1, 1, 3), "png"), 0o644); err != nil || os.Truncate(padded, 20<<20) != nil {
+	if err := os.WriteFile(padded, encode(t, stagestest.ReadImage(rng, 1, 1, 3), "png"), 0o644); err != nil || os.Truncate(padded, 20<<20) != nil {
 		t.Fatal("padded file")
 	}
-	boomImg := randImage(rng, 4, 4, 3)
+	boomImg := stagestest.ReadImage(rng, 4, 4, 3)
 	boomImg.Pix[0] = 0xEE
 	reg := testStages(t)
 	tests := []struct {
@@ -310,7 +311,7 @@ func TestRunInputFailures(t *testing.T) {
 		{"not an image", "decode", Input{Data: []byte("hello, world")}, "decode: unknown image format"},
 		{"truncated", "decode", Input{Data: good[:len(good)-20]}, "decode: "},
 		{"over max_pixels", "decode max_pixels=10000", Input{Data: big}, "decode: image is 200x100 (20000 pixels), over the 10000-pixel limit"},
-		{"pixels over max_pixels", "decode max_pixels=10", Input{Image: randImage(rng, 4, 4, 3)}, "decode: image is 4x4 (0.0 MP), over the 0.0 MP limit"},
+		{"pixels over max_pixels", "decode max_pixels=10", Input{Image: stagestest.ReadImage(rng, 4, 4, 3)}, "decode: image is 4x4 (0.0 MP), over the 0.0 MP limit"},
 		{"bad pixels", "decode", Input{Image: &stages.Image{W: 3, H: 3, C: 2, Stride: 6, Pix: make([]byte, 18)}}, "decode: image has 2 channels"},
 		{"missing file", "decode", Input{Path: dir + "/nope.png"}, "decode: open: no such file or directory"},
 		{"fifo", "decode", Input{Path: fifo}, "decode: not a regular file"},
@@ -386,7 +387,7 @@ func TestRunFatalErrors(t *testing.T) {
 	}
 	reportLines(t, report.String())
 
-	many := &endless{data: encode(t, randImage(rand.New(rand.NewSource(7)), 8, 8, 3), "png")}
+	many := &endless{data: encode(t, stagestest.ReadImage(rand.New(rand.NewSource(7)), 8, 8, 3), "png")}
 	sum, err = Run(context.Background(), plan, many, &failingDone{}, Options{Workers: 2})
 	if err == nil || err.Error() != "sink: no space" || sum.Total() != 3 {
 		t.Errorf("sink error: %+v %v", sum, err)
@@ -452,7 +453,7 @@ func TestScratchReusesBuffers(t *testing.T) {
 func TestRunConcurrentRuns(t *testing.T) {
 	plan := compileWith(t, Builtin, "decode | blur sigma=1 | histogram")
 	rng := rand.New(rand.NewSource(8))
-	data := encode(t, randImage(rng, 30, 20, 3), "png")
+	data := encode(t, stagestest.ReadImage(rng, 30, 20, 3), "png")
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
 		wg.Add(1)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 func TestParseShard(t *testing.T) {
@@ -62,7 +64,7 @@ func TestShardsPartitionAndMerge(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	var in []Input
 	for i := range 40 {
-		m := randImage(rng, 3+i%5, 2+i%3, 3)
+		m := stagestest.ReadImage(rng, 3+i%5, 2+i%3, 3)
 		in = append(in, Input{Name: fmt.Sprintf("d%d/f%02d.png", i%3, i), Data: encode(t, m, "png")})
 	}
 	slices.SortFunc(in, func(a, b Input) int {

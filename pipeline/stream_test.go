@@ -16,12 +16,13 @@ import (
 	"testing"
 
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // bigPNG is a PNG of noise larger than HeadBytes, so that a streamed decode reads most of
 // it from the file rather than from the replayed head.
 func bigPNG(t testing.TB) (*stages.Image, []byte) {
-	m := randImage(rand.New(rand.NewSource(11)), 400, 300, 3)
+	m := stagestest.ReadImage(rand.New(rand.NewSource(11)), 400, 300, 3)
 	data := encode(t, m, "png")
 	if len(data) <= HeadBytes {
 		t.Fatalf("PNG of %d bytes fits in the head", len(data))
@@ -105,7 +106,7 @@ func TestStreamedInputs(t *testing.T) {
 // The budget's charge for a streamed file leaves out the file's bytes, and only for one.
 func TestDecodeNeedStreamed(t *testing.T) {
 	_, png := bigPNG(t)
-	jpg := encode(t, randImage(rand.New(rand.NewSource(2)), 640, 480, 3), "jpeg") // longer than HeadBytes
+	jpg := encode(t, stagestest.ReadImage(rand.New(rand.NewSource(2)), 640, 480, 3), "jpeg") // longer than HeadBytes
 	r := &Runner{plan: compileWith(t, Builtin, "decode")}
 	withoutFile := func(data []byte) int64 {
 		c, err := r.plan.Decode.Cost(data[:HeadBytes], int64(len(data)))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 func TestFlow(t *testing.T) {
@@ -37,9 +38,9 @@ func TestFlow(t *testing.T) {
 	go source.Via(f).Via(names).To(sink) // closes out at the end
 	go func() {
 		for i := 0; i < 20; i++ {
-			in <- encode(t, randImage(rng, 9, 5, 3), "png")
+			in <- encode(t, stagestest.ReadImage(rng, 9, 5, 3), "png")
 		}
-		in <- pipeline.Input{Name: "pixels.png", Image: randImage(rng, 3, 3, 3)}
+		in <- pipeline.Input{Name: "pixels.png", Image: stagestest.ReadImage(rng, 3, 3, 3)}
 		in <- []byte("not an image")
 		in <- 42
 		close(in)
@@ -73,7 +74,7 @@ func TestFlowEncodesOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := randImage(rand.New(rand.NewSource(11)), 7, 3, 3)
+	m := stagestest.ReadImage(rand.New(rand.NewSource(11)), 7, 3, 3)
 	go func() {
 		f.In() <- m
 		close(f.In())
@@ -110,7 +111,7 @@ func TestFlowCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := encode(t, randImage(rand.New(rand.NewSource(12)), 4, 4, 3), "png")
+	data := encode(t, stagestest.ReadImage(rand.New(rand.NewSource(12)), 4, 4, 3), "png")
 	f.In() <- data
 	<-f.Out()
 	cancel()

@@ -2,20 +2,12 @@ package flow
 
 import (
 	"bytes"
-	"math/rand"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/imgpipe/imgpipe/stages"
 )
-
-// randImage returns a w×h image with c channels of random pixels.
-func randImage(rng *rand.Rand, w, h, c int) *stages.Image {
-	m := stages.NewImage(w, h, c)
-	rng.Read(m.Pix)
-	return m
-}
 
 // encode returns m encoded in format ("png" or "jpeg").
 func encode(t testing.TB, m *stages.Image, format string) []byte {

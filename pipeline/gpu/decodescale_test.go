@@ -6,17 +6,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/imgpipe/imgpipe/pipeline"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/imgpipe/imgpipe/pipeline"
+
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/jpegturbo"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // TestDecodeScaleRun runs thumbnail chains over a JPEG and a PNG, on the CPU, on a fake GPU
@@ -160,7 +162,7 @@ func TestDecodeScaleTinyOnDevice(t *testing.T) {
 	rng := rand.New(rand.NewSource(9))
 	var inputs []pipeline.Input
 	for _, sz := range [][2]int{{2, 3}, {5, 5}, {3, 3}, {2, 2}, {40, 24}} {
-		inputs = append(inputs, pipeline.Input{Name: fmt.Sprintf("%dx%d.jpg", sz[0], sz[1]), Data: encode(t, randImage(rng, sz[0], sz[1], 3), "jpeg")})
+		inputs = append(inputs, pipeline.Input{Name: fmt.Sprintf("%dx%d.jpg", sz[0], sz[1]), Data: encode(t, stagestest.ReadImage(rng, sz[0], sz[1], 3), "jpeg")})
 	}
 	cpuWorkers := string(stages.JPEGTurbo)
 	for _, tc := range []struct {

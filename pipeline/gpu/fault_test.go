@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/imgpipe/imgpipe/pipeline"
 	"math/rand"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/stages"
@@ -41,9 +43,9 @@ func TestGPURunFaultFailsOnlyOwnErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			rng := rand.New(rand.NewSource(21))
-			good := encode(t, randImage(rng, 32, 24, 3), "png")
-			goodJPEG := encode(t, randImage(rng, 32, 24, 3), "jpeg")
-			refused := encode(t, randImage(rng, 24, 16, 3), "jpeg") // the device decoder refuses 24-wide files
+			good := encode(t, stagestest.ReadImage(rng, 32, 24, 3), "png")
+			goodJPEG := encode(t, stagestest.ReadImage(rng, 32, 24, 3), "jpeg")
+			refused := encode(t, stagestest.ReadImage(rng, 24, 16, 3), "jpeg") // the device decoder refuses 24-wide files
 			bad := map[string]bool{}
 			var inputs []pipeline.Input
 			for i := 0; i < 120; i++ {

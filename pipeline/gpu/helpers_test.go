@@ -40,13 +40,6 @@ func sameShape(in stages.Shape, _ pipeline.Params) (stages.Shape, bool) { return
 
 var f32Inf = float32(math.Inf(1))
 
-// randImage returns a w×h image with c channels of random pixels.
-func randImage(rng *rand.Rand, w, h, c int) *stages.Image {
-	m := stages.NewImage(w, h, c)
-	rng.Read(m.Pix)
-	return m
-}
-
 // smoothImage is a w×h gradient with a little noise: a photo's stand-in, since a JPEG of
 // pure noise is not what a thumbnailer sees.
 func smoothImage(w, h int, seed int64) *stages.Image {

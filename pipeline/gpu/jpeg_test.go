@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/imgpipe/imgpipe/pipeline"
 	"math/rand"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
@@ -35,10 +37,10 @@ func (noJPEGStart) NewJPEGEncoder() (sched.ImageEncoder, error) {
 func TestGPURunJPEGEncoder(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
 	inputs := []pipeline.Input{
-		{Name: "a.rgb", Image: randImage(rng, 10, 7, 3)},
-		{Name: "b.rgb", Image: randImage(rng, 3, 9, 3)},
-		{Name: "big.rgb", Image: randImage(rng, 200, 200, 3)},
-		{Name: "c.gray", Image: randImage(rng, 5, 5, 1)},
+		{Name: "a.rgb", Image: stagestest.ReadImage(rng, 10, 7, 3)},
+		{Name: "b.rgb", Image: stagestest.ReadImage(rng, 3, 9, 3)},
+		{Name: "big.rgb", Image: stagestest.ReadImage(rng, 200, 200, 3)},
+		{Name: "c.gray", Image: stagestest.ReadImage(rng, 5, 5, 1)},
 	}
 	fakeFile := func(m *stages.Image, q int) []byte { return fmt.Appendf(nil, "fake %dx%dx%d q%d", m.W, m.H, m.C, q) }
 	var mu sync.Mutex

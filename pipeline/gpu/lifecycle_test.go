@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/imgpipe/imgpipe/pipeline"
 	"maps"
 	"math/rand"
 	"os"
@@ -16,6 +15,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
@@ -33,7 +35,7 @@ func fakeGPU(t testing.TB, cfg schedtest.FakeConfig) *schedtest.FakeDevice {
 // slowInputs are n 64×48 PNGs, enough work that a run can be stopped midway.
 func slowInputs(t testing.TB, n int) []pipeline.Input {
 	rng := rand.New(rand.NewSource(5))
-	data := encode(t, randImage(rng, 64, 48, 3), "png")
+	data := encode(t, stagestest.ReadImage(rng, 64, 48, 3), "png")
 	in := make([]pipeline.Input, n)
 	for i := range in {
 		in[i] = pipeline.Input{Name: fmt.Sprintf("in/%03d.png", i), Data: data}

@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/imgpipe/imgpipe/pipeline"
 	"math/rand"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
@@ -113,7 +115,7 @@ func TestMultiGPUSlowDeviceTakesLess(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	var inputs []pipeline.Input
 	for i := range 300 {
-		inputs = append(inputs, pipeline.Input{Name: fmt.Sprintf("%03d.rgb", i), Image: randImage(rng, 8, 8, 3)})
+		inputs = append(inputs, pipeline.Input{Name: fmt.Sprintf("%03d.rgb", i), Image: stagestest.ReadImage(rng, 8, 8, 3)})
 	}
 	var report bytes.Buffer
 	sum, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(inputs...), pipeline.ToFolder(t.TempDir()), pipeline.Options{Workers: 4, Report: &report,

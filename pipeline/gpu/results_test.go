@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/imgpipe/imgpipe/pipeline"
 	"image"
 	"math/rand"
 	"regexp"
@@ -14,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
@@ -34,17 +36,17 @@ func mixedInputs(t testing.TB, rng *rand.Rand, n int) []pipeline.Input {
 		name := fmt.Sprintf("d%d/img%03d", i%3, i)
 		switch i % 5 {
 		case 0, 1:
-			in = append(in, pipeline.Input{Name: name + ".png", Data: encode(t, randImage(rng, s[0], s[1], 3), "png")})
+			in = append(in, pipeline.Input{Name: name + ".png", Data: encode(t, stagestest.ReadImage(rng, s[0], s[1], 3), "png")})
 		case 2:
-			in = append(in, pipeline.Input{Name: name + ".jpg", Data: encode(t, randImage(rng, s[0], s[1], 3), "jpeg")})
+			in = append(in, pipeline.Input{Name: name + ".jpg", Data: encode(t, stagestest.ReadImage(rng, s[0], s[1], 3), "jpeg")})
 		case 3:
-			in = append(in, pipeline.Input{Name: name + ".rgb", Image: randImage(rng, s[0], s[1], 3)})
+			in = append(in, pipeline.Input{Name: name + ".rgb", Image: stagestest.ReadImage(rng, s[0], s[1], 3)})
 		case 4:
-			in = append(in, pipeline.Input{Name: name + ".gray", Image: randImage(rng, s[0], s[1], 1)})
+			in = append(in, pipeline.Input{Name: name + ".gray", Image: stagestest.ReadImage(rng, s[0], s[1], 1)})
 		}
 	}
 	in = append(in,
-		pipeline.Input{Name: "corrupt.png", Data: encode(t, randImage(rng, 20, 20, 3), "png")[:60]},
+		pipeline.Input{Name: "corrupt.png", Data: encode(t, stagestest.ReadImage(rng, 20, 20, 3), "png")[:60]},
 		pipeline.Input{Name: "unreadable.png", Err: errors.New("open: permission denied")},
 	)
 	rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
@@ -110,7 +112,7 @@ func TestGPURunMatchesCPU(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(7))
 	inputs := mixedInputs(t, rng, 60)
-	big := randImage(rng, 120, 90, 3) // 32400 bytes: over the slots below
+	big := stagestest.ReadImage(rng, 120, 90, 3) // 32400 bytes: over the slots below
 	inputs = append(inputs[:10], append([]pipeline.Input{{Name: "big.png", Data: encode(t, big, "png")}}, inputs[10:]...)...)
 	for _, spec := range chains {
 		t.Run(spec, func(t *testing.T) {
@@ -274,7 +276,7 @@ func TestGPURunManyInputsInOrder(t *testing.T) {
 	const n = 400
 	var inputs []pipeline.Input
 	for i := 0; i < n; i++ {
-		inputs = append(inputs, pipeline.Input{Name: fmt.Sprint(i), Image: randImage(rng, 1+rng.Intn(30), 1+rng.Intn(30), 3)})
+		inputs = append(inputs, pipeline.Input{Name: fmt.Sprint(i), Image: stagestest.ReadImage(rng, 1+rng.Intn(30), 1+rng.Intn(30), 3)})
 	}
 	dev := fakeGPU(t, schedtest.FakeConfig{CopyLatency: 50 * time.Microsecond, KernelLatency: 50 * time.Microsecond})
 	var order []int
@@ -306,7 +308,7 @@ func TestGPURunManyInputsInOrder(t *testing.T) {
 func TestGPURunFallsBackToCPU(t *testing.T) {
 	r := deviceTestRegistry(t)
 	rng := rand.New(rand.NewSource(2))
-	inputs := []pipeline.Input{{Name: "a", Image: randImage(rng, 10, 7, 3)}, {Name: "b", Image: randImage(rng, 3, 9, 3)}}
+	inputs := []pipeline.Input{{Name: "a", Image: stagestest.ReadImage(rng, 10, 7, 3)}, {Name: "b", Image: stagestest.ReadImage(rng, 3, 9, 3)}}
 	// backend=go: auto would add its own notice where libjpeg-turbo is missing.
 	for _, spec := range []string{"decode backend=go | grayscale | cpuonly | histogram", "decode backend=go | save"} {
 		plan := compileWith(t, r, spec)

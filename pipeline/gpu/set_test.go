@@ -7,6 +7,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // Runs one after another on a Set take their slots' memory from its pools: the second run
@@ -16,7 +17,7 @@ func TestSetSharesMemoryAcrossRuns(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	var inputs []pipeline.Input
 	for i := range 12 {
-		inputs = append(inputs, pipeline.Input{Name: string(rune('a' + i)), Image: randImage(rng, 20+i, 9, 3)})
+		inputs = append(inputs, pipeline.Input{Name: string(rune('a' + i)), Image: stagestest.ReadImage(rng, 20+i, 9, 3)})
 	}
 	devs, fakes := fakeGPUs(t, 2, func(int) schedtest.FakeConfig { return schedtest.FakeConfig{} })
 	for _, n := range []int{1, 2} {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/imgpipe/imgpipe/pipeline"
 	"io"
 	"math/rand"
 	"os"
@@ -14,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
@@ -29,7 +31,7 @@ func TestGPUStartsOnCPU(t *testing.T) {
 	rng := rand.New(rand.NewSource(9))
 	inputs := make([]pipeline.Input, n)
 	for i := range inputs {
-		inputs[i] = pipeline.Input{Name: fmt.Sprintf("in/%02d.png", i), Data: encode(t, randImage(rng, 20+i, 17, 3), "png")}
+		inputs[i] = pipeline.Input{Name: fmt.Sprintf("in/%02d.png", i), Data: encode(t, stagestest.ReadImage(rng, 20+i, 17, 3), "png")}
 	}
 	plan, err := pipeline.Compile(mustSteps(t, "decode | blur sigma=1.5 | save"))
 	if err != nil {

@@ -34,10 +34,16 @@ func ReadImage(r io.Reader, w, h, c int) *stages.Image {
 	return m
 }
 
-// Diff returns "" when got and want have the same shape and pixels, and otherwise says how
-// they first differ: their shapes, or the first pixel and channel (in row order) whose
-// values differ. Row padding past W·C is not compared.
+// Diff returns "" when got and want have the same shape and pixels (or are both nil), and
+// otherwise says how they first differ: which is nil, their shapes, or the first pixel and
+// channel (in row order) whose values differ. Row padding past W·C is not compared.
 func Diff(got, want *stages.Image) string {
+	switch {
+	case got == nil && want == nil:
+		return ""
+	case got == nil || want == nil:
+		return fmt.Sprintf("image %v, want %v", got != nil, want != nil)
+	}
 	if got.W != want.W || got.H != want.H || got.C != want.C {
 		return fmt.Sprintf("shape %v, want %v", got.Shape(), want.Shape())
 	}
