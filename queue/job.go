@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/pipeline"
 )
 
@@ -233,4 +235,36 @@ func LoadJob(ctx context.Context, js jetstream.JetStream, name string) (*Job, er
 		return nil, fmt.Errorf("job %s: its submit did not finish publishing the tasks; run the same submit again", name)
 	}
 	return &j, nil
+}
+
+// ListTasks takes every input of src, a job's input folder or bucket store (its selection,
+// and its shard if it names one), as the job's tasks, with each file's size and time; an
+// input that cannot be read or stat'ed is a task that carries its error.
+func ListTasks(ctx context.Context, src pipeline.Source, store blobio.Store) ([]Task, error) {
+	var tasks []Task
+	for {
+		in, err := src.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return tasks, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(tasks) == MaxTasks {
+			return nil, fmt.Errorf("the input holds over %d images, the limit of one job; split it (--shard)", MaxTasks)
+		}
+		t := Task{Index: len(tasks), Name: in.Name, OutStem: in.OutStem}
+		if in.Err == nil {
+			size, mtime, serr := store.Stat(ctx, in.Name)
+			if serr != nil {
+				in.Err = fmt.Errorf("stat: %v", serr)
+			} else {
+				t.Size, t.ModTime = size, mtime
+			}
+		}
+		if in.Err != nil {
+			t.Err = in.Err.Error()
+		}
+		tasks = append(tasks, t)
+	}
 }

@@ -111,9 +111,9 @@ func runSubmit(cmd *cobra.Command, args []string, f *runFlags, q *queueFlags, s 
 			}
 		}
 	}
-	tasks, err := listTasks(cmd.Context(), p)
+	tasks, err := queue.ListTasks(cmd.Context(), p.Source(), p.Store())
 	if err != nil {
-		return err
+		return fatalError("%v", err)
 	}
 	rec.Name = q.name
 	if rec.Name == "" {
@@ -140,38 +140,6 @@ func runSubmit(cmd *cobra.Command, args []string, f *runFlags, q *queueFlags, s 
 	}
 	fmt.Fprintln(stdout, rec.Name)
 	return nil
-}
-
-// listTasks walks the job's input folder or bucket (its selection, and its shard if it
-// names one) into tasks.
-func listTasks(ctx context.Context, p *folderrun.Prepared) ([]queue.Task, error) {
-	src, store := p.Source(), p.Store()
-	var tasks []queue.Task
-	for {
-		in, err := src.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return tasks, nil
-		}
-		if err != nil {
-			return nil, fatalError("%v", err)
-		}
-		if len(tasks) == queue.MaxTasks {
-			return nil, fatalError("the input holds over %d images, the limit of one job; split it (--shard)", queue.MaxTasks)
-		}
-		t := queue.Task{Index: len(tasks), Name: in.Name, OutStem: in.OutStem}
-		if in.Err == nil {
-			size, mtime, serr := store.Stat(ctx, in.Name)
-			if serr != nil {
-				in.Err = fmt.Errorf("stat: %v", serr)
-			} else {
-				t.Size, t.ModTime = size, mtime
-			}
-		}
-		if in.Err != nil {
-			t.Err = in.Err.Error()
-		}
-		tasks = append(tasks, t)
-	}
 }
 
 // describeInput names an input that is not a folder, for messages.
