@@ -31,6 +31,7 @@ const (
 type pkg struct {
 	dir   string
 	files []string // non-test Go files, full paths
+	tests []string // test Go files, full paths
 	deps  []string // module-internal imports, relative to the module ("pipeline/job")
 }
 
@@ -59,6 +60,9 @@ func loadModule(t *testing.T) map[string]*pkg {
 		p := &pkg{dir: path}
 		for _, f := range bp.GoFiles {
 			p.files = append(p.files, filepath.Join(path, f))
+		}
+		for _, f := range append(bp.TestGoFiles, bp.XTestGoFiles...) {
+			p.tests = append(p.tests, filepath.Join(path, f))
 		}
 		for _, imp := range bp.Imports {
 			if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
@@ -124,18 +128,22 @@ func TestImportRules(t *testing.T) {
 }
 
 // TestLifecycleOwnsLockAndJournal: the folder lock and the report journal, two of the
-// guarantees of a run, are written in one package, so that every caller gets them.
+// guarantees of a run, are written in one package, so that every caller gets them; no
+// other Go file, tests included, takes the flock or spells their names.
 func TestLifecycleOwnsLockAndJournal(t *testing.T) {
 	pkgs := loadModule(t)
 	if pkgs[lifecycle] == nil {
 		t.Fatalf("no package %s", lifecycle)
 	}
-	words := []string{"Flock", `".journal"`, `".imgpipe-run"`}
+	words := []string{"Flock", `.journal"`, `".imgpipe-run"`}
 	for path, p := range pkgs {
 		if path == lifecycle {
 			continue
 		}
-		for _, f := range p.files {
+		for _, f := range append(p.files, p.tests...) {
+			if f == "layout_test.go" {
+				continue // this file names them to look for them
+			}
 			b, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
