@@ -106,13 +106,19 @@ func closure(pkgs map[string]*pkg, root string) []string {
 
 func under(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
 
-// TestImportRules: the engine core reaches the GPU only through the scheduler's contract,
-// and the GPU packages never reach back into the engine.
+// TestImportRules: the engine core reaches the GPU only through the scheduler's contract
+// (its backend seam, Options.Backend, is where package pipeline/gpu plugs in), and the GPU
+// packages never reach back into the engine.
 func TestImportRules(t *testing.T) {
 	pkgs := loadModule(t)
 	for _, dep := range closure(pkgs, "pipeline") {
 		if under(dep, "cudastage") && dep != "cudastage/sched" {
 			t.Errorf("pipeline depends on %s: the engine core may reach the GPU only through cudastage/sched", dep)
+		}
+	}
+	for _, dep := range pkgs["pipeline"].deps {
+		if under(dep, "memory") || under(dep, "pipeline") {
+			t.Errorf("pipeline imports %s: memory pools and its own subpackages (the GPU backend among them) stay behind the seam", dep)
 		}
 	}
 	for path, p := range pkgs {
