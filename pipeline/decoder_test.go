@@ -20,7 +20,7 @@ func TestDecoderNamedAndNoticedOnce(t *testing.T) {
 	var inputs []Input
 	for i := range 6 {
 		format := []string{"png", "jpeg"}[i%2]
-		inputs = append(inputs, Input{Name: fmt.Sprintf("%d.%s", i, format), Data: encode(t, stagestest.ReadImage(rng, 20, 10, 3), format)})
+		inputs = append(inputs, Input{Name: fmt.Sprintf("%d.%s", i, format), Data: stagestest.Encode(t, stagestest.ReadImage(rng, 20, 10, 3), format)})
 	}
 	turbo := map[bool]string{true: "turbo", false: "go"}[jpegturbo.Available() == nil]
 	tests := []struct {

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"math/rand"
 	"strings"
 	"testing"
 
@@ -54,18 +53,4 @@ func TestDecodeScaleCompile(t *testing.T) {
 			}
 		})
 	}
-}
-
-// smoothImage is a w×h gradient with a little noise: a photo's stand-in, since a JPEG of
-// pure noise is not what a thumbnailer sees.
-func smoothImage(w, h int, seed int64) *stages.Image {
-	rng := rand.New(rand.NewSource(seed))
-	m := stages.NewImage(w, h, 3)
-	for y := range h {
-		row := m.Row(y)
-		for x := range w {
-			row[3*x], row[3*x+1], row[3*x+2] = byte(x*255/w), byte(y*255/h), byte(100+rng.Intn(16))
-		}
-	}
-	return m
 }

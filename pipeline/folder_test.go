@@ -198,7 +198,7 @@ func makeFolder(t *testing.T, n int) (string, map[string][]byte) {
 		if strings.HasSuffix(name, ".jpg") {
 			format = "jpeg"
 		}
-		files[name] = encode(t, stagestest.ReadImage(rng, 10+i, 7+i, 3), format)
+		files[name] = stagestest.Encode(t, stagestest.ReadImage(rng, 10+i, 7+i, 3), format)
 	}
 	files["bad.jpg"] = []byte("not really")
 	writeFiles(t, dir, files)
@@ -360,7 +360,7 @@ func TestRunSlowInputHoldsNoWorker(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	const n = 20 // ten times the window, within ReorderSpan windows
 	release, last := make(chan struct{}), make(chan struct{})
-	data := encode(t, stagestest.ReadImage(rng, 9, 5, 3), "png")
+	data := stagestest.Encode(t, stagestest.ReadImage(rng, 9, 5, 3), "png")
 	opener := func(gate, signal chan struct{}) func(context.Context) (io.ReadCloser, int64, error) {
 		return func(context.Context) (io.ReadCloser, int64, error) {
 			if gate != nil {

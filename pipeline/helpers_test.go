@@ -12,16 +12,6 @@ import (
 	"github.com/imgpipe/imgpipe/stages"
 )
 
-// encode returns m encoded in format ("png" or "jpeg").
-func encode(t testing.TB, m *stages.Image, format string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if err := stages.Encode(&b, m, stages.SaveOptions{Format: format}); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
 // testStages is a registry with the builtin stages plus test stages:
 //   - jitter sleeps 0..0.9 ms depending on the first pixel, to shuffle completion order;
 //   - boom panics on an image whose first pixel is 0xEE.
@@ -76,18 +66,6 @@ func checkNoLeaks(t *testing.T, base int) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-func same(a, b *stages.Image) bool {
-	if a.W != b.W || a.H != b.H || a.C != b.C {
-		return false
-	}
-	for y := 0; y < a.H; y++ {
-		if !bytes.Equal(a.Row(y), b.Row(y)) {
-			return false
-		}
-	}
-	return true
 }
 
 func reportLines(t *testing.T, report string) []string {

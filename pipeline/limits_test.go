@@ -44,8 +44,8 @@ func TestPlanCheck(t *testing.T) {
 // 16384×1 would take 10^11 multiply-adds, and took 98 GB of rows before the working set
 // was bounded.)
 func TestRunRefusesRunawayResize(t *testing.T) {
-	tall := encode(t, stages.NewImage(1, 1_000_000, 3), "png")
-	fine := encode(t, stagestest.ReadImage(rand.New(rand.NewSource(1)), 30, 20, 3), "png")
+	tall := stagestest.Encode(t, stages.NewImage(1, 1_000_000, 3), "png")
+	fine := stagestest.Encode(t, stagestest.ReadImage(rand.New(rand.NewSource(1)), 30, 20, 3), "png")
 	plan := compileWith(t, Builtin, "decode | resize width=16384 height=1")
 	sink := Collect()
 	sum, err := Run(context.Background(), plan, Inputs(Input{Name: "tall.png", Data: tall}, Input{Name: "fine.png", Data: fine}), sink, Options{Workers: 2})
@@ -68,7 +68,7 @@ func TestRunRefusesRunawayResize(t *testing.T) {
 // The budget charges the chain's largest image, not only the decoded one: a resize that
 // enlarges is charged for its output.
 func TestDecodeNeedChain(t *testing.T) {
-	png := encode(t, stagestest.ReadImage(rand.New(rand.NewSource(3)), 40, 30, 3), "png")
+	png := stagestest.Encode(t, stagestest.ReadImage(rand.New(rand.NewSource(3)), 40, 30, 3), "png")
 	for _, tc := range []struct {
 		spec   string
 		pixels int64

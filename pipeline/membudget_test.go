@@ -73,7 +73,7 @@ func TestRunMemoryBudget(t *testing.T) {
 	const w, h = 40, 30
 	var inputs []Input
 	for i := 0; i < 24; i++ {
-		inputs = append(inputs, Input{Name: fmt.Sprintf("%02d.png", i), Data: encode(t, stagestest.ReadImage(rng, w, h, 3), "png")})
+		inputs = append(inputs, Input{Name: fmt.Sprintf("%02d.png", i), Data: stagestest.Encode(t, stagestest.ReadImage(rng, w, h, 3), "png")})
 	}
 	// What one input is charged: its decoding and the chain's buffers (its bytes are the
 	// caller's).

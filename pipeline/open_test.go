@@ -42,7 +42,7 @@ func TestOpenInputsChargeBudgetBeforeReading(t *testing.T) {
 	var live, peak atomic.Int64
 	var inputs []Input
 	for i := 0; i < 8; i++ {
-		data := encode(t, stagestest.ReadImage(rng, 400, 300, 3), "png")
+		data := stagestest.Encode(t, stagestest.ReadImage(rng, 400, 300, 3), "png")
 		if len(data) <= HeadBytes {
 			t.Fatalf("test image is %d bytes, want over HeadBytes", len(data))
 		}

@@ -20,7 +20,7 @@ func TestRunPhases(t *testing.T) {
 	in := t.TempDir()
 	var inputs []Input
 	for i := range 3 {
-		data := encode(t, stagestest.ReadImage(rng, 30, 20, 3), "png")
+		data := stagestest.Encode(t, stagestest.ReadImage(rng, 30, 20, 3), "png")
 		if err := os.WriteFile(filepath.Join(in, fmt.Sprintf("%d.png", i)), data, 0o644); err != nil {
 			t.Fatal(err)
 		}

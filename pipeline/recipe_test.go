@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"bytes"
 	"context"
 	"math/rand"
 	"strings"
@@ -93,7 +92,7 @@ func TestAddStageRecipe(t *testing.T) {
 		}
 		gray := stages.NewImage(want.W, want.H, 1)
 		stages.Grayscale(gray, want)
-		if !same(c.Image, gray) || !same(d.Image, gray) {
+		if stagestest.Diff(c.Image, gray) != "" || stagestest.Diff(d.Image, gray) != "" {
 			t.Errorf("%s: CPU or device output is not the inverted image's gray", src.Name)
 		}
 		if *c.Histogram != *d.Histogram {
@@ -126,7 +125,7 @@ func TestRegistryParse(t *testing.T) {
 	// invert, then invert keep_gray on RGB (an inversion again), then grayscale: the gray of src.
 	want := stages.NewImage(src.W, src.H, 1)
 	stages.Grayscale(want, src)
-	if r := sink.Results[0]; r.Status != pipeline.StatusOK || !same(r.Image, want) {
+	if r := sink.Results[0]; r.Status != pipeline.StatusOK || stagestest.Diff(r.Image, want) != "" {
 		t.Errorf("result %v %v, or not the gray of the input", r.Status, r.Err)
 	}
 
@@ -140,17 +139,4 @@ func TestRegistryParse(t *testing.T) {
 	if errs := pipeline.Errors(err); len(errs) != 2 {
 		t.Errorf("want both errors, got %v", err)
 	}
-}
-
-// same reports whether a and b hold the same pixels.
-func same(a, b *stages.Image) bool {
-	if a.W != b.W || a.H != b.H || a.C != b.C {
-		return false
-	}
-	for y := 0; y < a.H; y++ {
-		if !bytes.Equal(a.Row(y), b.Row(y)) {
-			return false
-		}
-	}
-	return true
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 func noopCPU(Params) (CPUFunc, error) {
@@ -199,7 +200,7 @@ func TestDecoderHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	png := encode(t, stages.NewImage(300, 200, 3), "png")
+	png := stagestest.Encode(t, stages.NewImage(300, 200, 3), "png")
 	tests := []struct {
 		head []byte
 		want error

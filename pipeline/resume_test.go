@@ -43,7 +43,7 @@ func TestResumeRedoesWhatChanged(t *testing.T) {
 		}, chain, 3},
 		{"an input of another size", func(t *testing.T, in, _ string) {
 			rng := rand.New(rand.NewSource(3))
-			writeFiles(t, in, map[string][]byte{"c.png": encode(t, stagestest.ReadImage(rng, 31, 9, 3), "png")})
+			writeFiles(t, in, map[string][]byte{"c.png": stagestest.Encode(t, stagestest.ReadImage(rng, 31, 9, 3), "png")})
 		}, chain, 3},
 		{"an output replaced by a link", func(t *testing.T, _, out string) {
 			p := filepath.Join(out, "a.png")
@@ -61,7 +61,7 @@ func TestResumeRedoesWhatChanged(t *testing.T) {
 			rng := rand.New(rand.NewSource(1))
 			files := map[string][]byte{}
 			for _, n := range []string{"a.png", "b.png", "c.png", "d\xff.png"} {
-				files[n] = encode(t, stagestest.ReadImage(rng, 12, 9, 3), "png")
+				files[n] = stagestest.Encode(t, stagestest.ReadImage(rng, 12, 9, 3), "png")
 			}
 			writeFiles(t, in, files)
 			first := runReport(t, compileWith(t, Builtin, chain), Folder(in, out), out)
@@ -97,7 +97,7 @@ func TestReportNonUTF8Names(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
 	names := []string{"x\xfe.png", "x\xff.png"}
 	for _, n := range names {
-		writeFiles(t, in, map[string][]byte{n: encode(t, stagestest.ReadImage(rng, 5, 4, 3), "png")})
+		writeFiles(t, in, map[string][]byte{n: stagestest.Encode(t, stagestest.ReadImage(rng, 5, 4, 3), "png")})
 	}
 	plan := compileWith(t, Builtin, "decode | save")
 	first := runReport(t, plan, Folder(in, out), out)
@@ -126,7 +126,7 @@ func TestResumeNewestReportFirst(t *testing.T) {
 	in, out := t.TempDir(), t.TempDir()
 	rng := rand.New(rand.NewSource(4))
 	for _, n := range []string{"a.png", "b.png", "c.png"} {
-		writeFiles(t, in, map[string][]byte{n: encode(t, stagestest.ReadImage(rng, 5, 4, 3), "png")})
+		writeFiles(t, in, map[string][]byte{n: stagestest.Encode(t, stagestest.ReadImage(rng, 5, 4, 3), "png")})
 	}
 	plan := compileWith(t, Builtin, "decode | save")
 	old := runReport(t, plan, Folder(in, out), out)
@@ -145,7 +145,7 @@ func TestResumeOutputsCheck(t *testing.T) {
 	in, out := t.TempDir(), t.TempDir()
 	rng := rand.New(rand.NewSource(5))
 	for _, n := range []string{"a.png", "s/b.png", "s/c.png"} {
-		writeFiles(t, in, map[string][]byte{n: encode(t, stagestest.ReadImage(rng, 5, 4, 3), "png")})
+		writeFiles(t, in, map[string][]byte{n: stagestest.Encode(t, stagestest.ReadImage(rng, 5, 4, 3), "png")})
 	}
 	plan := compileWith(t, Builtin, "decode | save")
 	first := runReport(t, plan, Folder(in, out), out)

@@ -35,7 +35,7 @@ func TestRunKeepsInputOrder(t *testing.T) {
 	var want []*stages.Image
 	for i := 0; i < n; i++ {
 		m := stagestest.ReadImage(rng, 1+rng.Intn(40), 1+rng.Intn(30), 3)
-		inputs = append(inputs, Input{Name: fmt.Sprintf("img%03d.png", i), Data: encode(t, m, "png")})
+		inputs = append(inputs, Input{Name: fmt.Sprintf("img%03d.png", i), Data: stagestest.Encode(t, m, "png")})
 		g := stages.NewImage(m.W, m.H, 1)
 		stages.Grayscale(g, m)
 		want = append(want, g)
@@ -57,7 +57,7 @@ func TestRunKeepsInputOrder(t *testing.T) {
 		if r.Index != i || r.Input != inputs[i].Name || progress[i] != i {
 			t.Fatalf("result %d is input %d (%s), progress %d", i, r.Index, r.Input, progress[i])
 		}
-		if !same(r.Image, want[i]) {
+		if stagestest.Diff(r.Image, want[i]) != "" {
 			t.Fatalf("result %d: wrong pixels", i)
 		}
 		var h [256]uint64
@@ -116,7 +116,7 @@ func (s slowSink) Done(context.Context, *Result) error {
 // slow the consumer: memory is bounded independently of the number of inputs.
 func TestRunBoundsInputsInFlight(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
-	data := encode(t, stagestest.ReadImage(rng, 64, 64, 3), "png")
+	data := stagestest.Encode(t, stagestest.ReadImage(rng, 64, 64, 3), "png")
 	plan := compileWith(t, Builtin, "decode | grayscale")
 	for _, tt := range []struct{ workers, window int }{{1, 0}, {4, 0}, {4, 5}, {3, 1}, {8, 64}} {
 		t.Run(fmt.Sprintf("workers=%d,window=%d", tt.workers, tt.window), func(t *testing.T) {
@@ -158,7 +158,7 @@ func (s *endless) Next(ctx context.Context) (Input, error) {
 func TestRunCancel(t *testing.T) {
 	base := runtime.NumGoroutine()
 	rng := rand.New(rand.NewSource(3))
-	src := &endless{data: encode(t, stagestest.ReadImage(rng, 32, 32, 3), "png")}
+	src := &endless{data: stagestest.Encode(t, stagestest.ReadImage(rng, 32, 32, 3), "png")}
 	plan := compileWith(t, Builtin, "decode | blur sigma=2 | histogram")
 	ctx, cancel := context.WithCancel(context.Background())
 	var report bytes.Buffer
@@ -191,7 +191,7 @@ func TestRunCancel(t *testing.T) {
 func TestRunCancelWithBlockedSink(t *testing.T) {
 	base := runtime.NumGoroutine()
 	rng := rand.New(rand.NewSource(4))
-	src := &endless{data: encode(t, stagestest.ReadImage(rng, 8, 8, 3), "png")}
+	src := &endless{data: stagestest.Encode(t, stagestest.ReadImage(rng, 8, 8, 3), "png")}
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan Result)
 	go func() {
@@ -211,7 +211,7 @@ func badAmongGood(t *testing.T, n, bad int) []Input {
 	rng := rand.New(rand.NewSource(5))
 	var in []Input
 	for i := 0; i < n; i++ {
-		d := encode(t, stagestest.ReadImage(rng, 16, 16, 3), "png")
+		d := stagestest.Encode(t, stagestest.ReadImage(rng, 16, 16, 3), "png")
 		if i == bad {
 			d = d[:len(d)/2]
 		}
@@ -270,8 +270,8 @@ func TestRunOnErrorFail(t *testing.T) {
 func TestRunInputFailures(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(6))
-	good := encode(t, stagestest.ReadImage(rng, 20, 10, 3), "png")
-	big := encode(t, stagestest.ReadImage(rng, 200, 100, 3), "png")
+	good := stagestest.Encode(t, stagestest.ReadImage(rng, 20, 10, 3), "png")
+	big := stagestest.Encode(t, stagestest.ReadImage(rng, 200, 100, 3), "png")
 	fifo := dir + "/fifo.png"
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
@@ -287,14 +287,14 @@ func TestRunInputFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	liar := dir + "/liar.png"
-	hdr := encode(t, stagestest.ReadImage(rng, 1, 1, 1), "png")
+	hdr := stagestest.Encode(t, stagestest.ReadImage(rng, 1, 1, 1), "png")
 	copy(hdr[16:24], []byte{0, 0, 0xEA, 0x60, 0, 0, 0xEA, 0x60})
 	binary.BigEndian.PutUint32(hdr[29:], crc32.ChecksumIEEE(hdr[12:29]))
 	if err := os.WriteFile(liar, append(hdr, make([]byte, 4<<20)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	padded := dir + "/padded.png"
-	if err := os.WriteFile(padded, encode(t, stagestest.ReadImage(rng, 1, 1, 3), "png"), 0o644); err != nil || os.Truncate(padded, 20<<20) != nil {
+	if err := os.WriteFile(padded, stagestest.Encode(t, stagestest.ReadImage(rng, 1, 1, 3), "png"), 0o644); err != nil || os.Truncate(padded, 20<<20) != nil {
 		t.Fatal("padded file")
 	}
 	boomImg := stagestest.ReadImage(rng, 4, 4, 3)
@@ -387,7 +387,7 @@ func TestRunFatalErrors(t *testing.T) {
 	}
 	reportLines(t, report.String())
 
-	many := &endless{data: encode(t, stagestest.ReadImage(rand.New(rand.NewSource(7)), 8, 8, 3), "png")}
+	many := &endless{data: stagestest.Encode(t, stagestest.ReadImage(rand.New(rand.NewSource(7)), 8, 8, 3), "png")}
 	sum, err = Run(context.Background(), plan, many, &failingDone{}, Options{Workers: 2})
 	if err == nil || err.Error() != "sink: no space" || sum.Total() != 3 {
 		t.Errorf("sink error: %+v %v", sum, err)
@@ -453,7 +453,7 @@ func TestScratchReusesBuffers(t *testing.T) {
 func TestRunConcurrentRuns(t *testing.T) {
 	plan := compileWith(t, Builtin, "decode | blur sigma=1 | histogram")
 	rng := rand.New(rand.NewSource(8))
-	data := encode(t, stagestest.ReadImage(rng, 30, 20, 3), "png")
+	data := stagestest.Encode(t, stagestest.ReadImage(rng, 30, 20, 3), "png")
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
 		wg.Add(1)

@@ -65,7 +65,7 @@ func TestShardsPartitionAndMerge(t *testing.T) {
 	var in []Input
 	for i := range 40 {
 		m := stagestest.ReadImage(rng, 3+i%5, 2+i%3, 3)
-		in = append(in, Input{Name: fmt.Sprintf("d%d/f%02d.png", i%3, i), Data: encode(t, m, "png")})
+		in = append(in, Input{Name: fmt.Sprintf("d%d/f%02d.png", i%3, i), Data: stagestest.Encode(t, m, "png")})
 	}
 	slices.SortFunc(in, func(a, b Input) int {
 		if walkLess(a.Name, b.Name) {

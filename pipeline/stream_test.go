@@ -23,7 +23,7 @@ import (
 // it from the file rather than from the replayed head.
 func bigPNG(t testing.TB) (*stages.Image, []byte) {
 	m := stagestest.ReadImage(rand.New(rand.NewSource(11)), 400, 300, 3)
-	data := encode(t, m, "png")
+	data := stagestest.Encode(t, m, "png")
 	if len(data) <= HeadBytes {
 		t.Fatalf("PNG of %d bytes fits in the head", len(data))
 	}
@@ -39,8 +39,8 @@ func (readerAtCloser) Close() error { return nil }
 // JPEGs, bytes given as the input and objects that cannot be read at offsets are read whole.
 func TestStreamedInputs(t *testing.T) {
 	want, png := bigPNG(t)
-	small := encode(t, want, "tiff") // Go's TIFF encoder puts the IFD last: beyond the head
-	jpg := encode(t, want, "jpeg")
+	small := stagestest.Encode(t, want, "tiff") // Go's TIFF encoder puts the IFD last: beyond the head
+	jpg := stagestest.Encode(t, want, "jpeg")
 	wantJPEG, err := stages.Decode(jpg, stages.DecodeOptions{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestStreamedInputs(t *testing.T) {
 			if err != nil || sum.OK != 1 {
 				t.Fatalf("Run = %+v, %v", sum, err)
 			}
-			if got := sink.Results[0].Image; !same(got, tc.want) {
+			if got := sink.Results[0].Image; stagestest.Diff(got, tc.want) != "" {
 				t.Error("pixels differ from Decode's")
 			}
 			if got := streamed.Load() == 1; got != tc.streamed || whole.Load()+streamed.Load() != 1 {
@@ -106,7 +106,7 @@ func TestStreamedInputs(t *testing.T) {
 // The budget's charge for a streamed file leaves out the file's bytes, and only for one.
 func TestDecodeNeedStreamed(t *testing.T) {
 	_, png := bigPNG(t)
-	jpg := encode(t, stagestest.ReadImage(rand.New(rand.NewSource(2)), 640, 480, 3), "jpeg") // longer than HeadBytes
+	jpg := stagestest.Encode(t, stagestest.ReadImage(rand.New(rand.NewSource(2)), 640, 480, 3), "jpeg") // longer than HeadBytes
 	r := &Runner{plan: compileWith(t, Builtin, "decode")}
 	withoutFile := func(data []byte) int64 {
 		c, err := r.plan.Decode.Cost(data[:HeadBytes], int64(len(data)))

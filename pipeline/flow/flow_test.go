@@ -38,7 +38,7 @@ func TestFlow(t *testing.T) {
 	go source.Via(f).Via(names).To(sink) // closes out at the end
 	go func() {
 		for i := 0; i < 20; i++ {
-			in <- encode(t, stagestest.ReadImage(rng, 9, 5, 3), "png")
+			in <- stagestest.Encode(t, stagestest.ReadImage(rng, 9, 5, 3), "png")
 		}
 		in <- pipeline.Input{Name: "pixels.png", Image: stagestest.ReadImage(rng, 3, 3, 3)}
 		in <- []byte("not an image")
@@ -89,7 +89,7 @@ func TestFlowEncodesOutputs(t *testing.T) {
 	}
 	want := stages.NewImage(3, 7, 3)
 	stages.Transpose(want, m)
-	if !same(back, want) {
+	if stagestest.Diff(back, want) != "" {
 		t.Error("encoded output differs")
 	}
 	if _, ok := <-f.Out(); ok {
@@ -111,7 +111,7 @@ func TestFlowCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := encode(t, stagestest.ReadImage(rand.New(rand.NewSource(12)), 4, 4, 3), "png")
+	data := stagestest.Encode(t, stagestest.ReadImage(rand.New(rand.NewSource(12)), 4, 4, 3), "png")
 	f.In() <- data
 	<-f.Out()
 	cancel()

@@ -1,23 +1,10 @@
 package flow
 
 import (
-	"bytes"
 	"runtime"
 	"testing"
 	"time"
-
-	"github.com/imgpipe/imgpipe/stages"
 )
-
-// encode returns m encoded in format ("png" or "jpeg").
-func encode(t testing.TB, m *stages.Image, format string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if err := stages.Encode(&b, m, stages.SaveOptions{Format: format}); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
 
 // checkNoLeaks waits for the goroutine count to come back to base, and fails with the
 // remaining stacks if it does not.
@@ -32,17 +19,4 @@ func checkNoLeaks(t *testing.T, base int) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// same reports whether a and b have the same shape and pixels.
-func same(a, b *stages.Image) bool {
-	if a.W != b.W || a.H != b.H || a.C != b.C {
-		return false
-	}
-	for y := 0; y < a.H; y++ {
-		if !bytes.Equal(a.Row(y), b.Row(y)) {
-			return false
-		}
-	}
-	return true
 }

@@ -2,12 +2,13 @@ package gpu
 
 import (
 	"bytes"
-	"github.com/imgpipe/imgpipe/pipeline"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/imgpipe/imgpipe/pipeline"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 )

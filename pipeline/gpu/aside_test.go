@@ -35,7 +35,7 @@ func TestSetAsideWhileOpening(t *testing.T) {
 	var inputs []pipeline.Input
 	baseline := 0
 	for i := range 12 {
-		name, data := fmt.Sprintf("in/%02d.jpg", i), encode(t, stagestest.ReadImage(rng, 30+i, 21, 3), "jpeg")
+		name, data := fmt.Sprintf("in/%02d.jpg", i), stagestest.Encode(t, stagestest.ReadImage(rng, 30+i, 21, 3), "jpeg")
 		switch i % 4 {
 		case 0, 1: // baseline: the device decodes them whole
 			baseline++
@@ -46,11 +46,11 @@ func TestSetAsideWhileOpening(t *testing.T) {
 			}
 			data = p
 		case 3:
-			name, data = fmt.Sprintf("in/%02d.png", i), encode(t, stagestest.ReadImage(rng, 30+i, 21, 3), "png")
+			name, data = fmt.Sprintf("in/%02d.png", i), stagestest.Encode(t, stagestest.ReadImage(rng, 30+i, 21, 3), "png")
 		}
 		inputs = append(inputs, pipeline.Input{Name: name, Data: data})
 	}
-	bad := encode(t, stagestest.ReadImage(rng, 9, 9, 3), "jpeg")
+	bad := stagestest.Encode(t, stagestest.ReadImage(rng, 9, 9, 3), "jpeg")
 	inputs = append(inputs, pipeline.Input{Name: "in/bad.jpg", Data: bad[:40]}) // its header is cut short
 	n := len(inputs)
 	plan := compileWith(t, pipeline.Builtin, "decode | flip axis=h | save format=png")
@@ -191,7 +191,7 @@ func TestSetAsideStopOnError(t *testing.T) {
 	rng := rand.New(rand.NewSource(4))
 	inputs := make([]pipeline.Input, 40)
 	for i := range inputs {
-		inputs[i] = pipeline.Input{Name: fmt.Sprintf("in/%02d.jpg", i), Data: encode(t, stagestest.ReadImage(rng, 24+i, 17, 3), "jpeg")}
+		inputs[i] = pipeline.Input{Name: fmt.Sprintf("in/%02d.jpg", i), Data: stagestest.Encode(t, stagestest.ReadImage(rng, 24+i, 17, 3), "jpeg")}
 	}
 	const bad = 10
 	inputs[bad].Data = inputs[bad].Data[:40]

@@ -28,8 +28,8 @@ import (
 // size), width and height are the decoded (scaled) size, the output is the size the full
 // decode gives, and the outputs are the CPU run's bytes (the fake's decoders are the CPU's).
 func TestDecodeScaleRun(t *testing.T) {
-	jpg := encode(t, smoothImage(517, 389, 1), "jpeg")
-	png := encode(t, smoothImage(517, 389, 2), "png")
+	jpg := stagestest.Encode(t, stagestest.Smooth(517, 389, 1), "jpeg")
+	png := stagestest.Encode(t, stagestest.Smooth(517, 389, 2), "png")
 	inputs := []pipeline.Input{{Name: "a.jpg", Data: jpg}, {Name: "b.png", Data: png}}
 	turbo := jpegturbo.Available() == nil
 	type want struct {
@@ -162,7 +162,7 @@ func TestDecodeScaleTinyOnDevice(t *testing.T) {
 	rng := rand.New(rand.NewSource(9))
 	var inputs []pipeline.Input
 	for _, sz := range [][2]int{{2, 3}, {5, 5}, {3, 3}, {2, 2}, {40, 24}} {
-		inputs = append(inputs, pipeline.Input{Name: fmt.Sprintf("%dx%d.jpg", sz[0], sz[1]), Data: encode(t, stagestest.ReadImage(rng, sz[0], sz[1], 3), "jpeg")})
+		inputs = append(inputs, pipeline.Input{Name: fmt.Sprintf("%dx%d.jpg", sz[0], sz[1]), Data: stagestest.Encode(t, stagestest.ReadImage(rng, sz[0], sz[1], 3), "jpeg")})
 	}
 	cpuWorkers := string(stages.JPEGTurbo)
 	for _, tc := range []struct {

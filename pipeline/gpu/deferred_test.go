@@ -57,7 +57,7 @@ func TestDeferredGPUStart(t *testing.T) {
 	rng := rand.New(rand.NewSource(6))
 	inputs := make([]pipeline.Input, 12)
 	for i := range inputs {
-		inputs[i] = pipeline.Input{Name: fmt.Sprintf("in/%02d.png", i), Data: encode(t, stagestest.ReadImage(rng, 20+i, 15, 3), "png")}
+		inputs[i] = pipeline.Input{Name: fmt.Sprintf("in/%02d.png", i), Data: stagestest.Encode(t, stagestest.ReadImage(rng, 20+i, 15, 3), "png")}
 	}
 	n := len(inputs)
 	plan := compileWith(t, pipeline.Builtin, "decode | flip axis=h | save format=png")

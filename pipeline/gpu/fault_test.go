@@ -43,9 +43,9 @@ func TestGPURunFaultFailsOnlyOwnErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			rng := rand.New(rand.NewSource(21))
-			good := encode(t, stagestest.ReadImage(rng, 32, 24, 3), "png")
-			goodJPEG := encode(t, stagestest.ReadImage(rng, 32, 24, 3), "jpeg")
-			refused := encode(t, stagestest.ReadImage(rng, 24, 16, 3), "jpeg") // the device decoder refuses 24-wide files
+			good := stagestest.Encode(t, stagestest.ReadImage(rng, 32, 24, 3), "png")
+			goodJPEG := stagestest.Encode(t, stagestest.ReadImage(rng, 32, 24, 3), "jpeg")
+			refused := stagestest.Encode(t, stagestest.ReadImage(rng, 24, 16, 3), "jpeg") // the device decoder refuses 24-wide files
 			bad := map[string]bool{}
 			var inputs []pipeline.Input
 			for i := 0; i < 120; i++ {

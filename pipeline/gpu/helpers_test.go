@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"math/rand"
 	"runtime"
 	"strings"
 	"testing"
@@ -39,30 +38,6 @@ func builtinDef(name string) *pipeline.StageDef {
 func sameShape(in stages.Shape, _ pipeline.Params) (stages.Shape, bool) { return in, false }
 
 var f32Inf = float32(math.Inf(1))
-
-// smoothImage is a w×h gradient with a little noise: a photo's stand-in, since a JPEG of
-// pure noise is not what a thumbnailer sees.
-func smoothImage(w, h int, seed int64) *stages.Image {
-	rng := rand.New(rand.NewSource(seed))
-	m := stages.NewImage(w, h, 3)
-	for y := range h {
-		row := m.Row(y)
-		for x := range w {
-			row[3*x], row[3*x+1], row[3*x+2] = byte(x*255/w), byte(y*255/h), byte(100+rng.Intn(16))
-		}
-	}
-	return m
-}
-
-// encode returns m encoded in format ("png" or "jpeg").
-func encode(t testing.TB, m *stages.Image, format string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if err := stages.Encode(&b, m, stages.SaveOptions{Format: format}); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
 
 func npyBytes(t *testing.T, shape []int, data []float32) []byte {
 	t.Helper()
@@ -117,18 +92,6 @@ func checkNoLeaks(t *testing.T, base int) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-func same(a, b *stages.Image) bool {
-	if a.W != b.W || a.H != b.H || a.C != b.C {
-		return false
-	}
-	for y := 0; y < a.H; y++ {
-		if !bytes.Equal(a.Row(y), b.Row(y)) {
-			return false
-		}
-	}
-	return true
 }
 
 func reportLines(t *testing.T, report string) []string {

@@ -35,7 +35,7 @@ func fakeGPU(t testing.TB, cfg schedtest.FakeConfig) *schedtest.FakeDevice {
 // slowInputs are n 64×48 PNGs, enough work that a run can be stopped midway.
 func slowInputs(t testing.TB, n int) []pipeline.Input {
 	rng := rand.New(rand.NewSource(5))
-	data := encode(t, stagestest.ReadImage(rng, 64, 48, 3), "png")
+	data := stagestest.Encode(t, stagestest.ReadImage(rng, 64, 48, 3), "png")
 	in := make([]pipeline.Input, n)
 	for i := range in {
 		in[i] = pipeline.Input{Name: fmt.Sprintf("in/%03d.png", i), Data: data}

@@ -36,9 +36,9 @@ func mixedInputs(t testing.TB, rng *rand.Rand, n int) []pipeline.Input {
 		name := fmt.Sprintf("d%d/img%03d", i%3, i)
 		switch i % 5 {
 		case 0, 1:
-			in = append(in, pipeline.Input{Name: name + ".png", Data: encode(t, stagestest.ReadImage(rng, s[0], s[1], 3), "png")})
+			in = append(in, pipeline.Input{Name: name + ".png", Data: stagestest.Encode(t, stagestest.ReadImage(rng, s[0], s[1], 3), "png")})
 		case 2:
-			in = append(in, pipeline.Input{Name: name + ".jpg", Data: encode(t, stagestest.ReadImage(rng, s[0], s[1], 3), "jpeg")})
+			in = append(in, pipeline.Input{Name: name + ".jpg", Data: stagestest.Encode(t, stagestest.ReadImage(rng, s[0], s[1], 3), "jpeg")})
 		case 3:
 			in = append(in, pipeline.Input{Name: name + ".rgb", Image: stagestest.ReadImage(rng, s[0], s[1], 3)})
 		case 4:
@@ -46,7 +46,7 @@ func mixedInputs(t testing.TB, rng *rand.Rand, n int) []pipeline.Input {
 		}
 	}
 	in = append(in,
-		pipeline.Input{Name: "corrupt.png", Data: encode(t, stagestest.ReadImage(rng, 20, 20, 3), "png")[:60]},
+		pipeline.Input{Name: "corrupt.png", Data: stagestest.Encode(t, stagestest.ReadImage(rng, 20, 20, 3), "png")[:60]},
 		pipeline.Input{Name: "unreadable.png", Err: errors.New("open: permission denied")},
 	)
 	rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
@@ -113,7 +113,7 @@ func TestGPURunMatchesCPU(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	inputs := mixedInputs(t, rng, 60)
 	big := stagestest.ReadImage(rng, 120, 90, 3) // 32400 bytes: over the slots below
-	inputs = append(inputs[:10], append([]pipeline.Input{{Name: "big.png", Data: encode(t, big, "png")}}, inputs[10:]...)...)
+	inputs = append(inputs[:10], append([]pipeline.Input{{Name: "big.png", Data: stagestest.Encode(t, big, "png")}}, inputs[10:]...)...)
 	for _, spec := range chains {
 		t.Run(spec, func(t *testing.T) {
 			base := runtime.NumGoroutine()
@@ -143,7 +143,7 @@ func TestGPURunMatchesCPU(t *testing.T) {
 				if !bytes.Equal(r.Encoded, c.Encoded) {
 					t.Errorf("%s: encoded outputs differ", r.Input)
 				}
-				if (r.Image == nil) != (c.Image == nil) || (r.Image != nil && !same(r.Image, c.Image)) {
+				if (r.Image == nil) != (c.Image == nil) || (r.Image != nil && stagestest.Diff(r.Image, c.Image) != "") {
 					t.Errorf("%s: images differ", r.Input)
 				}
 				if (r.Histogram == nil) != (c.Histogram == nil) || (r.Histogram != nil && *r.Histogram != *c.Histogram) {
@@ -257,8 +257,8 @@ func TestGPURunDecodeErrorsDoNotPoisonTheBatch(t *testing.T) {
 				t.Errorf("%d: %s %v", i, r.Status, r.Err)
 			}
 		default:
-			if r.Status != pipeline.StatusOK || !same(r.Image, want[i]) {
-				t.Errorf("%d: %s %v, right pixels %v", i, r.Status, r.Err, r.Status == pipeline.StatusOK && same(r.Image, want[i]))
+			if r.Status != pipeline.StatusOK || stagestest.Diff(r.Image, want[i]) != "" {
+				t.Errorf("%d: %s %v, right pixels %v", i, r.Status, r.Err, r.Status == pipeline.StatusOK && stagestest.Diff(r.Image, want[i]) == "")
 			}
 		}
 	}
@@ -298,7 +298,7 @@ func TestGPURunManyInputsInOrder(t *testing.T) {
 		stages.Transpose(tr, g)
 		var h [256]uint64
 		stages.Histogram(&h, tr)
-		if order[i] != i || r.Index != i || !same(r.Image, tr) || *r.Histogram != h || r.Width != m.W || r.Height != m.H {
+		if order[i] != i || r.Index != i || stagestest.Diff(r.Image, tr) != "" || *r.Histogram != h || r.Width != m.W || r.Height != m.H {
 			t.Fatalf("result %d (index %d, progress %d) is wrong", i, r.Index, order[i])
 		}
 	}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/imgpipe/imgpipe/cudastage/sched"
-	"github.com/imgpipe/imgpipe/pipeline"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 )
@@ -92,7 +94,7 @@ func TestProgressiveNotRouted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inputs := []pipeline.Input{{Name: "p.jpg", Data: prog}, {Name: "b.jpg", Data: encode(t, smoothImage(64, 48, 1), "jpeg")}}
+	inputs := []pipeline.Input{{Name: "p.jpg", Data: prog}, {Name: "b.jpg", Data: stagestest.Encode(t, stagestest.Smooth(64, 48, 1), "jpeg")}}
 	plan := compileWith(t, pipeline.Builtin, "decode | flip axis=h | save format=png")
 	cpu := pipeline.Collect()
 	if _, err := pipeline.Run(context.Background(), plan, pipeline.Inputs(inputs...), cpu, pipeline.Options{Workers: 2}); err != nil {

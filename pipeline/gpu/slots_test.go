@@ -2,10 +2,11 @@ package gpu
 
 import (
 	"fmt"
-	"github.com/imgpipe/imgpipe/pipeline"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/imgpipe/imgpipe/pipeline"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"

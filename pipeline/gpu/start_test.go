@@ -31,7 +31,7 @@ func TestGPUStartsOnCPU(t *testing.T) {
 	rng := rand.New(rand.NewSource(9))
 	inputs := make([]pipeline.Input, n)
 	for i := range inputs {
-		inputs[i] = pipeline.Input{Name: fmt.Sprintf("in/%02d.png", i), Data: encode(t, stagestest.ReadImage(rng, 20+i, 17, 3), "png")}
+		inputs[i] = pipeline.Input{Name: fmt.Sprintf("in/%02d.png", i), Data: stagestest.Encode(t, stagestest.ReadImage(rng, 20+i, 17, 3), "png")}
 	}
 	plan, err := pipeline.Compile(mustSteps(t, "decode | blur sigma=1.5 | save"))
 	if err != nil {

@@ -1,5 +1,6 @@
 // Package stagestest provides utilities for testing code that handles stages.Image values:
-// random images from a seeded generator, and a comparison that names the first difference.
+// random and photo-like images from a seed, encoded files of them, and a comparison that
+// names the first difference.
 // It is imported by tests only, as net/http/httptest and testing/fstest are.
 package stagestest
 
@@ -7,7 +8,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	randv1 "math/rand"
 	"math/rand/v2"
+	"testing"
 
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -20,6 +23,31 @@ func RandImage(rng *rand.Rand, w, h, c int) *stages.Image {
 		m.Pix[i] = byte(rng.Uint32())
 	}
 	return m
+}
+
+// Smooth returns a w×h RGB gradient with a little noise from seed: a photo's stand-in, since
+// a JPEG of pure noise is not what a decoder or a thumbnailer sees.
+func Smooth(w, h int, seed int64) *stages.Image {
+	rng := randv1.New(randv1.NewSource(seed))
+	m := stages.NewImage(w, h, 3)
+	for y := range h {
+		row := m.Row(y)
+		for x := range w {
+			row[3*x], row[3*x+1], row[3*x+2] = byte(x*255/w), byte(y*255/h), byte(100+rng.Intn(16))
+		}
+	}
+	return m
+}
+
+// Encode returns m encoded as format ("png", "jpeg", ...) with the save stage's defaults,
+// failing t if it cannot be.
+func Encode(t testing.TB, m *stages.Image, format string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := stages.Encode(&b, m, stages.SaveOptions{Format: format}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 // ReadImage returns a tightly packed w×h image with c channels whose bytes are the next
