@@ -4,12 +4,15 @@
 //
 // # Stages and the registry
 //
-// Every stage is defined once, as a StageDef in a Registry (Builtin holds decode,
-// grayscale, blur, boxblur, transpose, histogram and save). A definition carries the
-// stage's name, help, typed parameters with defaults and ranges, its kind (source, pixel or
-// sink), the output shape of a pixel stage, and its implementation. The spec parser, the
-// YAML loader, the planner, `imgpipe stages` and dispatch read the registry; nothing else
-// names stages.
+// Every stage is defined once, as a StageDef in a Registry. Builtin holds the builtin
+// stages, each defined in a file of its own (stage_<name>.go) that registers it from init;
+// the kernel stage, which needs NVRTC and the driver, registers itself from package
+// pipeline/kernelstage, which a program imports for that effect. A definition carries the
+// stage's name, help, typed parameters with defaults and ranges, its kind (source, pixel,
+// array or sink), the output shape of a pixel stage, its CPU implementation and, optionally,
+// the binder of its GPU launch arguments (sched.LaunchArgs). The spec parser, the YAML
+// loader, the planner, `imgpipe stages` and dispatch read the registry; nothing else names
+// stages.
 //
 // # From text to a plan
 //
@@ -28,10 +31,12 @@
 // number of inputs in flight is bounded by a window, so memory does not depend on the
 // number of inputs, and a reorder buffer (at most ReorderSpan windows of small results)
 // hands results to the sink, the JSON Lines report and the progress callback in input
-// order. A failed input is a Result
-// with Status failed and an error "stage: reason"; the run goes on, or stops at the first
-// failure with Options.StopOnError. Cancelling the context stops taking inputs, finishes the
-// ones in progress (saves are atomic), and still writes the report's summary line.
+// order. A failed input is a Result with Status failed and an error "stage: reason"; the
+// run goes on, or stops at the first failure with Options.StopOnError. Cancelling the
+// context stops taking inputs, finishes the ones in progress (saves are atomic), and still
+// writes the report's summary line. A run into a folder with the CLI's guarantees (one run
+// per output folder, the report as a journal, resume, temporary files cleaned after a
+// crash) is package pipeline/folderrun's.
 //
 // # On a GPU
 //
