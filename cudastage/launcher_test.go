@@ -152,13 +152,13 @@ func TestKernelConstants(t *testing.T) {
 			kMaxBoxRadius, stages.MaxBoxRadius, maxTaps, len(stages.BlurTaps(stages.MaxBlurSigma)))
 	}
 	longest := stages.BlurTaps(stages.MaxBlurSigma)
-	if _, err := launcherFor(sched.Op{Name: "blur", Args: sched.BlurArgs{Taps: longest}}); err != nil {
+	if _, err := launcherFor(sched.Op{Name: "blur", Args: stages.BlurArgs{Taps: longest}}); err != nil {
 		t.Errorf("blur launcher refuses the taps of sigma %d: %v", stages.MaxBlurSigma, err)
 	}
-	if _, err := launcherFor(sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: stages.MaxBoxRadius}}); err != nil {
+	if _, err := launcherFor(sched.Op{Name: "boxblur", Args: stages.BoxBlurArgs{Radius: stages.MaxBoxRadius}}); err != nil {
 		t.Errorf("boxblur launcher refuses radius %d: %v", stages.MaxBoxRadius, err)
 	}
-	if _, err := launcherFor(sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: stages.MaxBoxRadius + 1}}); err == nil {
+	if _, err := launcherFor(sched.Op{Name: "boxblur", Args: stages.BoxBlurArgs{Radius: stages.MaxBoxRadius + 1}}); err == nil {
 		t.Errorf("boxblur launcher accepts radius %d", stages.MaxBoxRadius+1)
 	}
 	if len(tapsParam{}.W) != maxTaps {
@@ -186,40 +186,40 @@ func TestLauncherFor(t *testing.T) {
 		{"histogram", opOf("histogram"), ""},
 		{"blur 0.5", opOf("blur sigma=0.5"), ""},
 		{"blur 32", opOf("blur sigma=32"), ""},
-		{"blur no taps", sched.Op{Name: "blur", Args: sched.BlurArgs{}}, "0 taps"},
-		{"blur one tap", sched.Op{Name: "blur", Args: sched.BlurArgs{Taps: []uint32{16384}}}, "1 taps"},
-		{"blur even taps", sched.Op{Name: "blur", Args: sched.BlurArgs{Taps: []uint32{8192, 8192}}}, "2 taps"},
-		{"blur too long", sched.Op{Name: "blur", Args: sched.BlurArgs{Taps: make([]uint32, len(stages.BlurTaps(stages.MaxBlurSigma))+2)}}, "195 taps"},
-		{"blur asymmetric", sched.Op{Name: "blur", Args: sched.BlurArgs{Taps: asym}}, "not symmetric"},
-		{"blur bad sum", sched.Op{Name: "blur", Args: sched.BlurArgs{Taps: heavy}}, "sum to 16385"},
+		{"blur no taps", sched.Op{Name: "blur", Args: stages.BlurArgs{}}, "0 taps"},
+		{"blur one tap", sched.Op{Name: "blur", Args: stages.BlurArgs{Taps: []uint32{16384}}}, "1 taps"},
+		{"blur even taps", sched.Op{Name: "blur", Args: stages.BlurArgs{Taps: []uint32{8192, 8192}}}, "2 taps"},
+		{"blur too long", sched.Op{Name: "blur", Args: stages.BlurArgs{Taps: make([]uint32, len(stages.BlurTaps(stages.MaxBlurSigma))+2)}}, "195 taps"},
+		{"blur asymmetric", sched.Op{Name: "blur", Args: stages.BlurArgs{Taps: asym}}, "not symmetric"},
+		{"blur bad sum", sched.Op{Name: "blur", Args: stages.BlurArgs{Taps: heavy}}, "sum to 16385"},
 		{"box 0", opOf("boxblur radius=0"), ""},
 		{"box 15", opOf("boxblur radius=15"), ""},
-		{"box 0 by hand", sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: 0}}, ""},
-		{"box 15 by hand", sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: 15}}, ""},
-		{"box -1", sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: -1}}, "radius -1"},
-		{"box 16", sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: 16}}, "radius 16"},
+		{"box 0 by hand", sched.Op{Name: "boxblur", Args: stages.BoxBlurArgs{Radius: 0}}, ""},
+		{"box 15 by hand", sched.Op{Name: "boxblur", Args: stages.BoxBlurArgs{Radius: 15}}, ""},
+		{"box -1", sched.Op{Name: "boxblur", Args: stages.BoxBlurArgs{Radius: -1}}, "radius -1"},
+		{"box 16", sched.Op{Name: "boxblur", Args: stages.BoxBlurArgs{Radius: 16}}, "radius 16"},
 		{"unknown stage", sched.Op{Name: "sharpen", Spec: "sharpen amount=2"}, `stage "sharpen" has no GPU kernel`},
 		{"host-only stage", sched.Op{Name: "decode"}, `stage "decode" has no GPU kernel`},
 		{"zero", sched.Op{}, `stage "" has no GPU kernel`},
-		{"args to grayscale", sched.Op{Name: "grayscale", Args: sched.BoxBlurArgs{Radius: 3}}, "grayscale: takes no launch arguments, got sched.BoxBlurArgs"},
-		{"args to histogram", sched.Op{Name: "histogram", Args: sched.BlurArgs{Taps: []uint32{1}}}, "takes no launch arguments, got sched.BlurArgs"},
+		{"args to grayscale", sched.Op{Name: "grayscale", Args: stages.BoxBlurArgs{Radius: 3}}, "grayscale: takes no launch arguments, got stages.BoxBlurArgs"},
+		{"args to histogram", sched.Op{Name: "histogram", Args: stages.BlurArgs{Taps: []uint32{1}}}, "takes no launch arguments, got stages.BlurArgs"},
 		{"typed nil args to transpose", sched.Op{Name: "transpose", Args: (*userkernel.Kernel)(nil)}, "takes no launch arguments"},
-		{"blur boxblur args", sched.Op{Name: "blur", Spec: "blur sigma=1", Args: sched.BoxBlurArgs{Radius: 3}}, "blur sigma=1: launch arguments are sched.BoxBlurArgs, want sched.BlurArgs"},
+		{"blur boxblur args", sched.Op{Name: "blur", Spec: "blur sigma=1", Args: stages.BoxBlurArgs{Radius: 3}}, "blur sigma=1: launch arguments are stages.BoxBlurArgs, want stages.BlurArgs"},
 		{"blur kernel args", sched.Op{Name: "blur", Args: &userkernel.Kernel{}}, "launch arguments are *userkernel.Kernel"},
 		{"blur no args", sched.Op{Name: "blur"}, "launch arguments are <nil>"},
-		{"box rotate args", sched.Op{Name: "boxblur", Args: sched.RotateArgs{Angle: 3}}, "launch arguments are sched.RotateArgs, want sched.BoxBlurArgs"},
+		{"box rotate args", sched.Op{Name: "boxblur", Args: stages.RotateArgs{Angle: 3}}, "launch arguments are stages.RotateArgs, want stages.BoxBlurArgs"},
 		{"box no args", sched.Op{Name: "boxblur"}, "launch arguments are <nil>"},
 		{"flip v", opOf("flip axis=v"), ""},
-		{"flip bad axis", sched.Op{Name: "flip", Args: sched.FlipArgs{Axis: "d"}}, `flip axis "d"`},
-		{"flip crop args", sched.Op{Name: "flip", Args: sched.CropArgs{}}, "launch arguments are sched.CropArgs, want sched.FlipArgs"},
+		{"flip bad axis", sched.Op{Name: "flip", Args: stages.FlipArgs{Axis: "d"}}, `flip axis "d"`},
+		{"flip crop args", sched.Op{Name: "flip", Args: stages.CropArgs{}}, "launch arguments are stages.CropArgs, want stages.FlipArgs"},
 		{"rotate 270", opOf("rotate angle=270"), ""},
-		{"rotate 45", sched.Op{Name: "rotate", Args: sched.RotateArgs{Angle: 45}}, "rotate angle 45"},
+		{"rotate 45", sched.Op{Name: "rotate", Args: stages.RotateArgs{Angle: 45}}, "rotate angle 45"},
 		{"crop gravity", opOf("crop width=5 gravity=center"), ""},
-		{"crop negative", sched.Op{Name: "crop", Args: sched.CropArgs{Spec: stages.CropSpec{X: -1}}}, "may be negative"},
+		{"crop negative", sched.Op{Name: "crop", Args: stages.CropArgs{Spec: stages.CropSpec{X: -1}}}, "may be negative"},
 		{"crop no args", sched.Op{Name: "crop"}, "launch arguments are <nil>"},
 		{"resize cover", opOf("resize width=9 height=4 fit=cover filter=linear"), ""},
-		{"resize no size", sched.Op{Name: "resize", Args: sched.ResizeArgs{Spec: stages.ResizeSpec{Fit: stages.FitExact, Filter: stages.FilterArea}}}, "give width, height or both"},
-		{"resize bad filter", sched.Op{Name: "resize", Args: sched.ResizeArgs{Spec: stages.ResizeSpec{Width: 3, Fit: stages.FitExact, Filter: "cubic"}}}, `unknown filter "cubic"`},
+		{"resize no size", sched.Op{Name: "resize", Args: stages.ResizeArgs{Spec: stages.ResizeSpec{Fit: stages.FitExact, Filter: stages.FilterArea}}}, "give width, height or both"},
+		{"resize bad filter", sched.Op{Name: "resize", Args: stages.ResizeArgs{Spec: stages.ResizeSpec{Width: 3, Fit: stages.FitExact, Filter: "cubic"}}}, `unknown filter "cubic"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

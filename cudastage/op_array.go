@@ -7,6 +7,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages/array"
 )
 
 // The float32 array stages on the GPU (sched.Op.Array): kernels/array.cu for
@@ -58,10 +59,10 @@ func registerArray(name string, l *arrayLauncher) {
 }
 
 func init() {
-	registerArray("scale", &arrayLauncher{kernels: []string{"imgpipe_array_scale"}, check: checked[sched.ScaleArgs](nil),
-		run: elementwise("imgpipe_array_scale", typed(func(a sched.ScaleArgs) float32 { return a.Factor }))})
-	registerArray("add", &arrayLauncher{kernels: []string{"imgpipe_array_add"}, check: checked[sched.AddArgs](nil),
-		run: elementwise("imgpipe_array_add", typed(func(a sched.AddArgs) float32 { return a.Value }))})
+	registerArray("scale", &arrayLauncher{kernels: []string{"imgpipe_array_scale"}, check: checked[array.ScaleArgs](nil),
+		run: elementwise("imgpipe_array_scale", typed(func(a array.ScaleArgs) float32 { return a.Factor }))})
+	registerArray("add", &arrayLauncher{kernels: []string{"imgpipe_array_add"}, check: checked[array.AddArgs](nil),
+		run: elementwise("imgpipe_array_add", typed(func(a array.AddArgs) float32 { return a.Value }))})
 	for _, name := range []string{"sum", "min", "max"} {
 		kernel := "imgpipe_array_" + name
 		registerArray(name, &arrayLauncher{kernels: []string{kernel}, reduces: true, scratch: reduceScratch, run: reduce(kernel)})

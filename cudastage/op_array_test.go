@@ -136,7 +136,7 @@ func TestArrayBatchCheck(t *testing.T) {
 		{"values collide", func() *Batch { b := arrayBatch(sum, []int{3}, []int{4}); b.Dst[1].Off = 0; return b }(), "overlap"},
 		{"unknown stage", arrayBatch(sched.Op{Name: "blur", Array: true}, []int{3}), "no GPU kernel"},
 		{"reduction flag", arrayBatch(sched.Op{Name: "sum", Array: true, CPU: scale.CPU}, []int{3}), "reduces"},
-		{"operand", arrayBatch(sched.Op{Name: "scale", Array: true, Args: sched.AddArgs{Value: 2}}, []int{3}), "launch arguments are sched.AddArgs, want sched.ScaleArgs"},
+		{"operand", arrayBatch(sched.Op{Name: "scale", Array: true, Args: array.AddArgs{Value: 2}}, []int{3}), "launch arguments are array.AddArgs, want array.ScaleArgs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

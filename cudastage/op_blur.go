@@ -4,18 +4,18 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 // The blur stage on the GPU: kernels/blur.cu. Its launch arguments are
-// sched.BlurArgs: the integer taps of stages.BlurTaps (2r+1 of them), so the
+// stages.BlurArgs: the integer taps of stages.BlurTaps (2r+1 of them), so the
 // device gets exactly the CPU's integers.
 func init() {
 	register("blur", &launcher{
-		passes:  separable("imgpipe_blur_h", "imgpipe_blur_v", typed(func(a sched.BlurArgs) int { return len(a.Taps) / 2 })),
+		passes:  separable("imgpipe_blur_h", "imgpipe_blur_v", typed(func(a stages.BlurArgs) int { return len(a.Taps) / 2 })),
 		scratch: separableScratch,
 		check:   checked(checkTaps),
-		params: typed(func(a sched.BlurArgs) []any {
+		params: typed(func(a stages.BlurArgs) []any {
 			p := tapsParam{R: int32(len(a.Taps) / 2)}
 			copy(p.W[:], a.Taps)
 			return []any{&p}
@@ -37,7 +37,7 @@ type tapsParam struct {
 // checkTaps accepts taps as stages.BlurTaps makes them: an odd count from 3
 // to 2·kMaxBlurRadius+1, symmetric, summing to 16384, which keeps every
 // intermediate of the arithmetic of docs/semantics.md#blur in range.
-func checkTaps(a sched.BlurArgs) error {
+func checkTaps(a stages.BlurArgs) error {
 	taps := a.Taps
 	if len(taps) < 3 || len(taps)%2 == 0 || len(taps) > 2*kMaxBlurRadius+1 {
 		return fmt.Errorf("%d taps, want an odd count from 3 to %d", len(taps), 2*kMaxBlurRadius+1)

@@ -3,22 +3,22 @@ package cudastage
 import (
 	"fmt"
 
-	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 // The boxblur stage on the GPU: kernels/boxblur.cu. Its launch arguments are
-// sched.BoxBlurArgs, the radius.
+// stages.BoxBlurArgs, the radius.
 func init() {
 	register("boxblur", &launcher{
-		passes:  separable("imgpipe_box_h", "imgpipe_box_v", typed(func(a sched.BoxBlurArgs) int { return a.Radius })),
+		passes:  separable("imgpipe_box_h", "imgpipe_box_v", typed(func(a stages.BoxBlurArgs) int { return a.Radius })),
 		scratch: separableScratch,
-		check: checked(func(a sched.BoxBlurArgs) error {
+		check: checked(func(a stages.BoxBlurArgs) error {
 			if a.Radius < 0 || a.Radius > kMaxBoxRadius {
 				return fmt.Errorf("radius %d out of range [0, %d]", a.Radius, kMaxBoxRadius)
 			}
 			return nil
 		}),
-		params: typed(func(a sched.BoxBlurArgs) []any {
+		params: typed(func(a stages.BoxBlurArgs) []any {
 			r := int32(a.Radius)
 			return []any{&r}
 		}),

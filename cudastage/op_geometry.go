@@ -38,13 +38,13 @@ func putInt32s(out []byte, vs ...int) {
 func init() {
 	register("flip", &launcher{
 		passes: pixelPass("imgpipe_flip", false),
-		check: checked(func(a sched.FlipArgs) error {
+		check: checked(func(a stages.FlipArgs) error {
 			if a.Axis != stages.FlipH && a.Axis != stages.FlipV {
 				return fmt.Errorf("flip axis %q, want h or v", string(a.Axis))
 			}
 			return nil
 		}),
-		params: typed(func(a sched.FlipArgs) []any {
+		params: typed(func(a stages.FlipArgs) []any {
 			v := int32(0)
 			if a.Axis == stages.FlipV {
 				v = 1
@@ -54,13 +54,13 @@ func init() {
 	})
 	register("rotate", &launcher{
 		passes: pixelPass("imgpipe_rotate", false),
-		check: checked(func(a sched.RotateArgs) error {
+		check: checked(func(a stages.RotateArgs) error {
 			if a.Angle != 90 && a.Angle != 180 && a.Angle != 270 {
 				return fmt.Errorf("rotate angle %d, want 90, 180 or 270", a.Angle)
 			}
 			return nil
 		}),
-		params: typed(func(a sched.RotateArgs) []any {
+		params: typed(func(a stages.RotateArgs) []any {
 			v := int32(a.Angle)
 			return []any{&v}
 		}),
@@ -69,10 +69,10 @@ func init() {
 	// stages.CropSpec.Rect for the image.
 	register("crop", &launcher{
 		passes: pixelPass("imgpipe_crop", true),
-		check:  checked(func(a sched.CropArgs) error { return a.Spec.Check() }),
+		check:  checked(func(a stages.CropArgs) error { return a.Spec.Check() }),
 		extra:  kCropRecord,
 		encodeExtra: func(args sched.LaunchArgs, src, _ BatchImage, out []byte) {
-			x, y, w, h := args.(sched.CropArgs).Spec.Rect(src.W, src.H)
+			x, y, w, h := args.(stages.CropArgs).Spec.Rect(src.W, src.H)
 			putInt32s(out, x, y, w, h)
 		},
 	})
@@ -80,15 +80,15 @@ func init() {
 	// size, offset and output size of stages.ResizeSpec.Axes.
 	register("resize", &launcher{
 		passes: []pass{{kernel: "imgpipe_resize", src: roleSrc, dst: roleDst, tiles: resizeTiles, byDst: true}},
-		check:  checked(func(a sched.ResizeArgs) error { return a.Spec.Check() }),
-		params: typed(func(a sched.ResizeArgs) []any {
+		check:  checked(func(a stages.ResizeArgs) error { return a.Spec.Check() }),
+		params: typed(func(a stages.ResizeArgs) []any {
 			p := resizeParam{Filter: resizeFilters[a.Spec.Filter]}
 			copy(p.LT[:], stages.LanczosTable())
 			return []any{&p}
 		}),
 		extra: kResizeRecord,
 		encodeExtra: func(args sched.LaunchArgs, src, _ BatchImage, out []byte) {
-			x, y := args.(sched.ResizeArgs).Spec.Axes(src.W, src.H)
+			x, y := args.(stages.ResizeArgs).Spec.Axes(src.W, src.H)
 			putInt32s(out, x.Scaled, x.Off, x.Out, y.Scaled, y.Off, y.Out, 0, 0)
 		},
 	})

@@ -294,9 +294,9 @@ func testOps() []sched.Op {
 // opName names a test op by its stage and kernel radius ("blur-r5").
 func opName(op sched.Op) string {
 	switch a := op.Args.(type) {
-	case sched.BlurArgs:
+	case stages.BlurArgs:
 		return fmt.Sprintf("%s-r%d", op.Name, len(a.Taps)/2)
-	case sched.BoxBlurArgs:
+	case stages.BoxBlurArgs:
 		return fmt.Sprintf("%s-r%d", op.Name, a.Radius)
 	}
 	if op.Args != nil { // the geometry stages: their canonical spec
@@ -325,7 +325,7 @@ func TestGPUKernelsMatchCPU(t *testing.T) {
 		// current again through g.Do.
 		t.Run(opName(op), func(t *testing.T) {
 			gray, mixed := gray, mixed
-			if a, ok := op.Args.(sched.BlurArgs); ok && len(a.Taps) > 2*12+1 {
+			if a, ok := op.Args.(stages.BlurArgs); ok && len(a.Taps) > 2*12+1 {
 				// The CPU reference takes most of a minute per 12 MP
 				// image at sigma 32: the RGB batch has it already.
 				gray, mixed = dropLarge(gray), dropLarge(mixed)
@@ -410,7 +410,7 @@ func TestGPUKernelsChain(t *testing.T) {
 		gray := stages.NewImage(v.W, v.H, 1)
 		stages.Grayscale(gray, v)
 		blur := stages.NewImage(v.W, v.H, 1)
-		stages.Blur(blur, gray, ops[1].Args.(sched.BlurArgs).Taps)
+		stages.Blur(blur, gray, ops[1].Args.(stages.BlurArgs).Taps)
 		want[i] = stages.NewImage(v.H, v.W, 1)
 		stages.Transpose(want[i], blur)
 		stages.Histogram(&wantHist[i], want[i])
@@ -524,7 +524,7 @@ func TestGPUKernelsErrors(t *testing.T) {
 		}{
 			{"no table", b, Buffers{Src: p, Dst: p + 1<<18}},
 			{"in place", b, Buffers{Src: p, Dst: p, Table: p + 1<<19}},
-			{"bad op", &Batch{Op: sched.Op{Name: "blur", Args: sched.BlurArgs{Taps: []uint32{1, 2}}}, Src: b.Src, Dst: b.Dst}, good},
+			{"bad op", &Batch{Op: sched.Op{Name: "blur", Args: stages.BlurArgs{Taps: []uint32{1, 2}}}, Src: b.Src, Dst: b.Dst}, good},
 			{"stage without a kernel", &Batch{Op: sched.Op{Name: "sharpen"}, Src: b.Src, Dst: b.Dst}, good},
 			{"mismatched shapes", &Batch{Op: opOf("transpose"), Src: b.Src, Dst: b.Src}, good},
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 func TestPack(t *testing.T) {
@@ -125,7 +126,7 @@ func TestBatchCheck(t *testing.T) {
 			b.Dst[3].Stride += 7
 			b.Dst[3].Off = 1 << 20
 		}, ""},
-		{"bad op", sched.Op{Name: "boxblur", Args: sched.BoxBlurArgs{Radius: 20}}, func(*Batch) {}, "radius 20"},
+		{"bad op", sched.Op{Name: "boxblur", Args: stages.BoxBlurArgs{Radius: 20}}, func(*Batch) {}, "radius 20"},
 		{"count mismatch", opOf("grayscale"), func(b *Batch) { b.Dst = b.Dst[:3] }, "4 sources but 3 destinations"},
 		{"source channels", opOf("grayscale"), func(b *Batch) { b.Src[1].C = 4 }, "source 1: 4 channels"},
 		{"source stride", opOf("grayscale"), func(b *Batch) { b.Src[0].Stride = 50 }, "source 0: stride 50 is less than width×channels 51"},

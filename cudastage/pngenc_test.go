@@ -13,6 +13,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
+	"github.com/imgpipe/imgpipe/stages"
 )
 
 // CPU tests of the PNG encoder's model (pngenc_model_test.go) and of its
@@ -322,7 +323,7 @@ func TestPNGLauncherFor(t *testing.T) {
 	gray := opOf("grayscale")
 	gray.Encode = good.Encode
 	args := pngTestOp()
-	args.Args = sched.BoxBlurArgs{Radius: 3}
+	args.Args = stages.BoxBlurArgs{Radius: 3}
 	hist := pngTestOp()
 	hist.Hist = true
 	tests := []struct {
@@ -337,7 +338,7 @@ func TestPNGLauncherFor(t *testing.T) {
 		{"no bound", withEnc(func(e *sched.EncodeOp) { e.Bound = nil }), "needs a Bound"},
 		{"histogram", hist, "cannot be a histogram"},
 		{"pixel stage with an encoding", gray, "stage grayscale has no GPU encoder"},
-		{"arguments", args, "takes no launch arguments, got sched.BoxBlurArgs"},
+		{"arguments", args, "takes no launch arguments, got stages.BoxBlurArgs"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

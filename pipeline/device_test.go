@@ -21,9 +21,9 @@ func TestBuiltinGPUOps(t *testing.T) {
 		out      stages.Shape // for a 7x5x3 input
 	}{
 		{"grayscale", "grayscale", false, nil, stages.Shape{W: 7, H: 5, C: 1}},
-		{"blur sigma=1.5", "blur sigma=1.5", false, sched.BlurArgs{Taps: stages.BlurTaps(1.5)}, stages.Shape{W: 7, H: 5, C: 3}},
-		{"blur", "blur sigma=1", false, sched.BlurArgs{Taps: stages.BlurTaps(1)}, stages.Shape{W: 7, H: 5, C: 3}},
-		{"boxblur radius=3", "boxblur radius=3", false, sched.BoxBlurArgs{Radius: 3}, stages.Shape{W: 7, H: 5, C: 3}},
+		{"blur sigma=1.5", "blur sigma=1.5", false, stages.BlurArgs{Taps: stages.BlurTaps(1.5)}, stages.Shape{W: 7, H: 5, C: 3}},
+		{"blur", "blur sigma=1", false, stages.BlurArgs{Taps: stages.BlurTaps(1)}, stages.Shape{W: 7, H: 5, C: 3}},
+		{"boxblur radius=3", "boxblur radius=3", false, stages.BoxBlurArgs{Radius: 3}, stages.Shape{W: 7, H: 5, C: 3}},
 		{"transpose", "transpose", false, nil, stages.Shape{W: 5, H: 7, C: 3}},
 		{"histogram", "histogram", true, nil, stages.Shape{W: 7, H: 5, C: 3}},
 	}

@@ -26,5 +26,5 @@ Inf + -Inf is NaN; every NaN written is the quiet NaN 0x7FC00000.`,
 		v := float32(p.Float("value"))
 		return func(a *npy.Array) (float32, error) { array.Add(a.Data, v); return 0, nil }, nil
 	},
-	GPU: func(p Params) (sched.LaunchArgs, error) { return sched.AddArgs{Value: float32(p.Float("value"))}, nil },
+	GPU: func(p Params) (sched.LaunchArgs, error) { return array.AddArgs{Value: float32(p.Float("value"))}, nil },
 }

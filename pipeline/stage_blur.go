@@ -34,6 +34,6 @@ p(x+i, y), stored as h16 = (h + 32) >> 6. Vertical pass: v = Σ w_j · h16(x, y+
 		}, nil
 	},
 	GPU: func(p Params) (sched.LaunchArgs, error) {
-		return sched.BlurArgs{Taps: stages.BlurTaps(p.Float("sigma"))}, nil
+		return stages.BlurArgs{Taps: stages.BlurTaps(p.Float("sigma"))}, nil
 	},
 }

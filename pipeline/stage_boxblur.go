@@ -28,5 +28,5 @@ fewer pixels. radius=1 is the 3×3 mean.`,
 			stages.BoxBlur(dst, src, r)
 		}, nil
 	},
-	GPU: func(p Params) (sched.LaunchArgs, error) { return sched.BoxBlurArgs{Radius: int(p.Int("radius"))}, nil },
+	GPU: func(p Params) (sched.LaunchArgs, error) { return stages.BoxBlurArgs{Radius: int(p.Int("radius"))}, nil },
 }

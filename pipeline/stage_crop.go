@@ -51,7 +51,7 @@ exclusive.`,
 			stages.Crop(dst, src, x, y)
 		}, nil
 	},
-	GPU: func(p Params) (sched.LaunchArgs, error) { return sched.CropArgs{Spec: cropSpec(p)}, nil },
+	GPU: func(p Params) (sched.LaunchArgs, error) { return stages.CropArgs{Spec: cropSpec(p)}, nil },
 }
 
 func cropSpec(p Params) stages.CropSpec {

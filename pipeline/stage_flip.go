@@ -25,5 +25,7 @@ var flipDef = &StageDef{
 		axis := stages.Axis(p.Str("axis"))
 		return func(dst, src *stages.Image, _ *[256]uint64) { stages.Flip(dst, src, axis) }, nil
 	},
-	GPU: func(p Params) (sched.LaunchArgs, error) { return sched.FlipArgs{Axis: stages.Axis(p.Str("axis"))}, nil },
+	GPU: func(p Params) (sched.LaunchArgs, error) {
+		return stages.FlipArgs{Axis: stages.Axis(p.Str("axis"))}, nil
+	},
 }

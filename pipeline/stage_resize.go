@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 
 	"github.com/imgpipe/imgpipe/stages"
@@ -49,7 +50,7 @@ ratio, as 1×1,000,000 to 16384×1) fails with that reason before it is decoded.
 		}
 		return func(dst, src *stages.Image, _ *[256]uint64) { stages.Resize(dst, src, spec) }, nil
 	},
-	GPU: func(p Params) (sched.LaunchArgs, error) { return sched.ResizeArgs{Spec: resizeSpec(p)}, nil },
+	GPU: func(p Params) (sched.LaunchArgs, error) { return stages.ResizeArgs{Spec: resizeSpec(p)}, nil },
 }
 
 func resizeSpec(p Params) stages.ResizeSpec {

@@ -28,7 +28,7 @@ in(W−1−x, H−1−y); 270: out(x, y) = in(W−1−y, x). W and H swap for 90
 		angle := rotateAngle(p)
 		return func(dst, src *stages.Image, _ *[256]uint64) { stages.Rotate(dst, src, angle) }, nil
 	},
-	GPU: func(p Params) (sched.LaunchArgs, error) { return sched.RotateArgs{Angle: rotateAngle(p)}, nil },
+	GPU: func(p Params) (sched.LaunchArgs, error) { return stages.RotateArgs{Angle: rotateAngle(p)}, nil },
 }
 
 // rotateAngle reads rotate's angle; the enum admits only the three right angles.

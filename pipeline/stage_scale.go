@@ -28,6 +28,6 @@ the quiet NaN 0x7FC00000 (see stages/array).`,
 		return func(a *npy.Array) (float32, error) { array.Scale(a.Data, f); return 0, nil }, nil
 	},
 	GPU: func(p Params) (sched.LaunchArgs, error) {
-		return sched.ScaleArgs{Factor: float32(p.Float("factor"))}, nil
+		return array.ScaleArgs{Factor: float32(p.Float("factor"))}, nil
 	},
 }

@@ -200,3 +200,10 @@ func grow[T any](s []T, n int) []T {
 	}
 	return make([]T, n)
 }
+
+// BlurArgs are blur's launch arguments: the integer taps of BlurTaps (2r+1 of
+// them), so that the device gets exactly the CPU's integers.
+type BlurArgs struct{ Taps []uint32 }
+
+// LaunchStage names the stage whose GPU launcher reads these arguments (sched.LaunchArgs).
+func (BlurArgs) LaunchStage() string { return "blur" }

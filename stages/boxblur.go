@@ -157,3 +157,9 @@ func boxRow(out []uint16, in, ext []byte, c, R int) {
 		cur[i] = prev[i] + uint16(enter[i]) - uint16(leave[i])
 	}
 }
+
+// BoxBlurArgs are boxblur's launch arguments: the window's radius.
+type BoxBlurArgs struct{ Radius int }
+
+// LaunchStage names the stage whose GPU launcher reads these arguments (sched.LaunchArgs).
+func (BoxBlurArgs) LaunchStage() string { return "boxblur" }

@@ -187,3 +187,22 @@ func Rotate(dst, src *Image, angle int) {
 		panic(fmt.Sprintf("stages.Rotate: angle %d, want 90, 180 or 270", angle))
 	}
 }
+
+// FlipArgs are flip's launch arguments: the mirror's axis.
+type FlipArgs struct{ Axis Axis }
+
+// LaunchStage names the stage whose GPU launcher reads these arguments (sched.LaunchArgs).
+func (FlipArgs) LaunchStage() string { return "flip" }
+
+// RotateArgs are rotate's launch arguments: the clockwise angle, 90, 180 or 270.
+type RotateArgs struct{ Angle int }
+
+// LaunchStage names the stage whose GPU launcher reads these arguments (sched.LaunchArgs).
+func (RotateArgs) LaunchStage() string { return "rotate" }
+
+// CropArgs are crop's launch arguments: the rectangle's spec, which the launcher resolves
+// for each image (CropSpec.Rect).
+type CropArgs struct{ Spec CropSpec }
+
+// LaunchStage names the stage whose GPU launcher reads these arguments (sched.LaunchArgs).
+func (CropArgs) LaunchStage() string { return "crop" }

@@ -528,3 +528,10 @@ func resizeRow1(out []uint16, in []byte, w *AxisWeights) {
 
 // h16 is a horizontal sum clamped to [0, resizeHMax] and stored in 16 bits.
 func h16(h int32) uint16 { return uint16((min(max(h, 0), resizeHMax) + 32) >> 6) }
+
+// ResizeArgs are resize's launch arguments: the spec, which the launcher resolves for each
+// image (ResizeSpec.Axes).
+type ResizeArgs struct{ Spec ResizeSpec }
+
+// LaunchStage names the stage whose GPU launcher reads these arguments (sched.LaunchArgs).
+func (ResizeArgs) LaunchStage() string { return "resize" }

@@ -35,7 +35,7 @@ func BlurOp(sigma float64) (Op, error) {
 		return Op{}, fmt.Errorf("blur: sigma %v out of range", sigma)
 	}
 	taps := stages.BlurTaps(sigma)
-	return Op{Name: "blur", Spec: "blur sigma=" + strconv.FormatFloat(sigma, 'g', -1, 64), Args: BlurArgs{Taps: taps},
+	return Op{Name: "blur", Spec: "blur sigma=" + strconv.FormatFloat(sigma, 'g', -1, 64), Args: stages.BlurArgs{Taps: taps},
 		CPU: func(dst, src *stages.Image, _ *[256]uint64) { stages.Blur(dst, src, taps) }}, nil
 }
 
@@ -43,7 +43,7 @@ func BoxBlurOp(r int) (Op, error) {
 	if r < 0 || r > stages.MaxBoxRadius {
 		return Op{}, fmt.Errorf("boxblur: radius %d out of range", r)
 	}
-	return Op{Name: "boxblur", Spec: "boxblur radius=" + strconv.Itoa(r), Args: BoxBlurArgs{Radius: r},
+	return Op{Name: "boxblur", Spec: "boxblur radius=" + strconv.Itoa(r), Args: stages.BoxBlurArgs{Radius: r},
 		CPU: func(dst, src *stages.Image, _ *[256]uint64) { stages.BoxBlur(dst, src, r) }}, nil
 }
 

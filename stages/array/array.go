@@ -126,3 +126,16 @@ func extreme(x []float32, better func(a, b float32) bool) (float32, error) {
 	}
 	return best, nil
 }
+
+// ScaleArgs are the scale array stage's launch arguments: the factor, rounded to float32
+// once, as the CPU implementation rounds it.
+type ScaleArgs struct{ Factor float32 }
+
+// LaunchStage names the stage whose GPU launcher reads these arguments (sched.LaunchArgs).
+func (ScaleArgs) LaunchStage() string { return "scale" }
+
+// AddArgs are the add array stage's launch arguments: the addend, rounded to float32 once.
+type AddArgs struct{ Value float32 }
+
+// LaunchStage names the stage whose GPU launcher reads these arguments (sched.LaunchArgs).
+func (AddArgs) LaunchStage() string { return "add" }
