@@ -1,4 +1,4 @@
-// blur.cu: the blur stage (docs/semantics.md#blur: separable integer Gaussian, replicated borders).
+// blur.cu: the blur stage (DESIGN.md: separable integer Gaussian, replicated borders).
 // See common.cuh for the launch table and the conventions every kernel follows.
 #include "separable.cuh"
 
@@ -6,7 +6,7 @@
 
 // Taps is the blur kernel, passed by value as a kernel parameter (it lives in
 // the parameter constant bank, so concurrent launches with different sigmas
-// on different streams never interfere). w[i + r] is w_i of docs/semantics.md#blur.
+// on different streams never interfere). w[i + r] is w_i of DESIGN.md.
 struct Taps {
     int r;
     u32 w[2 * IMGPIPE_MAX_BLUR_RADIUS + 1];

@@ -1,4 +1,4 @@
-// boxblur.cu: the boxblur stage (docs/semantics.md#boxblur: floor of the mean over the in-image window).
+// boxblur.cu: the boxblur stage (DESIGN.md: floor of the mean over the in-image window).
 // See common.cuh for the launch table and the conventions every kernel follows.
 #include "separable.cuh"
 

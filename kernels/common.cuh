@@ -2,7 +2,7 @@
 // common.cuh: what every imgpipe kernel shares: the launch table entry (Img),
 // finding a block's image, and the gray helpers.
 //
-// imgpipe kernels: batched, bit-exact GPU versions of the stages of docs/semantics.md.
+// imgpipe kernels: batched, bit-exact GPU versions of the stages of DESIGN.md.
 //
 // Every kernel covers a whole batch in one launch. The batch is described by a
 // table of Img entries in device memory (built by package cudastage, which
@@ -13,7 +13,7 @@
 // it), so a batch may mix sizes freely and no block is wasted on padding.
 //
 // All arithmetic of the image kernels is the exact integer arithmetic of
-// docs/semantics.md; no floating point is used. (The float32 array kernels of
+// DESIGN.md; no floating point is used. (The float32 array kernels of
 // array.cu launch per array, without a table, and use exactly rounded
 // single-precision operations: see there.) Vector (16- or 4-byte) accesses are used only where the
 // address is aligned, which each thread checks on the real pointer, so any

@@ -1,4 +1,4 @@
-// grayscale.cu: the grayscale stage (docs/semantics.md#grayscale: Y = (9798 R + 19235 G + 3735 B + 16384) >> 15).
+// grayscale.cu: the grayscale stage (DESIGN.md: Y = (9798 R + 19235 G + 3735 B + 16384) >> 15).
 // See common.cuh for the launch table and the conventions every kernel follows.
 #include "common.cuh"
 

@@ -8,7 +8,7 @@
 #define IMGPIPE_V_TILE_Y 64      // vertical pass: rows per block
 
 // Horizontal and vertical passes of the separable filters. BLUR is the
-// Gaussian of docs/semantics.md#blur (clamped borders, rounded fixed point); BOX is the
+// Gaussian of DESIGN.md (clamped borders, rounded fixed point); BOX is the
 // window sum of boxblur (out-of-image samples count as 0 and are not counted).
 enum { BLUR = 0, BOX = 1 };
 
