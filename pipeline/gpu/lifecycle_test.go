@@ -191,7 +191,7 @@ func TestGPUOptionsErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gpu := tt.gpu
-			// CheckGPU finds the settings errors, the ones Run finds before starting the
+			// Check finds the settings errors, the ones Run finds before starting the
 			// device, without touching it.
 			if tt.name != "device memory" {
 				calls := dev.Calls()
@@ -199,7 +199,7 @@ func TestGPUOptionsErrors(t *testing.T) {
 					t.Errorf("Check: got %v, want %q", err, tt.want)
 				}
 				if after := dev.Calls(); !maps.Equal(after, calls) {
-					t.Errorf("CheckGPU used the device: %v, then %v", calls, after)
+					t.Errorf("Check used the device: %v, then %v", calls, after)
 				}
 			}
 			var report bytes.Buffer
