@@ -2,14 +2,12 @@ package gpu
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
 	"github.com/imgpipe/imgpipe/stages/npy"
@@ -101,27 +99,6 @@ func reportLines(t *testing.T, report string) []string {
 		t.Fatalf("report does not end with a summary line:\n%s", report)
 	}
 	return lines
-}
-
-// traceEvent is one event of the Chrome trace sched.Trace writes.
-type traceEvent struct {
-	Name, Ph string
-	Tid      int
-	Args     map[string]any
-}
-
-// traceEvents writes tr as JSON and reads its events back.
-func traceEvents(t *testing.T, tr *sched.Trace) []traceEvent {
-	t.Helper()
-	var b bytes.Buffer
-	if err := tr.WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
-	var file struct{ TraceEvents []traceEvent }
-	if err := json.Unmarshal(b.Bytes(), &file); err != nil {
-		t.Fatal(err)
-	}
-	return file.TraceEvents
 }
 
 // deviceTestRegistry is the builtin registry plus "cpuonly", a pixel stage without a GPU

@@ -240,7 +240,7 @@ func TestMultiGPUTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := map[string]bool{}
-	for _, e := range traceEvents(t, tr) {
+	for _, e := range schedtest.TraceEvents(t, tr) {
 		if e.Ph == "M" && e.Name == "thread_name" {
 			found[e.Args["name"].(string)] = true
 		}

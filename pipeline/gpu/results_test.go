@@ -346,7 +346,7 @@ func TestGPURunTrace(t *testing.T) {
 		pipeline.Options{Workers: 2, Trace: tr, Backend: &Options{Device: dev, Streams: 2, Batch: 4, SlotBytes: 64 << 10}}); err != nil {
 		t.Fatal(err)
 	}
-	events := traceEvents(t, tr)
+	events := schedtest.TraceEvents(t, tr)
 	tracks := map[int]string{}
 	spans := map[string]map[string]int{}
 	for _, e := range events {
