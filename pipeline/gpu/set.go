@@ -72,3 +72,22 @@ func (s *Set) Close() error {
 	s.pools = nil
 	return errors.Join(errs...)
 }
+
+// PoolStats is what one device's pools of a Set hold.
+type PoolStats struct {
+	// Device is the device's name.
+	Device string
+	// Pinned is its page-locked pool's, Memory its device allocator's.
+	Pinned pinned.Stats
+	Memory devmem.Stats
+}
+
+// PoolStats returns a snapshot of each device's pools, in the order of Devices; none once
+// the set is closed.
+func (s *Set) PoolStats() []PoolStats {
+	out := make([]PoolStats, len(s.pools))
+	for i, p := range s.pools {
+		out[i] = PoolStats{Device: s.devs[i].Name(), Pinned: p.host.Stats(), Memory: p.dev.Stats()}
+	}
+	return out
+}

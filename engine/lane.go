@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/gpu"
+)
+
+// A lane is one chain's resident run: a pipeline.Run whose source is the chain's requests
+// and whose sink hands each result back to its request. While it runs, its workers, and on
+// a GPU its executor, streams and slots, stay up, so a request pays none of their start,
+// and the images of concurrent requests share device batches within Config.Delay.
+type lane struct {
+	e     *Engine
+	key   string
+	plan  *pipeline.Plan
+	queue chan *request // requests not yet taken by the run
+	stop  chan struct{} // closed by Engine.Close: the run ends once its queue is empty
+
+	mu     sync.Mutex
+	queued int              // requests counted for the queue and not yet taken from it
+	taken  map[int]*request // requests in the run, by input index
+	next   int              // the index of the next input taken
+}
+
+// A request is one Process call's input and where its outcome goes.
+type request struct {
+	ctx   context.Context
+	in    pipeline.Input
+	out   chan outcome // buffered: the run never waits for a caller that left
+	start time.Time
+}
+
+type outcome struct {
+	res pipeline.Result
+	err error
+}
+
+// lane returns the running lane of plan's chain, starting one if there is none, with the
+// request counted in it and in e.work; ErrClosed and ErrBusy are the reasons it may not.
+func (e *Engine) lane(plan *pipeline.Plan) (*lane, error) {
+	key := plan.String()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	l := e.lanes[key]
+	if l == nil {
+		if len(e.lanes) >= e.cfg.Chains {
+			e.stats.busy.Add(1)
+			return nil, fmt.Errorf("%w: %d chains are running, the most at once", ErrBusy, e.cfg.Chains)
+		}
+		l = &lane{e: e, key: key, plan: plan, queue: make(chan *request, e.cfg.Queue), stop: make(chan struct{}), taken: map[int]*request{}}
+		e.lanes[key] = l
+		e.lanesWG.Add(1)
+		go l.run()
+	}
+	l.mu.Lock()
+	l.queued++
+	l.mu.Unlock()
+	e.work.Add(1)
+	return l, nil
+}
+
+// run is the lane's pipeline.Run, until it has been idle for Config.Idle or the engine
+// closes; a run that fails (a device fault) fails the requests it holds, and the next
+// request starts a new lane.
+func (l *lane) run() {
+	defer l.e.lanesWG.Done()
+	_, err := pipeline.Run(context.Background(), l.plan, l, l, l.options())
+	if err == nil {
+		return
+	}
+	if l.e.cfg.Notice != nil {
+		l.e.cfg.Notice(fmt.Sprintf("the resident run of %q failed: %v", l.key, err))
+	}
+	l.e.mu.Lock()
+	if l.e.lanes[l.key] == l {
+		delete(l.e.lanes, l.key)
+	}
+	l.e.mu.Unlock()
+	// No request is counted for the queue once the lane is gone from the map, but those
+	// counted before may still be on their way into it.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, r := range l.taken {
+		delete(l.taken, i)
+		l.deliverLocked(r, outcome{err: err})
+	}
+	for ; l.queued > 0; l.queued-- {
+		l.deliverLocked(<-l.queue, outcome{err: err})
+	}
+}
+
+// options are the lane's run options: the engine's settings, on its devices and pools,
+// with batches that wait Config.Delay at most.
+func (l *lane) options() pipeline.Options {
+	e := l.e
+	var opt pipeline.Options
+	if e.set == nil {
+		opt = gpu.RunOptions(e.cfg.Exec)
+	} else {
+		opt = gpu.RunOptions(e.cfg.Exec, e.set.Devices()...)
+		g := *opt.Backend.(*gpu.Options)
+		g.Linger, g.Wait, g.Optional = e.cfg.Delay, true, false
+		opt.Backend = e.set.Backend(g)
+	}
+	opt.StopOnError = false // one request's failure is its own
+	opt.Device = e.device
+	opt.Notice = e.cfg.Notice
+	opt.Trace = e.stats
+	return opt
+}
+
+// Next implements pipeline.Source: the next request's input, or io.EOF once the lane has
+// been idle for Config.Idle or the engine closes with no request waiting. Requests taken
+// before are finished by the run after that.
+func (l *lane) Next(ctx context.Context) (pipeline.Input, error) {
+	idle := time.NewTimer(l.e.cfg.Idle)
+	defer idle.Stop()
+	for {
+		select {
+		case r := <-l.queue:
+			if in, ok := l.take(r); ok {
+				return in, nil
+			}
+		case <-idle.C:
+			if l.retire() {
+				return pipeline.Input{}, io.EOF
+			}
+			idle.Reset(l.e.cfg.Idle)
+		case <-l.stop:
+			if l.retire() {
+				return pipeline.Input{}, io.EOF
+			}
+			r := <-l.queue // counted requests are on their way
+			if in, ok := l.take(r); ok {
+				return in, nil
+			}
+		case <-ctx.Done():
+			return pipeline.Input{}, ctx.Err()
+		}
+	}
+}
+
+// take registers r as the run's next input, unless its caller has already left.
+func (l *lane) take(r *request) (pipeline.Input, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.queued--
+	if err := r.ctx.Err(); err != nil {
+		l.deliverLocked(r, outcome{err: err})
+		return pipeline.Input{}, false
+	}
+	in := r.in
+	if in.Name == "" {
+		in.Name = "request"
+	}
+	l.taken[l.next] = r
+	l.next++
+	return in, true
+}
+
+// retire removes the lane from the engine when no request is queued for it, and reports
+// whether it did; a request that comes after that starts a new lane.
+func (l *lane) retire() bool {
+	l.e.mu.Lock()
+	defer l.e.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.queued > 0 {
+		return false
+	}
+	if l.e.lanes[l.key] == l {
+		delete(l.e.lanes, l.key)
+	}
+	return true
+}
+
+// Write implements pipeline.Sink: it encodes the output in memory, for Result.Encoded.
+func (l *lane) Write(_ context.Context, r *pipeline.Result, enc *pipeline.Encoder) error {
+	if enc == nil {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := enc.Encode(&b, r.Image); err != nil {
+		return err
+	}
+	r.Encoded = b.Bytes()
+	return nil
+}
+
+// Done implements pipeline.Sink: it hands the result to its request.
+func (l *lane) Done(_ context.Context, r *pipeline.Result) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	req := l.taken[r.Index]
+	if req == nil {
+		return errors.New("engine: a result of no request") // cannot happen: each input is one request's
+	}
+	delete(l.taken, r.Index)
+	res := *r
+	res.Index = 0
+	l.deliverLocked(req, outcome{res: res})
+	return nil
+}
+
+// deliverLocked gives r its outcome and frees its places in the lane and the engine's
+// queue. l.mu must be held.
+func (l *lane) deliverLocked(r *request, o outcome) {
+	r.out <- o
+	<-l.e.admit
+	l.e.stats.request(o, time.Since(r.start))
+}
+
+func gomaxprocs() int { return runtime.GOMAXPROCS(0) }
