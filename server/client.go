@@ -39,13 +39,19 @@ type Progress struct {
 }
 
 // Submit starts a job from a job file's bytes (YAML or JSON).
-func (c *Client) Submit(ctx context.Context, job []byte) (Job, error) { return Job{}, errors.New("not yet") }
+func (c *Client) Submit(ctx context.Context, job []byte) (Job, error) {
+	return Job{}, errors.New("not yet")
+}
 
 // Job returns job id's state.
-func (c *Client) Job(ctx context.Context, id string) (Job, error) { return Job{}, errors.New("not yet") }
+func (c *Client) Job(ctx context.Context, id string) (Job, error) {
+	return Job{}, errors.New("not yet")
+}
 
 // Cancel cancels job id.
 func (c *Client) Cancel(ctx context.Context, id string) error { return errors.New("not yet") }
 
 // Report copies job id's report to w.
-func (c *Client) Report(ctx context.Context, id string, w io.Writer) error { return errors.New("not yet") }
+func (c *Client) Report(ctx context.Context, id string, w io.Writer) error {
+	return errors.New("not yet")
+}
