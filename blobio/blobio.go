@@ -56,7 +56,8 @@ func OpenStore(ctx context.Context, loc string) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bucketStore{b: b}, nil
+	local, _ := localDir(loc)
+	return &bucketStore{b: b, local: local}, nil
 }
 
 func openBucket(ctx context.Context, url string) (*blob.Bucket, error) {
@@ -77,7 +78,8 @@ func Output(ctx context.Context, loc string) (sink pipeline.Sink, close func() e
 	if err != nil {
 		return nil, nil, err
 	}
-	return bucketSink{b: b}, b.Close, nil
+	local, _ := localDir(loc)
+	return bucketSink{b: b, local: local}, b.Close, nil
 }
 
 // WriteObject writes data as the object name of the bucket loc, or as the file loc/name
@@ -105,6 +107,9 @@ func Outputs(ctx context.Context, loc string) (has pipeline.OutputCheck, close f
 	if err != nil {
 		return nil, nil, err
 	}
+	if dir, ok := localDir(loc); ok {
+		return pipeline.FolderOutputs(dir), b.Close, nil // a link does not count
+	}
 	return func(ctx context.Context, key string) bool {
 		ok, err := b.Exists(ctx, key)
 		return err == nil && ok
@@ -119,6 +124,9 @@ func CopyObject(ctx context.Context, loc, name string, w io.Writer) (found bool,
 		return false, err
 	}
 	defer b.Close()
+	if dir, ok := localDir(loc); ok {
+		return copyLocal(dir, name, w)
+	}
 	r, err := b.NewReader(ctx, name, nil)
 	if gcerrors.Code(err) == gcerrors.NotFound {
 		return false, nil
@@ -154,10 +162,18 @@ func (d dirStore) Stat(_ context.Context, name string) (int64, time.Time, error)
 
 func (dirStore) Close() error { return nil }
 
-type bucketStore struct{ b *blob.Bucket }
+// bucketStore is an input bucket; local is the folder of a file:// one ("" for others),
+// whose files are opened as a folder's are (see localDir).
+type bucketStore struct {
+	b     *blob.Bucket
+	local string
+}
 
 func (s *bucketStore) Input(name string) pipeline.Input {
 	return pipeline.Input{Name: name, Open: func(ctx context.Context) (io.ReadCloser, int64, error) {
+		if s.local != "" {
+			return openLocal(s.local, name)
+		}
 		r, err := s.b.NewReader(ctx, name, nil)
 		if err != nil {
 			return nil, 0, objectError(err)
@@ -296,8 +312,12 @@ func (src *bucketSource) list(ctx context.Context, rel string) (*level, error) {
 	return l, nil
 }
 
-// bucketSink writes each output as an object at its Result.Output key.
-type bucketSink struct{ b *blob.Bucket }
+// bucketSink writes each output as an object at its Result.Output key; local is the folder
+// of a file:// bucket ("" for others), written as a folder is (see localDir).
+type bucketSink struct {
+	b     *blob.Bucket
+	local string
+}
 
 func (s bucketSink) Write(ctx context.Context, r *pipeline.Result, enc *pipeline.Encoder) error {
 	m := r.Image
@@ -316,6 +336,9 @@ func (bucketSink) Done(context.Context, *pipeline.Result) error { return nil }
 // put writes one object. Closing the writer commits it; an error before that (or a
 // cancelled ctx) abandons it, so no partial object is ever visible.
 func (s bucketSink) put(ctx context.Context, key string, write func(io.Writer) error) error {
+	if s.local != "" {
+		return putLocal(s.local, key, write)
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := s.b.NewWriter(wctx, key, nil)

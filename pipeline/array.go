@@ -1,12 +1,12 @@
 package pipeline
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -203,8 +203,12 @@ func (r *Runner) storeArray(it *Item, track string, a *npy.Array) {
 	r.store(it, track, enc)
 }
 
-// loadArray reads an input's .npy array, with the memory budget charged for it before
-// its data is read (twice the file's size: the raw bytes and the decoded floats).
+// loadArray reads an input's .npy array. Its header is read first and checked against
+// the file's size, by the rule the image decoders follow: a header that claims more data
+// than the file holds, or a file far larger than its elements could need
+// (stages.MaxFileBytes), is refused before anything is allocated for the data; then the
+// memory budget is charged from the header (twice the data's bytes: the raw bytes and
+// the decoded floats) before the data is read.
 func (r *Runner) loadArray(in Input) (*npy.Array, func(), error) {
 	var (
 		rd   io.Reader
@@ -225,29 +229,46 @@ func (r *Runner) loadArray(in Input) (*npy.Array, func(), error) {
 	case in.Path == "":
 		return nil, nil, errors.New("input has no path, data or image")
 	default:
-		f, err := os.Open(in.Path)
+		f, fi, err := openInput(in.Path) // a FIFO must not hang the worker
 		if err != nil {
-			return nil, nil, pathless(err)
+			return nil, nil, err
 		}
 		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return nil, nil, pathless(err)
-		}
 		rd, size = f, fi.Size()
 	}
-	release, err := r.mem.acquire(r.ctx, 2*size)
+	t0 := time.Now()
+	br := bufio.NewReader(io.LimitReader(rd, size))
+	h, n, off, err := npy.ReadHeader(br, r.plan.Load.MaxElements)
+	if err == nil {
+		err = checkArraySize(h, n, off, size)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	t0 := time.Now()
-	a, err := npy.Read(rd, r.plan.Load.MaxElements)
+	release, err := r.mem.acquire(r.ctx, 2*4*n)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := npy.ReadData(br, h, n)
 	since(&r.phases.read, t0)
 	if err != nil {
 		release()
 		return nil, nil, err
 	}
 	return a, release, nil
+}
+
+// checkArraySize refuses a .npy file of size bytes whose header (h, n elements, data at
+// off) claims more data than the file holds, or that is far larger than that data.
+func checkArraySize(h npy.Header, n, off, size int64) error {
+	data := 4 * n
+	switch {
+	case off+data > size:
+		return fmt.Errorf("npy: data of shape %v (%d bytes): %w: the file holds %d; refused before reading", h.Shape, data, io.ErrUnexpectedEOF, max(size-off, 0))
+	case size > stages.MaxFileBytes(n):
+		return fmt.Errorf("%w: file is %d bytes, far more than %d elements can take (at most %d); refused unread", stages.ErrFileTooLarge, size, n, stages.MaxFileBytes(n))
+	}
+	return nil
 }
 
 // ReportFloat is a float32 in the report. A finite value is a JSON number with the fewest

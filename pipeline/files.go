@@ -9,30 +9,36 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/imgpipe/imgpipe/fsguard"
 )
 
-// MaxListedFiles bounds the paths ReadFileList accepts, checked as it reads, so that a
-// runaway producer cannot exhaust memory with names (a path takes ~100 bytes: 10 M paths
-// are about 1 GB).
+// MaxListedFiles bounds the lines ReadFileList reads (empty ones included, so that an
+// endless stream of newlines ends too), checked as it reads, so that a runaway producer
+// cannot exhaust memory with names (a path takes ~100 bytes: 10 M paths are about 1 GB).
 const MaxListedFiles = 10_000_000
+
+// MaxFileListBytes bounds the bytes ReadFileList reads: MaxListedFiles paths of ~100 bytes.
+const MaxFileListBytes = 1 << 30
 
 // maxListLine bounds one line of a file list: far above any file system's PATH_MAX.
 const maxListLine = 64 << 10
 
 // ReadFileList reads a list of file paths, one a line, as `imgpipe run -i -` takes them on
 // stdin: a trailing '\r' is dropped (lists made on Windows), empty lines are skipped, and
-// nothing else is interpreted (spaces and quotes are part of the name).
+// nothing else is interpreted (spaces and quotes are part of the name). A list of more
+// than MaxListedFiles lines or MaxFileListBytes bytes is an error, found as it is read.
 func ReadFileList(r io.Reader) ([]string, error) {
-	sc := bufio.NewScanner(r)
+	sc := bufio.NewScanner(fsguard.Bounded(r, MaxFileListBytes))
 	sc.Buffer(make([]byte, 4096), maxListLine)
 	var paths []string
 	for n := 1; sc.Scan(); n++ {
+		if n > MaxListedFiles {
+			return nil, fmt.Errorf("file list: more than %d lines", MaxListedFiles)
+		}
 		line := strings.TrimSuffix(sc.Text(), "\r")
 		if line == "" {
 			continue
-		}
-		if len(paths) == MaxListedFiles {
-			return nil, fmt.Errorf("file list: more than %d paths", MaxListedFiles)
 		}
 		paths = append(paths, line)
 	}

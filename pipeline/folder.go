@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/imgpipe/imgpipe/fsguard"
 )
 
 // Folder returns a source that walks dir recursively and yields its image files (by
@@ -227,21 +229,7 @@ func (s *folderSource) imageInfo(full string, de fs.DirEntry) (os.FileInfo, erro
 
 // FileKind names a file type that is not a regular file ("a symbolic link", "a named
 // pipe", ...), for messages: the walk's and the CLI's path checks.
-func FileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file (" + m.Type().String() + ")"
-}
+func FileKind(m fs.FileMode) string { return fsguard.Kind(m) }
 
 // foldKey is name in lower case for comparisons without regard to case. Unlike
 // strings.ToLower it keeps bytes that are not UTF-8 as they are, so that two names that

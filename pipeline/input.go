@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"syscall"
 	"time"
 
+	"github.com/imgpipe/imgpipe/fsguard"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -199,20 +200,11 @@ func (r *Runner) decodeNeed(head []byte, size int64, canStream bool) (need int64
 // charged: the rest of the file is read only once its decoding (and, unless it is
 // streamed, its bytes) fit in the budget.
 func (r *Runner) readInput(path string) (Loaded, error) {
-	// O_NONBLOCK so that a FIFO (or a file swapped for one since the folder was walked) is
-	// opened without waiting for a writer; the checks below then look at what was opened.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// A FIFO (or a file swapped for one since the folder was walked) is refused without
+	// waiting for a writer; the checks below then look at what was opened.
+	f, fi, err := openInput(path)
 	if err != nil {
-		return Loaded{}, pathless(err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return Loaded{}, pathless(err)
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return Loaded{}, errors.New("not a regular file")
+		return Loaded{}, err
 	}
 	return r.readLimited(f, fi.Size())
 }
@@ -285,6 +277,19 @@ func (r *Runner) readHead(f io.Reader, size int64) (data, head []byte, release f
 		return nil, nil, nil, fmt.Errorf("file grew over the %d-byte limit that max_pixels implies", limit)
 	}
 	return buf.Bytes(), head, release, nil
+}
+
+// openInput opens an input file as fsguard.Open does (links followed: a listed or walked
+// link to a regular file is the user's), with the error as an input's reason.
+func openInput(path string) (*os.File, fs.FileInfo, error) {
+	f, fi, err := fsguard.Open(path, fsguard.FollowLinks)
+	if errors.Is(err, fsguard.ErrNotRegular) {
+		return nil, nil, errors.New("not a regular file")
+	}
+	if err != nil {
+		return nil, nil, pathless(err)
+	}
+	return f, fi, nil
 }
 
 // ctxReaderAt reads a streamed file until the run's context ends, so that a long decode

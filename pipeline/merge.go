@@ -24,8 +24,9 @@ func WriteReport(w io.Writer, lines []ReportLine, sum Summary) error {
 }
 
 // ReadReport reads a whole report: its input lines in file order and its summary. A report
-// without a summary line (its run was killed) or with a line that does not parse is an
-// error naming the line.
+// without a summary line (its run was killed), with a line that does not parse, a line
+// over maxReportLine or a status that is not ok, failed or skipped is an error naming the
+// line.
 func ReadReport(r io.Reader) ([]ReportLine, Summary, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxReportLine)
@@ -50,6 +51,8 @@ func ReadReport(r io.Reader) ([]ReportLine, Summary, error) {
 			sum = l.Summary
 		case l.Input == "":
 			return nil, Summary{}, fmt.Errorf("line %d: neither an input line nor the summary", n)
+		case l.Status != StatusOK && l.Status != StatusFailed && l.Status != StatusSkipped:
+			return nil, Summary{}, fmt.Errorf("line %d: status %q is not %s, %s or %s", n, l.Status, StatusOK, StatusFailed, StatusSkipped)
 		default:
 			lines = append(lines, l.ReportLine)
 		}

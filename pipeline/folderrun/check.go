@@ -3,13 +3,12 @@ package folderrun
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/imgpipe/imgpipe/blobio"
-	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/fsguard"
 )
 
 // CheckPaths checks the request's input, its output against it, and the report and trace
@@ -24,6 +23,15 @@ import (
 func CheckPaths(r Request) error {
 	if err := checkBuckets(&r); err != nil {
 		return err
+	}
+	// A file:// bucket is a folder: it gets a folder's checks.
+	for _, loc := range []*string{&r.Input, &r.Output} {
+		if dir, ok := blobio.LocalDir(*loc); ok {
+			if *loc == r.Output && r.Report == "" {
+				r.Report = filepath.Join(dir, ReportName)
+			}
+			*loc = dir
+		}
 	}
 	// fi is the input folder's; nil for a single file or a list on stdin, which are not
 	// walked (a listed file inside the output folder is not detected).
@@ -137,8 +145,8 @@ func within(dir, root string, rootInfo os.FileInfo) bool {
 //     folder;
 //   - does not lie inside the input folder (it could be an input), unless it also lies
 //     inside an output folder nested there, which the walk skips, and is not the input
-//     file of a single-file input (the paths of a list on stdin are read later and not
-//     checked);
+//     file of a single-file input (the paths of a list on stdin are checked once read,
+//     by checkListed);
 //   - is not the other one: the trace cannot be the report, nor its journal.
 func checkWriteTargets(r *Request, inInfo os.FileInfo) error {
 	report, trace := r.ReportPath(), r.Exec.Trace
@@ -167,14 +175,10 @@ func checkWriteTargets(r *Request, inInfo os.FileInfo) error {
 
 // checkWriteTarget checks one report or trace path (see checkWriteTargets).
 func checkWriteTarget(p string, r *Request, inInfo os.FileInfo) error {
-	fi, err := os.Lstat(p)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
+	if err := fsguard.CheckTarget(p); err != nil {
 		return err
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("exists and is %s, not a regular file; name a new file", pipeline.FileKind(fi.Mode()))
-	case inInfo == nil && r.Input != StdinInput:
+	}
+	if fi, err := os.Lstat(p); err == nil && inInfo == nil && r.Input != StdinInput {
 		if in, err := os.Stat(r.Input); err == nil && os.SameFile(fi, in) {
 			return errors.New("is the input file; write it elsewhere")
 		}

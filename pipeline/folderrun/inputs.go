@@ -45,6 +45,11 @@ func openInputs(ctx context.Context, r *Request, sel pipeline.Selection) (*input
 		if len(paths) == 0 {
 			return nil, badf("-i -: no paths on stdin (one a line)")
 		}
+		if r.Work == nil { // a queue worker's paths were checked at submit
+			if err := checkListed(r, paths); err != nil {
+				return nil, err
+			}
+		}
 		in.files = paths
 		return in, nil
 	}

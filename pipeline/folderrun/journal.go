@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/imgpipe/imgpipe/fsguard"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -49,8 +50,8 @@ func openJournal(report string) (*journal, error) {
 	return j, nil
 }
 
-// openReports opens the reports at paths that exist, in order; "" is passed over. The
-// caller closes them. A run's previous reports, newest first, are the journal of a killed
+// openReports opens the reports at paths that exist, in order; "" is passed over; one that
+// is not a regular file (a link, a FIFO) is an error. The caller closes them. A run's previous reports, newest first, are the journal of a killed
 // run (journal.prev once openJournal moved it aside) and the last finished report.
 func openReports(paths ...string) ([]*os.File, error) {
 	var files []*os.File
@@ -58,7 +59,9 @@ func openReports(paths ...string) ([]*os.File, error) {
 		if p == "" {
 			continue
 		}
-		f, err := os.Open(p)
+		// The run's own files: a link or a FIFO left there is refused, not followed or
+		// waited on.
+		f, _, err := fsguard.Open(p, fsguard.NoLinks)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -235,6 +235,11 @@ func (p *Prepared) open(ctx context.Context, opt *pipeline.Options) (_ *session,
 	if local {
 		p.removeTemps(s.report)
 	}
+	if out := r.Output; r.Plan.Save != nil && out != "" && !blobio.IsURL(out) {
+		if err := checkWritable(out); err != nil {
+			return nil, failf("output folder %s: cannot write there (%v); nothing was processed", out, err)
+		}
+	}
 	s.undo = append(s.undo, pipeline.SetGoMemoryLimit(opt.MemoryBudget))
 	opt.Report = r.Stdout
 	var prev []string // resume needs a report file or object (CheckPaths): the journal's for a file

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v4"
 
+	"github.com/imgpipe/imgpipe/fsguard"
 	"github.com/imgpipe/imgpipe/pipeline"
 )
 
@@ -67,9 +67,10 @@ func (j *Job) PosOf(field string) pipeline.Pos {
 	return pipeline.Pos{File: j.File}
 }
 
-// Load reads and parses a job file against the builtin stages (pipeline.Builtin).
+// Load reads and parses a job file against the builtin stages (pipeline.Builtin); it must
+// be a regular file (a job on stdin goes through Read).
 func Load(path string) (*Job, error) {
-	f, err := os.Open(path)
+	f, _, err := fsguard.Open(path, fsguard.FollowLinks) // a FIFO or a device is refused, not waited on
 	if err != nil {
 		return nil, err
 	}

@@ -14,13 +14,13 @@ package kernelstage
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/imgpipe/imgpipe/cudastage/cu"
 	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/cudastage/userkernel"
+	"github.com/imgpipe/imgpipe/fsguard"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -115,15 +115,12 @@ func bindKernel(p pipeline.Params, array bool) (sched.LaunchArgs, error) {
 	return k, nil
 }
 
-// readSource reads a kernel file, refusing one over nvrtc.MaxSourceBytes before reading it.
+// readSource reads a kernel file: a regular file (a FIFO or a device is refused without
+// waiting on it) of at most nvrtc.MaxSourceBytes, checked before it is read.
 func readSource(path string) (string, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return "", err
-	}
-	if !st.Mode().IsRegular() || st.Size() > nvrtc.MaxSourceBytes {
+	b, err := fsguard.ReadFile(path, fsguard.FollowLinks, nvrtc.MaxSourceBytes)
+	if errors.Is(err, fsguard.ErrNotRegular) || errors.Is(err, fsguard.ErrTooLarge) {
 		return "", fmt.Errorf("%s: not a regular file of at most %d bytes", path, nvrtc.MaxSourceBytes)
 	}
-	b, err := os.ReadFile(path)
 	return string(b), err
 }

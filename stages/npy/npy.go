@@ -227,22 +227,41 @@ func (p *parser) shape() ([]int, error) {
 // shorter than its shape says is an error.
 func Read(r io.Reader, limit int64) (*Array, error) {
 	br := bufio.NewReader(r)
-	h, err := readHeader(br)
+	h, n, _, err := ReadHeader(br, limit)
 	if err != nil {
 		return nil, err
+	}
+	return ReadData(br, h, n)
+}
+
+// ReadHeader reads and checks a .npy header from r: an array of '<f4' in C
+// order of at most limit elements. It returns the header, its element count
+// and the header's length in bytes (where the data starts), having read
+// nothing past the header, so that a caller who knows the file's size can
+// check the data's size against it before anything is allocated.
+func ReadHeader(r io.Reader, limit int64) (h Header, elements, dataOffset int64, err error) {
+	h, dataOffset, err = readHeader(r)
+	if err != nil {
+		return Header{}, 0, 0, err
 	}
 	switch {
 	case h.Descr != "<f4":
-		return nil, fmt.Errorf("npy: element type %q: only little-endian float32 ('<f4') is supported", h.Descr)
+		return Header{}, 0, 0, fmt.Errorf("npy: element type %q: only little-endian float32 ('<f4') is supported", h.Descr)
 	case h.FortranOrder:
-		return nil, errors.New("npy: fortran_order is True: only C order is supported")
+		return Header{}, 0, 0, errors.New("npy: fortran_order is True: only C order is supported")
 	}
 	n, err := Elements(h.Shape, limit)
 	if err != nil {
-		return nil, err
+		return Header{}, 0, 0, err
 	}
+	return h, n, dataOffset, nil
+}
+
+// ReadData reads the n elements of data that follow header h (see
+// ReadHeader): data shorter than that is an error.
+func ReadData(r io.Reader, h Header, n int64) (*Array, error) {
 	raw := make([]byte, 4*n)
-	if _, err := io.ReadFull(br, raw); err != nil {
+	if _, err := io.ReadFull(r, raw); err != nil {
 		return nil, fmt.Errorf("npy: data of shape %v (%d bytes): %w", h.Shape, len(raw), err)
 	}
 	return &Array{Shape: h.Shape, Data: Floats(raw)}, nil
@@ -265,40 +284,44 @@ func PutFloats(b []byte, x []float32) {
 	}
 }
 
-// readHeader reads the magic, version, length and dictionary.
-func readHeader(r io.Reader) (Header, error) {
+// readHeader reads the magic, version, length and dictionary; off is where
+// the data starts.
+func readHeader(r io.Reader) (Header, int64, error) {
 	var pre [8]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil {
-		return Header{}, fmt.Errorf("npy: reading the magic: %w", err)
+		return Header{}, 0, fmt.Errorf("npy: reading the magic: %w", err)
 	}
 	if string(pre[:6]) != magic {
-		return Header{}, errors.New("npy: not a .npy file (no \\x93NUMPY magic)")
+		return Header{}, 0, errors.New("npy: not a .npy file (no \\x93NUMPY magic)")
 	}
-	var size int
+	var size, lenBytes int
 	switch major := pre[6]; major {
 	case 1:
+		lenBytes = 2
 		var b [2]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return Header{}, fmt.Errorf("npy: reading the header length: %w", err)
+			return Header{}, 0, fmt.Errorf("npy: reading the header length: %w", err)
 		}
 		size = int(binary.LittleEndian.Uint16(b[:]))
 	case 2, 3:
+		lenBytes = 4
 		var b [4]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return Header{}, fmt.Errorf("npy: reading the header length: %w", err)
+			return Header{}, 0, fmt.Errorf("npy: reading the header length: %w", err)
 		}
 		size = int(binary.LittleEndian.Uint32(b[:]))
 	default:
-		return Header{}, fmt.Errorf("npy: format version %d.%d: want 1.0, 2.0 or 3.0", pre[6], pre[7])
+		return Header{}, 0, fmt.Errorf("npy: format version %d.%d: want 1.0, 2.0 or 3.0", pre[6], pre[7])
 	}
 	if size > MaxHeaderBytes {
-		return Header{}, fmt.Errorf("npy: header of %d bytes, at most %d", size, MaxHeaderBytes)
+		return Header{}, 0, fmt.Errorf("npy: header of %d bytes, at most %d", size, MaxHeaderBytes)
 	}
 	b := make([]byte, size)
 	if _, err := io.ReadFull(r, b); err != nil {
-		return Header{}, fmt.Errorf("npy: reading the header: %w", err)
+		return Header{}, 0, fmt.Errorf("npy: reading the header: %w", err)
 	}
-	return ParseHeader(string(b))
+	h, err := ParseHeader(string(b))
+	return h, int64(len(pre) + lenBytes + size), err
 }
 
 // Write writes a as a .npy file, format version 1.0. The shape's product
