@@ -286,3 +286,35 @@ func TestGuaranteesOnEveryRoute(t *testing.T) {
 		})
 	}
 }
+
+// A run that cannot write into its output folder at all stops before any work, on every
+// route that writes one, with the reason; the previous report stays.
+func TestReadOnlyOutputStopsBeforeWork(t *testing.T) {
+	for _, route := range routes {
+		e := newEnv(t, route)
+		e.report = filepath.Join(e.root, "r.jsonl")
+		if err := os.WriteFile(e.report, []byte("previous\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if route == "bucket" {
+			e.report = "" // a bucket keeps its report: see the write rules
+		}
+		if err := os.Chmod(e.out, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(e.out, 0o755) })
+		if f, err := os.CreateTemp(e.out, "probe"); err == nil {
+			f.Close()
+			os.Remove(f.Name())
+			t.Skip("this user writes into read-only folders (root)")
+		}
+		sum, err := e.run()
+		outcome{fail: true, want: "cannot write"}.check(t, route, sum, err)
+		if sum.Total() != 0 {
+			t.Errorf("%s: %d inputs done", route, sum.Total())
+		}
+		if b, _ := os.ReadFile(filepath.Join(e.root, "r.jsonl")); string(b) != "previous\n" {
+			t.Errorf("%s: the previous report is now %q", route, b)
+		}
+	}
+}

@@ -29,6 +29,18 @@ func checkWritable(dir string) error {
 	return s.Discard(root)
 }
 
+// localOutput is the local folder of an output: the folder, or a file:// bucket's; "" for
+// none or another bucket.
+func localOutput(out string) string {
+	if dir, ok := blobio.LocalDir(out); ok {
+		return dir
+	}
+	if blobio.IsURL(out) {
+		return ""
+	}
+	return out
+}
+
 // checkListed checks a list of inputs read from stdin as CheckPaths checks a folder or a
 // file (it could not see them before they were read): no listed file lies inside the
 // output folder, where an output could overwrite it, and none is the report or the trace,

@@ -235,7 +235,7 @@ func (p *Prepared) open(ctx context.Context, opt *pipeline.Options) (_ *session,
 	if local {
 		p.removeTemps(s.report)
 	}
-	if out := r.Output; r.Plan.Save != nil && out != "" && !blobio.IsURL(out) {
+	if out := localOutput(r.Output); r.Plan.Save != nil && out != "" {
 		if err := checkWritable(out); err != nil {
 			return nil, failf("output folder %s: cannot write there (%v); nothing was processed", out, err)
 		}

@@ -1,10 +1,15 @@
 package job
 
 import (
+	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/imgpipe/imgpipe/fsguard"
 )
 
 // yamlBombs are job files built to take time or memory out of all proportion to their
@@ -46,5 +51,19 @@ func TestYAMLBombs(t *testing.T) {
 				t.Errorf("no error")
 			}
 		})
+	}
+}
+
+// A job file that is a FIFO or a device is refused at once: never waited on, never read
+// without end.
+func TestLoadSpecialFiles(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "job.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, "/dev/zero", t.TempDir()} {
+		if _, err := Load(p); !errors.Is(err, fsguard.ErrNotRegular) {
+			t.Errorf("%s: %v, want a refusal", p, err)
+		}
 	}
 }

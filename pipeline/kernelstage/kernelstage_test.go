@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/imgpipe/imgpipe/cudastage/nvrtc"
@@ -65,6 +66,9 @@ func TestKernelStageParams(t *testing.T) {
 		{"decode | kernel src=/nonexistent/k.cu fn=invert", "no such file"},
 		{"decode | kernel src=" + filepath.Dir(file) + " fn=invert", "not a regular file"},
 		{"decode | kernel src=" + file + " fn=in-vert", "fn="},
+		// A special file is refused without being waited on or read on without end.
+		{"decode | kernel src=" + fifo(t) + " fn=invert", "not a regular file"},
+		{"decode | kernel src=/dev/zero fn=invert", "not a regular file"},
 	}
 	for _, tt := range tests {
 		_, err := compileSpec(tt.spec)
@@ -72,6 +76,15 @@ func TestKernelStageParams(t *testing.T) {
 			t.Errorf("%s: got %v, want an error with %q", tt.spec, err, tt.want)
 		}
 	}
+}
+
+// fifo is a FIFO that no one writes to.
+func fifo(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "k.cu")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func requireNVRTC(t *testing.T) {

@@ -1,0 +1,38 @@
+package folderrun
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// checkWritable tells a folder a run can write into from one it cannot (sysfs refuses new
+// files even to root, so the refusal is tested wherever a test runs), and leaves nothing.
+func TestCheckWritable(t *testing.T) {
+	dir := t.TempDir()
+	if err := checkWritable(dir); err != nil {
+		t.Errorf("a temporary folder: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left %v", ents)
+	}
+	if err := checkWritable(filepath.Join(dir, "none")); err == nil {
+		t.Error("a missing folder: no error")
+	}
+	if _, err := os.Stat("/sys/kernel"); err == nil {
+		if err := checkWritable("/sys/kernel"); err == nil {
+			t.Error("/sys/kernel: no error")
+		}
+	}
+}
+
+// localOutput is the folder a run writes into, for a folder or a file:// bucket.
+func TestLocalOutput(t *testing.T) {
+	for in, want := range map[string]string{
+		"out": "out", "file:///data/out": "/data/out", "file:///data?prefix=out/": "/data/out", "s3://b/out": "", "": "",
+	} {
+		if got := localOutput(in); got != want {
+			t.Errorf("localOutput(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
