@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -133,6 +134,35 @@ func FuzzRead(f *testing.F) {
 		n, err := Elements(a.Shape, 1<<16)
 		if err != nil || n != int64(len(a.Data)) {
 			t.Fatalf("shape %v with %d elements: %v", a.Shape, len(a.Data), err)
+		}
+	})
+}
+
+// FuzzReadHeader feeds arbitrary bytes to the header reader, which loaders use to check a
+// header against its file before allocating: it must never panic, read past the header,
+// allocate more than the header's bound, or pass a shape over the limit.
+func FuzzReadHeader(f *testing.F) {
+	var buf bytes.Buffer
+	Write(&buf, &Array{Shape: []int{2, 3}, Data: make([]float32, 6)})
+	f.Add(buf.Bytes())
+	f.Add(file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1073741824, 1073741824), }", nil))
+	f.Add(file(2, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 99999999999999999999), }", nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		h, n, off, err := ReadHeader(bytes.NewReader(b), 1<<16)
+		runtime.ReadMemStats(&after)
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*MaxHeaderBytes {
+			t.Fatalf("%d bytes allocated for a header", alloc)
+		}
+		if err != nil {
+			return
+		}
+		if off > int64(len(b)) || n > 1<<16 {
+			t.Fatalf("header of %d bytes in a %d-byte file, %d elements", off, len(b), n)
+		}
+		if m, err := Elements(h.Shape, 1<<16); err != nil || m != n {
+			t.Fatalf("shape %v: %d elements, said %d: %v", h.Shape, m, n, err)
 		}
 	})
 }
