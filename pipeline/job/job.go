@@ -24,6 +24,11 @@ import (
 // maxJobBytes bounds a job file; real ones are a few hundred bytes.
 const maxJobBytes = 1 << 20
 
+// maxAliasNodes bounds the nodes that a job's aliases stand for, all together: the loader
+// follows aliases, so aliases of aliases (billion laughs) would make a small file a walk
+// of billions of nodes. Real jobs alias a few settings.
+const maxAliasNodes = 10_000
+
 // Job is a YAML job file, checked and with its chain parsed:
 //
 //	input:  {dir: samples/images}
@@ -118,6 +123,9 @@ func ParseWith(r *pipeline.Registry, file string, data []byte) (*Job, error) {
 	} else if !errors.Is(err, io.EOF) {
 		return nil, yamlError(file, err)
 	}
+	if n := aliasedNodes(&doc); n > maxAliasNodes {
+		return nil, errorAt(pipeline.Pos{File: file, Line: 1, Col: 1}, "its aliases stand for more than %d nodes: a job file never needs that many (a YAML bomb?)", maxAliasNodes)
+	}
 	l := &jobLoader{reg: r, job: j}
 	l.root(&doc)
 	return j, join(l.errs)
@@ -183,6 +191,41 @@ func (l *jobLoader) pos(n *yaml.Node) pipeline.Pos {
 
 func (l *jobLoader) errorf(n *yaml.Node, format string, args ...any) {
 	l.errs = append(l.errs, errorAt(l.pos(n), format, args...))
+}
+
+// aliasedNodes is how many more nodes the document stands for with its aliases expanded
+// than it holds (saturating just past maxAliasNodes), counted with each anchored node's
+// expanded size kept, so that a bomb is measured, not expanded.
+func aliasedNodes(doc *yaml.Node) int {
+	own := 0
+	var count func(n *yaml.Node)
+	count = func(n *yaml.Node) {
+		own++
+		for _, c := range n.Content {
+			count(c)
+		}
+	}
+	count(doc)
+	limit := own + maxAliasNodes + 1
+	expanded := map[*yaml.Node]int{}
+	var size func(n *yaml.Node) int
+	size = func(n *yaml.Node) int {
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			if s, ok := expanded[n.Alias]; ok {
+				return s
+			}
+			expanded[n.Alias] = limit // an alias inside its own anchor
+			s := size(n.Alias)
+			expanded[n.Alias] = s
+			return s
+		}
+		total := 1
+		for _, c := range n.Content {
+			total = min(total+size(c), limit)
+		}
+		return total
+	}
+	return size(doc) - own
 }
 
 // resolve follows aliases, so anchors work as YAML users expect.
