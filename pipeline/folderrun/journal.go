@@ -2,6 +2,7 @@ package folderrun
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -27,6 +28,8 @@ type journal struct {
 	// prev is the journal a killed run left, kept aside (path + ".prev") until this run's
 	// own report replaces it; "" when there was none.
 	prev string
+	// werr is the first error writing the journal: then it lacks lines.
+	werr error
 }
 
 // openJournal starts the journal of a run whose report goes to report. A journal left by
@@ -81,8 +84,15 @@ func closeAll(files []*os.File) {
 }
 
 // commit makes the journal the report: it is synced (pipeline synced it at the summary),
-// closed and renamed over the report, and the journal moved aside is dropped.
+// closed and renamed over the report, and the journal moved aside is dropped. A journal
+// that could not be written whole is left as it is, beside the previous report.
 func (j *journal) commit() error {
+	if j.werr != nil {
+		// Lines are missing: the previous report stays, and --resume reads this journal
+		// before it.
+		j.f.Close()
+		return fmt.Errorf("the journal could not be written (%v), so the previous report is kept", j.werr)
+	}
 	if err := j.f.Close(); err != nil {
 		os.Remove(j.path)
 		j.restore()
@@ -113,6 +123,25 @@ func (j *journal) restore() {
 	}
 }
 
-// writer is where pipeline.Run writes the report: the journal file itself, so that
-// pipeline syncs it as it goes.
-func (j *journal) writer() io.Writer { return j.f }
+// writer is where pipeline.Run writes the report: the journal file, which pipeline syncs
+// as it goes; a write or sync that fails (a full disk) is kept in werr, so that commit
+// never puts a journal with lines missing in place of the previous report.
+func (j *journal) writer() io.Writer { return (*journalWriter)(j) }
+
+type journalWriter journal
+
+func (w *journalWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil && w.werr == nil {
+		w.werr = err
+	}
+	return n, err
+}
+
+func (w *journalWriter) Sync() error {
+	err := w.f.Sync()
+	if err != nil && w.werr == nil {
+		w.werr = err
+	}
+	return err
+}

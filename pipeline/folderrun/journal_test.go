@@ -3,6 +3,7 @@ package folderrun
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -82,5 +83,35 @@ func TestWithin(t *testing.T) {
 		if got := within(tt.dir, in, info); got != tt.want {
 			t.Errorf("within(%s, %s) = %v, want %v", tt.dir, in, got, tt.want)
 		}
+	}
+}
+
+// A journal that could not be written whole (a full disk) never replaces the previous
+// report: commit leaves both, and says so.
+func TestJournalWriteFailureKeepsReport(t *testing.T) {
+	dir := t.TempDir()
+	report := filepath.Join(dir, ReportName)
+	if err := os.WriteFile(report, []byte("previous\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := openJournal(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.f.Close()
+	if j.f, err = os.Open(j.path); err != nil { // read-only: every write fails, as on a full disk
+		t.Fatal(err)
+	}
+	if _, err := j.writer().Write([]byte("line\n")); err == nil {
+		t.Fatal("a write to a read-only journal succeeded")
+	}
+	if err := j.commit(); err == nil || !strings.Contains(err.Error(), "previous report is kept") {
+		t.Errorf("commit: %v", err)
+	}
+	if got, _ := os.ReadFile(report); string(got) != "previous\n" {
+		t.Errorf("the report is now %q", got)
+	}
+	if _, err := os.Stat(j.path); err != nil {
+		t.Errorf("the journal: %v", err)
 	}
 }
