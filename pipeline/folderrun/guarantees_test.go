@@ -9,7 +9,12 @@ package folderrun_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"hash/crc32"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +24,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/folderrun"
+	"github.com/imgpipe/imgpipe/stages/npy"
 )
 
 var routes = []string{"folder", "file", "stdin", "bucket"}
@@ -158,6 +164,45 @@ func mkfifo(t *testing.T, p string) {
 	}
 }
 
+// hostileInput adds the input name (data) to the inputs of the route, and the chain spec
+// when one is given (an array chain takes only the arrays), for a case where that input
+// alone fails.
+func (e *env) hostileInput(t *testing.T, name string, data []byte, spec string) outcome {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(e.in, name), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(e.in, name)
+	switch e.route {
+	case "file":
+		e.input = p
+	case "stdin":
+		e.stdin += p + "\n"
+	}
+	if spec != "" {
+		e.spec = spec
+		if e.route == "stdin" {
+			e.stdin = p + "\n"
+		}
+	}
+	return outcome{failed: 1}
+}
+
+// hugePNG is a one-pixel PNG whose header claims w×h pixels (its CRC fixed).
+func hugePNG(t *testing.T, w, h uint32) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 1, 1))); err != nil {
+		t.Fatal(err)
+	}
+	d := b.Bytes()
+	ihdr := d[8+8 : 8+8+13] // after the signature and IHDR's length and type
+	binary.BigEndian.PutUint32(ihdr[0:], w)
+	binary.BigEndian.PutUint32(ihdr[4:], h)
+	binary.BigEndian.PutUint32(d[8+8+13:], crc32.ChecksumIEEE(d[8+4:8+8+13]))
+	return d
+}
+
 // outcome is what a case expects of the run: a bad request (nothing done), a failure, or
 // a run that ends with the given inputs failed.
 type outcome struct {
@@ -177,6 +222,8 @@ func (o outcome) check(t *testing.T, route string, sum pipeline.Summary, err err
 		t.Errorf("%s: %v", route, err)
 	case !o.bad && !o.fail && sum.Failed != o.failed:
 		t.Errorf("%s: %d failed, want %d", route, sum.Failed, o.failed)
+	case !o.bad && !o.fail && sum.Skipped != 0:
+		t.Errorf("%s: %d skipped, want none", route, sum.Skipped)
 	case o.want != "" && err != nil && !strings.Contains(err.Error(), o.want):
 		t.Errorf("%s: %v, want %q", route, err, o.want)
 	}
@@ -265,6 +312,34 @@ func TestGuaranteesOnEveryRoute(t *testing.T) {
 				e.stdin += filepath.Join(e.in, "z.png") + "\n"
 			}
 			return outcome{failed: 1}, true
+		}},
+		{"budgets: an image header claims a huge image", func(t *testing.T, e *env) (outcome, bool) {
+			return e.hostileInput(t, "z.png", hugePNG(t, 60000, 60000), ""), true
+		}},
+		{"budgets: an array header claims more than its file holds", func(t *testing.T, e *env) (outcome, bool) {
+			var b bytes.Buffer
+			if err := npy.WriteHeader(&b, npy.Header{Descr: "<f4", Shape: []int{1 << 14, 1 << 14}}); err != nil {
+				t.Fatal(err)
+			}
+			b.Write(make([]byte, 64))
+			return e.hostileInput(t, "z.npy", b.Bytes(), "load max_elements=300000000 | sum"), true
+		}},
+		{"resume: a crafted and a truncated line in the previous report", func(t *testing.T, e *env) (outcome, bool) {
+			plan, err := pipeline.CompileSpec(e.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Done by this chain, its output there, but from another file (its size): redone.
+			crafted := fmt.Sprintf(`{"input":%q,"output":%q,"status":"ok","pipeline":%q,"size":1,"mtime_ns":1}`, e.outName(), e.outName(), plan.String())
+			truncated := `{"input":"y.png","output":"y.png","status":"o`
+			if err := os.WriteFile(filepath.Join(e.out, folderrun.ReportName), []byte(crafted+"\n"+truncated), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := writePNGs(filepath.Join(e.out, filepath.Dir(e.outName())), filepath.Base(e.outName())); err != nil {
+				t.Fatal(err)
+			}
+			e.resume = true
+			return outcome{}, true
 		}},
 		{"hangs: stdin never ends", func(t *testing.T, e *env) (outcome, bool) {
 			e.stdin = ""
