@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/imgpipe/imgpipe/blobio"
+	"github.com/imgpipe/imgpipe/fsguard"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -27,6 +28,17 @@ func checkWritable(dir string) error {
 		return err
 	}
 	return s.Discard(root)
+}
+
+// WriteFile writes a whole file that a run or a command names (a report, a trace, a merged
+// report) atomically, as WriteFileAtomic does, after fsguard.CheckTarget: an existing link,
+// FIFO, device or folder there is refused, not replaced or written through. It is how the
+// queue's wait writes its report, so that a report of any route obeys the same rules.
+func WriteFile(path string, write func(io.Writer) error) error {
+	if err := fsguard.CheckTarget(path); err != nil {
+		return err
+	}
+	return stages.WriteFileAtomic(path, write)
 }
 
 // localOutput is the local folder of an output: the folder, or a file:// bucket's; "" for

@@ -1,6 +1,7 @@
 package folderrun
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,5 +35,35 @@ func TestLocalOutput(t *testing.T) {
 		if got := localOutput(in); got != want {
 			t.Errorf("localOutput(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// WriteFile writes a new or regular file, and refuses a link, a FIFO or a folder there,
+// leaving it as it was.
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "input.png")
+	if err := os.WriteFile(target, []byte("input"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.jsonl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	write := func(w io.Writer) error { _, err := io.WriteString(w, "report"); return err }
+	for _, p := range []string{link, dir} {
+		if err := WriteFile(p, write); err == nil {
+			t.Errorf("%s: written", p)
+		}
+	}
+	if b, _ := os.ReadFile(target); string(b) != "input" {
+		t.Errorf("the link's target is now %q", b)
+	}
+	p := filepath.Join(dir, "r.jsonl")
+	if err := WriteFile(p, write); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "report" {
+		t.Errorf("wrote %q", b)
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/imgpipe/imgpipe/fsguard"
 	"github.com/imgpipe/imgpipe/pipeline"
-	"github.com/imgpipe/imgpipe/stages"
 )
 
 // MaxMergeBytes bounds the reports MergeReports reads, all together: it holds their lines
@@ -53,7 +52,7 @@ func MergeReports(names []string, out string, stdout io.Writer) error {
 		_, err := stdout.Write(b.Bytes())
 		return err
 	}
-	if err := stages.WriteFileAtomic(out, func(w io.Writer) error { _, err := w.Write(b.Bytes()); return err }); err != nil {
+	if err := WriteFile(out, func(w io.Writer) error { _, err := w.Write(b.Bytes()); return err }); err != nil {
 		return failf("report merge: %v", err)
 	}
 	return nil

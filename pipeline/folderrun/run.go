@@ -12,7 +12,6 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/gpu"
-	"github.com/imgpipe/imgpipe/stages"
 )
 
 // Prepared is a checked request with its inputs open: ready to run, or to show what it
@@ -365,5 +364,5 @@ func writeTrace(tr *sched.Trace, path string, stdout io.Writer) error {
 	if path == StdoutPath {
 		return tr.WriteJSON(stdout)
 	}
-	return stages.WriteFileAtomic(path, tr.WriteJSON)
+	return WriteFile(path, tr.WriteJSON)
 }
