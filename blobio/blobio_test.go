@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/imgpipe/imgpipe/pipeline"
@@ -222,6 +224,28 @@ func TestCopyObject(t *testing.T) {
 		found, err := CopyObject(ctx, tc.loc, tc.name, &b)
 		if found != tc.found || b.String() != tc.data || (err != nil) != tc.err {
 			t.Errorf("CopyObject(%s, %s) = %v, %q, %v; want %v, %q, error %v", tc.loc, tc.name, found, b.String(), err, tc.found, tc.data, tc.err)
+		}
+	}
+}
+
+// MachineFault: a full or read-only disk is the machine's fault, a missing object or a
+// bad file the input's.
+func TestMachineFault(t *testing.T) {
+	ctx := context.Background()
+	store, err := OpenStore(ctx, "file://"+filepath.ToSlash(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	_, _, missing := store.Input("none.png").Open(ctx)
+	for err, want := range map[error]bool{
+		fmt.Errorf("save: %w", syscall.ENOSPC): true,
+		fmt.Errorf("save: %w", syscall.EROFS):  true,
+		missing:                                false,
+		errors.New("decode: not a png"):        false,
+	} {
+		if got := MachineFault(err); got != want {
+			t.Errorf("MachineFault(%v) = %v, want %v", err, got, want)
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"gocloud.dev/gcerrors"
+
 	"github.com/imgpipe/imgpipe/fsguard"
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -80,4 +82,19 @@ func copyLocal(dir, name string, w io.Writer) (found bool, err error) {
 	defer f.Close()
 	_, err = io.Copy(w, f)
 	return true, err
+}
+
+// MachineFault reports whether err, met reading an input or writing an output, is a fault
+// of the machine (or of its way to the store) rather than of the file: a local file
+// system's (fsguard.MachineFault), or a store that does not answer in time, refuses this
+// machine's credentials, is out of room or fails inside. Another worker may do the same task.
+func MachineFault(err error) bool {
+	if fsguard.MachineFault(err) {
+		return true
+	}
+	switch gcerrors.Code(err) {
+	case gcerrors.DeadlineExceeded, gcerrors.PermissionDenied, gcerrors.ResourceExhausted, gcerrors.Internal:
+		return true
+	}
+	return false
 }

@@ -157,3 +157,27 @@ func Kind(m fs.FileMode) string {
 	}
 	return "a special file (" + m.Type().String() + ")"
 }
+
+// machineErrnos are the errors that say the machine, not the file, is at fault: its disk
+// is full, read-only or failing, it may not read or write there, it is out of descriptors
+// or memory. Another machine may well do the same work.
+var machineErrnos = []syscall.Errno{
+	syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO, syscall.EACCES, syscall.EPERM,
+	syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM, syscall.ENODEV, syscall.ENXIO, syscall.ESTALE,
+}
+
+// MachineFault reports whether err (wrapped at any depth) is a fault of the machine that
+// met it rather than of the file it was reading or writing (see machineErrnos): a missing
+// file, a FIFO or a corrupt image are the file's; a full disk is the machine's.
+func MachineFault(err error) bool {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	for _, e := range machineErrnos {
+		if errno == e {
+			return true
+		}
+	}
+	return false
+}

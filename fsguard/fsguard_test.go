@@ -3,6 +3,7 @@ package fsguard
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -122,6 +123,24 @@ func TestKind(t *testing.T) {
 	} {
 		if got := Kind(m); got != want {
 			t.Errorf("Kind(%v) = %q, want %q", m, got, want)
+		}
+	}
+}
+
+// MachineFault tells the machine's faults (full, read-only, forbidden) from a file's own.
+func TestMachineFault(t *testing.T) {
+	for err, want := range map[error]bool{
+		&fs.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}: true,
+		fmt.Errorf("save: %w", syscall.EROFS):                      true,
+		syscall.EACCES:                                             true,
+		&fs.PathError{Op: "open", Path: "x", Err: syscall.ENOENT}:  false,
+		ErrNotRegular:                       false,
+		errors.New("png: invalid format"):   false,
+		fmt.Errorf("w: %w", syscall.EINVAL): false,
+		nil:                                 false,
+	} {
+		if got := MachineFault(err); got != want {
+			t.Errorf("MachineFault(%v) = %v, want %v", err, got, want)
 		}
 	}
 }
