@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/imgpipe/imgpipe/fsguard"
 	"github.com/imgpipe/imgpipe/stages"
 )
 
@@ -53,6 +54,10 @@ func Key(r Request, version string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// maxCachedBytes bounds a cache entry read back: far above the CUBIN of any kernel of at
+// most MaxSourceBytes of source.
+const maxCachedBytes = 64 << 20
+
 // Compile compiles r into CUBIN for its architecture. When cacheDir is not
 // empty, the code is first looked up there under Key and, after a
 // successful compile, stored there with an atomic write (a temporary file,
@@ -70,11 +75,13 @@ func Compile(r Request, cacheDir string) ([]byte, error) {
 	var path string
 	if cacheDir != "" {
 		path = filepath.Join(cacheDir, Key(r, fmt.Sprintf("%d.%d", l.major, l.minor))+".cubin")
-		code, err := os.ReadFile(path)
+		// A link, FIFO or device planted at the entry's name, or one over the bound, is a
+		// miss: never followed, waited on or read without end, and replaced below.
+		code, err := fsguard.ReadFile(path, fsguard.NoLinks, maxCachedBytes)
 		switch {
 		case err == nil && len(code) > 0:
 			return code, nil
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
+		case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fsguard.ErrNotRegular) && !errors.Is(err, fsguard.ErrTooLarge):
 			return nil, fmt.Errorf("nvrtc: reading the cache: %w", err)
 		}
 	}
