@@ -24,17 +24,18 @@ func CheckPaths(r Request) error {
 	if err := checkBuckets(&r); err != nil {
 		return err
 	}
-	// A file:// bucket is a folder: it gets a folder's checks.
-	for _, loc := range []*string{&r.Input, &r.Output} {
-		if dir, ok := blobio.LocalDir(*loc); ok {
-			if *loc == r.Output && r.Report == "" {
-				r.Report = filepath.Join(dir, ReportName)
-			}
-			*loc = dir
+	// A file:// bucket is a folder: it gets a folder's checks, its report object included.
+	if dir, ok := blobio.LocalDir(r.Input); ok {
+		r.Input = dir
+	}
+	if dir, ok := blobio.LocalDir(r.Output); ok {
+		if r.Report == "" {
+			r.Report = filepath.Join(dir, ReportName)
 		}
+		r.Output = dir
 	}
 	// fi is the input folder's; nil for a single file or a list on stdin, which are not
-	// walked (a listed file inside the output folder is not detected).
+	// walked (a list is checked once read, by checkListed).
 	var fi os.FileInfo
 	if r.Input != StdinInput && !blobio.IsURL(r.Input) { // a bucket is found when it is opened
 		var err error

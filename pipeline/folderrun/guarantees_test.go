@@ -31,14 +31,14 @@ var routes = []string{"folder", "file", "stdin", "bucket"}
 
 // env is one case's folders: in holds sub/x.png and y.png, out is the output folder.
 type env struct {
-	t              *testing.T
-	root, in, out  string
-	route          string
-	inputs         map[string][]byte
-	report, stdin  string // Request.Report and Stdin; set by newEnv, changed by set-ups
-	input, output  string
-	spec           string
-	resume, noLock bool
+	t             *testing.T
+	root, in, out string
+	route         string
+	inputs        map[string][]byte
+	report, stdin string // Request.Report and Stdin; set by newEnv, changed by set-ups
+	input, output string
+	spec          string
+	resume        bool
 }
 
 func newEnv(t *testing.T, route string) *env {
