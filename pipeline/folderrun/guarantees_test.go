@@ -367,29 +367,45 @@ func TestGuaranteesOnEveryRoute(t *testing.T) {
 func TestReadOnlyOutputStopsBeforeWork(t *testing.T) {
 	for _, route := range routes {
 		e := newEnv(t, route)
+		e.out = readOnlyFolder(t)
+		e.output = e.out
+		if route == "bucket" {
+			e.output = "file://" + filepath.ToSlash(e.out)
+		}
 		e.report = filepath.Join(e.root, "r.jsonl")
 		if err := os.WriteFile(e.report, []byte("previous\n"), 0o644); err != nil {
 			t.Fatal(err)
-		}
-		if route == "bucket" {
-			e.report = "" // a bucket keeps its report: see the write rules
-		}
-		if err := os.Chmod(e.out, 0o555); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Chmod(e.out, 0o755) })
-		if f, err := os.CreateTemp(e.out, "probe"); err == nil {
-			f.Close()
-			os.Remove(f.Name())
-			t.Skip("this user writes into read-only folders (root)")
 		}
 		sum, err := e.run()
 		outcome{fail: true, want: "cannot write"}.check(t, route, sum, err)
 		if sum.Total() != 0 {
 			t.Errorf("%s: %d inputs done", route, sum.Total())
 		}
-		if b, _ := os.ReadFile(filepath.Join(e.root, "r.jsonl")); string(b) != "previous\n" {
+		if b, _ := os.ReadFile(e.report); string(b) != "previous\n" {
 			t.Errorf("%s: the previous report is now %q", route, b)
 		}
 	}
+}
+
+// readOnlyFolder is an empty folder no one can write into: a folder of mode 0555, or,
+// for root, who writes there anyway, a tmpfs mounted read-only; the test is skipped where
+// neither can be had.
+func readOnlyFolder(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	f, err := os.CreateTemp(dir, "probe")
+	if err != nil {
+		return dir
+	}
+	f.Close()
+	os.Remove(f.Name())
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_RDONLY, "size=64k"); err != nil {
+		t.Skipf("this user writes into read-only folders and may not mount one: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, 0) })
+	return dir
 }
