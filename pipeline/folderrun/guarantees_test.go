@@ -270,6 +270,14 @@ func TestGuaranteesOnEveryRoute(t *testing.T) {
 			}
 			return outcome{bad: true}, true
 		}},
+		{"one run: another run holds the output folder", func(t *testing.T, e *env) (outcome, bool) {
+			lock, err := folderrun.LockFolder(e.out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(lock.Unlock)
+			return outcome{fail: true, want: "is writing into"}, true
+		}},
 		{"hangs: the lock note is a FIFO", func(t *testing.T, e *env) (outcome, bool) {
 			mkfifo(t, filepath.Join(e.out, folderrun.RunInfoName))
 			return outcome{}, e.route != "bucket"

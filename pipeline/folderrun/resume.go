@@ -72,7 +72,7 @@ func fetchReport(ctx context.Context, bucket string) ([]*os.File, error) {
 }
 
 // removeTemps removes the temporary files a killed run left (see stages.IsTempName): under
-// the output folder, and beside the report for the report's own name. It returns how many
+// the output folder, and beside the report ("" for none) for the report's own name. It returns how many
 // it removed. Only exact temporary names of WriteFileAtomic are taken, so no user file can
 // go.
 func removeTemps(outDir, report string) (int, error) {
@@ -82,6 +82,9 @@ func removeTemps(outDir, report string) (int, error) {
 		if n, err = stages.RemoveTemps(outDir); err != nil {
 			return n, err
 		}
+	}
+	if report == "" {
+		return n, nil
 	}
 	m, err := stages.RemoveTempsOf(report)
 	return n + m, err

@@ -223,7 +223,7 @@ func (p *Prepared) open(ctx context.Context, opt *pipeline.Options) (_ *session,
 	}()
 	// Everything below writes into the output folder (or the report's folder): under its
 	// lock, so that a second run cannot take this one's temporary files or report.
-	if dir := lockDir(r.Output, s.report); dir != "" {
+	if dir := lockDir(localOutput(r.Output), s.report); dir != "" {
 		lock, err := LockFolder(dir)
 		if err != nil {
 			return nil, failf("%v", err)
@@ -233,6 +233,8 @@ func (p *Prepared) open(ctx context.Context, opt *pipeline.Options) (_ *session,
 	local := s.report != StdoutPath && !s.toBucket
 	if local {
 		p.removeTemps(s.report)
+	} else if localOutput(r.Output) != "" {
+		p.removeTemps("") // a file:// bucket's folder
 	}
 	if out := localOutput(r.Output); r.Plan.Save != nil && out != "" {
 		if err := checkWritable(out); err != nil {
@@ -266,9 +268,10 @@ func (p *Prepared) open(ctx context.Context, opt *pipeline.Options) (_ *session,
 	return s, nil
 }
 
-// lockDir is the folder a run locks: its output folder, or, for a report-only run without
-// one or a run whose output is a bucket, the report's folder; "" when the run writes no
-// local file at all (a report on Stdout, or a bucket output with its report in the bucket).
+// lockDir is the folder a run locks: its output folder (a file:// bucket's included), or,
+// for a report-only run without one or a run whose output is another bucket, the report's
+// folder; "" when the run writes no local file at all (a report on Stdout, or a bucket
+// output with its report in the bucket).
 func lockDir(outDir, report string) string {
 	switch {
 	case outDir != "" && !blobio.IsURL(outDir):
@@ -279,14 +282,10 @@ func lockDir(outDir, report string) string {
 	return ""
 }
 
-// removeTemps removes the temporary files a killed run left under the output folder and
-// beside the report, saying what it did.
+// removeTemps removes the temporary files a killed run left under the output folder (a
+// file:// bucket's included) and beside the report ("" for none), saying what it did.
 func (p *Prepared) removeTemps(report string) {
-	outDir := p.req.Output
-	if blobio.IsURL(outDir) {
-		outDir = ""
-	}
-	if n, err := removeTemps(outDir, report); err != nil {
+	if n, err := removeTemps(localOutput(p.req.Output), report); err != nil {
 		p.req.notice("removing temporary files a previous run left: %v", err)
 	} else if n > 0 {
 		p.req.info("removed %d temporary files a previous run left (it was killed mid-write)", n)
