@@ -72,9 +72,9 @@ func fetchReport(ctx context.Context, bucket string) ([]*os.File, error) {
 }
 
 // removeTemps removes the temporary files a killed run left (see stages.IsTempName): under
-// the output folder, and beside the report ("" for none) for the report's own name. It returns how many
-// it removed. Only exact temporary names of WriteFileAtomic are taken, so no user file can
-// go.
+// the output folder, and beside the report ("" for none) for the report's own name. It
+// returns how many it removed. Only exact temporary names of WriteFileAtomic are taken, so
+// no user file can go.
 func removeTemps(outDir, report string) (int, error) {
 	n := 0
 	if outDir != "" {
