@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
@@ -265,5 +266,41 @@ func TestAddSummary(t *testing.T) {
 		DeviceWallSeconds: 2, Overlap: 2, Interrupted: true}
 	if !reflect.DeepEqual(sum, want) {
 		t.Errorf("got %+v\nwant %+v", sum, want)
+	}
+}
+
+// TestServeInterrupt: a worker serving every job that is interrupted mid-job hands its
+// unfinished tasks back at once, and another finishes the job as one run would.
+func TestServeInterrupt(t *testing.T) {
+	srv := startServer(t)
+	js := srv.connect(t)
+	in := t.TempDir()
+	writeImages(t, in, 40) // more than the run holds at once: the first result stops it
+	s := fastSettings()
+	s.AckWait = time.Minute // handed-back tasks must not wait for it
+	j, tasks, plan := newJob(t, "interrupt", in, t.TempDir(), s)
+	if _, err := Submit(context.Background(), js, j, tasks); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sub, err := js.Conn().Subscribe(resultsPrefix+j.Name, func(*nats.Msg) { cancel() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	eng, _, _ := openEngine(t)
+	so := ServeOptions{WorkOptions: WorkOptions{ID: "first", Poll: 100 * time.Millisecond}, Exec: smallGPU}
+	first, err := Serve(ctx, js, eng, so)
+	if !errors.Is(err, context.Canceled) || len(first) != 1 || first[0].Done == 0 || first[0].Done == len(tasks) {
+		t.Fatalf("interrupted Serve: %+v, %v; want some but not all of the job done, and ctx's error", first, err)
+	}
+	so.IdleExit = 500 * time.Millisecond
+	second := serve(t, js, eng, so)
+	lines, _ := waitJob(t, js, j)
+	wantLines, wantFiles := reference(t, plan, in)
+	checkSame(t, lines, j.Output, wantLines, wantFiles)
+	if len(second) != 1 || first[0].Done+second[0].Done != len(tasks) {
+		t.Errorf("%+v then %+v, want %d tasks done in all", first, second, len(tasks))
 	}
 }
