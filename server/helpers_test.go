@@ -94,4 +94,3 @@ func readAll(t *testing.T, path string) []byte {
 	}
 	return b
 }
-
