@@ -177,14 +177,15 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleReport streams the job's report as it lies: the journal while the job runs, the
-// report once it is done; nothing before its first input.
+// report once it is done; nothing before its first result.
 func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 	j := s.lookup(w, r)
 	if j == nil {
 		return
 	}
 	j.mu.Lock()
-	started, running := j.started, j.state.State == StateRunning
+	// A run interrupted before its first input leaves its report as it was: none of its own.
+	started, running := j.started && j.state.Progress.Done > 0, j.state.State == StateRunning
 	j.mu.Unlock()
 	if blobio.IsURL(j.report) {
 		writeError(w, http.StatusNotFound, errors.New("the report of a bucket job is the object "+j.report))

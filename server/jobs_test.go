@@ -220,6 +220,9 @@ func TestJobCancel(t *testing.T) {
 	if got := getJob(t, s, id); got.State != StateCancelled || got.ExitCode != exitInterrupted {
 		t.Fatalf("cancelled job %+v", got)
 	}
+	if w := call(s, http.MethodGet, "/v1/jobs/"+id+"/report", nil); w.Code != 200 || w.Body.Len() != 0 {
+		t.Fatalf("report of a job cancelled before its first input: %d %q", w.Code, w.Body)
+	}
 	for _, target := range []string{"/v1/jobs/0123456789abcdef", "/v1/jobs/0123456789abcdef/report"} {
 		method := http.MethodGet
 		if !strings.HasSuffix(target, "report") {
