@@ -12,6 +12,7 @@ import (
 	"github.com/imgpipe/imgpipe/engine"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
+	"github.com/imgpipe/imgpipe/stages/npy"
 )
 
 const thumb = "decode | resize width=16 height=16 fit=inside | save format=png"
@@ -202,5 +203,23 @@ func TestEngineError(t *testing.T) {
 		if !errors.As(engineError(tc.ctx, tc.err), &ae) || ae.status != tc.status {
 			t.Errorf("%v: %v, want %d", tc.err, ae, tc.status)
 		}
+	}
+}
+
+// TestProcessArrays: an array chain (load) takes a .npy body as well.
+func TestProcessArrays(t *testing.T) {
+	s := newServer(t, Config{})
+	var b bytes.Buffer
+	if err := npy.Write(&b, &npy.Array{Shape: []int{2, 3}, Data: []float32{1, 2, 3, 4, 5, 6}}); err != nil {
+		t.Fatal(err)
+	}
+	w := call(s, http.MethodPost, processURL("load | sum"), b.Bytes())
+	var line pipeline.ReportLine
+	if err := json.Unmarshal(w.Body.Bytes(), &line); err != nil || w.Code != 200 || line.Reductions["sum"] != 21 {
+		t.Fatalf("load | sum: %d %s", w.Code, w.Body)
+	}
+	w = call(s, http.MethodPost, processURL("load | save format=npy"), b.Bytes())
+	if w.Code != 200 || w.Header().Get("Content-Type") != "application/x-npy" || !bytes.Equal(w.Body.Bytes(), b.Bytes()) {
+		t.Fatalf("load | save: %d %q, %d bytes", w.Code, w.Header().Get("Content-Type"), w.Body.Len())
 	}
 }
