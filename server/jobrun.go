@@ -39,8 +39,11 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		answer(w, err)
 		return
 	}
-	p, err := folderrun.Prepare(r.Context(), req)
+	// The job outlives the request: its inputs (a bucket) are opened under its own context.
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := folderrun.Prepare(ctx, req)
 	if err != nil {
+		cancel()
 		status := http.StatusInternalServerError
 		if errors.As(err, new(*folderrun.RequestError)) {
 			status = http.StatusBadRequest
@@ -48,7 +51,6 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, err)
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	j := &task{cancel: cancel, report: req.ReportPath()}
 	id := s.jobs.add(j)
 	go s.runJob(ctx, j, id, p, req)
