@@ -279,3 +279,35 @@ func TestExitCode(t *testing.T) {
 		}
 	}
 }
+
+// TestReportFiles: a running job's report is its journal, a finished one's the report,
+// a bucket job's is not served.
+func TestReportFiles(t *testing.T) {
+	dir := t.TempDir()
+	report := filepath.Join(dir, folderrun.ReportName)
+	if err := os.WriteFile(folderrun.JournalPath(report), []byte("journal\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(report, []byte("report\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, Config{})
+	for _, tc := range []struct {
+		state, report string
+		status        int
+		want          string
+	}{
+		{StateRunning, report, 200, "journal\n"},
+		{StateDone, report, 200, "report\n"},
+		{StateCancelled, report, 200, "report\n"},
+		{StateDone, "s3://bucket/out/" + folderrun.ReportName, 404, ""},
+	} {
+		j := &task{cancel: func() {}, report: tc.report}
+		id := s.jobs.add(j)
+		j.state.State, j.started, j.state.Progress.Done = tc.state, true, 1
+		w := call(s, http.MethodGet, "/v1/jobs/"+id+"/report", nil)
+		if w.Code != tc.status || (tc.status == 200 && w.Body.String() != tc.want) {
+			t.Errorf("%s %s: %d %q, want %d %q", tc.state, tc.report, w.Code, w.Body, tc.status, tc.want)
+		}
+	}
+}

@@ -117,6 +117,12 @@ func resolveRoot(r string) (string, error) {
 	return abs, nil
 }
 
+// The routes that need no token: a load balancer's probes.
+const (
+	routeHealth = "GET /healthz"
+	routeReady  = "GET /readyz"
+)
+
 // routes registers every route of docs/serve.md.
 func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/process", s.handleProcess)
@@ -125,8 +131,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/jobs/{id}", s.handleJob)
 	s.mux.HandleFunc("GET /v1/jobs/{id}/report", s.handleReport)
 	s.mux.HandleFunc("DELETE /v1/jobs/{id}", s.handleCancel)
-	s.mux.HandleFunc("GET /healthz", s.handleHealth)
-	s.mux.HandleFunc("GET /readyz", s.handleReady)
+	s.mux.HandleFunc(routeHealth, s.handleHealth)
+	s.mux.HandleFunc(routeReady, s.handleReady)
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 }
 
@@ -137,7 +143,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h, pattern := s.mux.Handler(r)
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	defer func() { s.metrics.request(pattern, rec.status, time.Since(start)) }()
-	if pattern != "GET /healthz" && pattern != "GET /readyz" && !s.authorized(rec, r) {
+	if pattern != routeHealth && pattern != routeReady && !s.authorized(rec, r) {
 		return
 	}
 	if pattern == "" { // the mux's 404 or 405 (it sets Allow): its status, our body
