@@ -53,9 +53,10 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	j := &task{cancel: cancel, report: req.ReportPath()}
 	id := s.jobs.add(j)
+	accepted := j.snapshot() // queued: the answer does not race the run
 	go s.runJob(ctx, j, id, p, req)
 	w.Header().Set("Location", "/v1/jobs/"+id)
-	writeJSON(w, http.StatusAccepted, j.snapshot())
+	writeJSON(w, http.StatusAccepted, accepted)
 }
 
 // jobRequest reads the job file in the body and makes its run's request, with every path
