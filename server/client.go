@@ -123,6 +123,30 @@ func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
 	return l.Jobs, c.call(ctx, http.MethodGet, "/v1/jobs", nil, &l)
 }
 
+// Wait asks for job id's state every interval until it has finished, handing each state
+// to progress (when set), and returns the last one; it returns early with ctx's error.
+func (c *Client) Wait(ctx context.Context, id string, every time.Duration, progress func(Job)) (Job, error) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		j, err := c.Job(ctx, id)
+		if err != nil {
+			return j, err
+		}
+		if progress != nil {
+			progress(j)
+		}
+		if j.Finished() {
+			return j, nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return j, ctx.Err()
+		}
+	}
+}
+
 // Cancel cancels job id.
 func (c *Client) Cancel(ctx context.Context, id string) error {
 	return c.call(ctx, http.MethodDelete, "/v1/jobs/"+url.PathEscape(id), nil, nil)

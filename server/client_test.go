@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/folderrun"
@@ -61,14 +62,24 @@ func TestClient(t *testing.T) {
 		t.Fatalf("Submit: %v %+v", err, j)
 	}
 	s.jobs.wait()
-	if j, err = c.Job(ctx, j.ID); err != nil || !j.Finished() || j.ExitCode != 0 || j.Progress.OK != 3 {
-		t.Fatalf("Job: %v %+v", err, j)
+	seen := 0
+	if j, err = c.Wait(ctx, j.ID, time.Hour, func(Job) { seen++ }); err != nil || !j.Finished() || j.ExitCode != 0 || j.Progress.OK != 3 || seen != 1 {
+		t.Fatalf("Wait: %v %+v, %d states seen", err, j, seen)
 	}
+	never := &task{cancel: func() {}}
+	queued := s.jobs.add(never) // never runs
+	gone, leave := context.WithCancel(ctx)
+	leave()
+	if _, err := c.Wait(gone, queued, time.Hour, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait with its context ended: %v", err)
+	}
+	never.state.State = StateCancelled
+	s.jobs.done()
 	var report bytes.Buffer
 	if err := c.Report(ctx, j.ID, &report); err != nil || !bytes.Equal(report.Bytes(), readAll(t, filepath.Join(out, folderrun.ReportName))) {
 		t.Fatalf("Report: %v %q", err, report.String())
 	}
-	if jobs, err := c.Jobs(ctx); err != nil || len(jobs) != 1 || jobs[0].ID != j.ID {
+	if jobs, err := c.Jobs(ctx); err != nil || len(jobs) != 2 || jobs[0].ID != j.ID {
 		t.Fatalf("Jobs: %v %+v", err, jobs)
 	}
 	if err := c.Cancel(ctx, j.ID); err != nil {
