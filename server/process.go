@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,7 +66,7 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(ReportHeader, string(line))
 	switch {
 	case res.Status == pipeline.StatusFailed:
-		writeError(w, http.StatusUnprocessableEntity, res.Err)
+		writeError(w, http.StatusUnprocessableEntity, cmp.Or(res.Err, errors.New("the input failed")))
 	case r.URL.Query().Get("report") == "json":
 		writeJSON(w, http.StatusOK, ProcessResult{Report: res.Line(), Output: res.Encoded})
 	case plan.Save == nil:
