@@ -100,3 +100,46 @@ func TestShutdownCancels(t *testing.T) {
 		}
 	}
 }
+
+// TestShutdownUnderLoad: requests admitted before Shutdown are all answered with their
+// outputs, those after it refused; Shutdown returns once the last is answered.
+func TestShutdownUnderLoad(t *testing.T) {
+	s := newServer(t, Config{})
+	img := pngImage(t)
+	want := folderOutput(t, thumb, img)
+	const n = 16
+	answers := make(chan *httptest.ResponseRecorder, n)
+	bodies := make([]*io.PipeWriter, n)
+	for i := range n {
+		pr, pw := io.Pipe()
+		bodies[i] = pw
+		go func() {
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, processURL(thumb), pr))
+			answers <- w
+		}()
+		if _, err := pw.Write(img[:1]); err != nil { // admitted
+			t.Fatal(err)
+		}
+	}
+	stopped := make(chan error)
+	go func() { stopped <- s.Shutdown(context.Background()) }()
+	for s.ready() {
+		runtime.Gosched()
+	}
+	for _, pw := range bodies {
+		pw.Write(img[1:])
+		pw.Close()
+	}
+	for range n {
+		if w := <-answers; w.Code != 200 || !bytes.Equal(w.Body.Bytes(), want) {
+			t.Fatalf("a request admitted before Shutdown: %d %s", w.Code, w.Body)
+		}
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if w := call(s, http.MethodPost, processURL(thumb), img); w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("after Shutdown: %d", w.Code)
+	}
+}
