@@ -123,7 +123,7 @@ func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
 	return l.Jobs, c.call(ctx, http.MethodGet, "/v1/jobs", nil, &l)
 }
 
-// Wait asks for job id's state every interval until it has finished, handing each state
+// Wait asks for job id's state once per every until the job has finished, handing each state
 // to progress (when set), and returns the last one; it returns early with ctx's error.
 func (c *Client) Wait(ctx context.Context, id string, every time.Duration, progress func(Job)) (Job, error) {
 	tick := time.NewTicker(every)
