@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/imgpipe/imgpipe/engine"
 	"github.com/imgpipe/imgpipe/pipeline"
@@ -62,8 +66,7 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 		answer(w, err)
 		return
 	}
-	line, _ := json.Marshal(res.Line()) // a report line always marshals
-	w.Header().Set(ReportHeader, string(line))
+	w.Header().Set(ReportHeader, headerJSON(res.Line()))
 	switch {
 	case res.Status == pipeline.StatusFailed:
 		writeError(w, http.StatusUnprocessableEntity, cmp.Or(res.Err, errors.New("the input failed")))
@@ -173,4 +176,21 @@ func (c *planCache) get(spec string, check func([]pipeline.Step) error) (*pipeli
 	}
 	c.plans[spec] = plan
 	return plan, nil
+}
+
+// headerJSON is a report line's compact JSON in ASCII, as a header value should be: the
+// runes past ASCII (a reason's "×") as \u escapes, which only strings hold.
+func headerJSON(line pipeline.ReportLine) string {
+	b, _ := json.Marshal(line) // a report line always marshals
+	var sb strings.Builder
+	for _, r := range string(b) {
+		if r < utf8.RuneSelf {
+			sb.WriteRune(r)
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			fmt.Fprintf(&sb, `\u%04x`, u)
+		}
+	}
+	return sb.String()
 }

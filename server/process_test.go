@@ -223,3 +223,17 @@ func TestProcessArrays(t *testing.T) {
 		t.Fatalf("load | save: %d %q, %d bytes", w.Code, w.Header().Get("Content-Type"), w.Body.Len())
 	}
 }
+
+func TestHeaderJSON(t *testing.T) {
+	line := pipeline.ReportLine{Input: "request", Status: pipeline.StatusFailed, Error: "decode: 9000×9000 is over the limit 🙂"}
+	h := headerJSON(line)
+	for _, c := range []byte(h) {
+		if c >= 0x80 || c < 0x20 {
+			t.Fatalf("header %q is not printable ASCII", h)
+		}
+	}
+	var back pipeline.ReportLine
+	if err := json.Unmarshal([]byte(h), &back); err != nil || back.Error != line.Error {
+		t.Fatalf("%q reads back as %+v: %v", h, back, err)
+	}
+}
