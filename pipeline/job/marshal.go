@@ -2,6 +2,8 @@ package job
 
 import (
 	"encoding/json"
+	"path/filepath"
+	"strings"
 
 	"github.com/imgpipe/imgpipe/pipeline"
 )
@@ -41,4 +43,21 @@ func (j *Job) Marshal() []byte {
 		panic("job: marshal: " + err.Error()) // strings and maps of strings always marshal
 	}
 	return b
+}
+
+// Abs makes the job's local paths (input, output, report, trace) absolute against the
+// working directory, for a job that runs in another process (a server) whose working
+// directory is not this one's; bucket URLs stay as they are.
+func (j *Job) Abs() error {
+	for _, p := range []*string{&j.InputDir, &j.OutputDir, &j.Report, &j.Exec.Trace} {
+		if *p == "" || strings.Contains(*p, "://") {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package job
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,5 +48,28 @@ func TestMarshal(t *testing.T) {
 				t.Errorf("read back as %+v, want %+v", back, j)
 			}
 		})
+	}
+}
+
+// TestAbs: local paths become absolute against the working directory; URLs and unset
+// paths stay.
+func TestAbs(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &Job{InputDir: "in", OutputDir: "s3://b/out?region=x", Report: "/abs/r.jsonl", Exec: pipeline.DefaultExecution()}
+	j.Exec.Trace = "../t.json"
+	if err := j.Abs(); err != nil {
+		t.Fatal(err)
+	}
+	want := Job{InputDir: filepath.Join(wd, "in"), OutputDir: "s3://b/out?region=x", Report: "/abs/r.jsonl", Exec: j.Exec}
+	want.Exec.Trace = filepath.Join(filepath.Dir(wd), "t.json")
+	if j.InputDir != want.InputDir || j.OutputDir != want.OutputDir || j.Report != want.Report || j.Exec.Trace != want.Exec.Trace {
+		t.Errorf("Abs: %+v, want %+v", j, want)
+	}
+	empty := &Job{}
+	if err := empty.Abs(); err != nil || empty.InputDir != "" || empty.Report != "" {
+		t.Errorf("Abs of an empty job: %+v, %v", empty, err)
 	}
 }
