@@ -202,3 +202,12 @@ func TestExecutionText(t *testing.T) {
 		t.Errorf("Text(nope) = %q", got)
 	}
 }
+
+func ExampleExecution_Text() {
+	e := DefaultExecution()
+	if err := e.SetText("gpu", "0, 2"); err != nil {
+		panic(err)
+	}
+	fmt.Println(e.Text("gpu"), e.Text("streams"), e.Text("resume"))
+	// Output: 0,2 2 false
+}

@@ -29,7 +29,9 @@ func runRemote(ctx context.Context, j *job.Job, f *runFlags, stderr io.Writer) e
 	}
 	c := &server.Client{URL: strings.TrimSuffix(f.server, "/"), Token: tok}
 	sub, err := c.Submit(ctx, j.Marshal())
-	if errors.As(err, new(*url.Error)) {
+	if ctx.Err() != nil && err != nil {
+		return reported{code: exitInterrupted} // Ctrl-C before the server answered
+	} else if errors.As(err, new(*url.Error)) {
 		return fatalError("--server %s: %v", f.server, err)
 	} else if err != nil {
 		return usageError("--server %s refused the job: %v", f.server, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,7 +115,7 @@ func runServe(cmd *cobra.Command, f *serveFlags, stderr io.Writer) error {
 	}
 	// A client gets as long for its headers as a request may run; slower ones are
 	// holding a connection open, not sending.
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: cfg.RequestTimeout, ErrorLog: log.New(stderr, "imgpipe: ", 0)}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: cmp.Or(cfg.RequestTimeout, server.DefaultRequestTimeout), ErrorLog: log.New(stderr, "imgpipe: ", 0)}
 	fmt.Fprintf(stderr, "imgpipe: serving on http://%s (device %s)\n", ln.Addr(), eng.Device())
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
