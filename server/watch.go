@@ -1,18 +1,16 @@
+// This file stands in for the server branch's Client.Wait and Job.Finished (the same
+// signatures and contracts), so that the cli branch builds and tests on its own: delete it
+// and watch_test.go when the server branch is merged.
+
 package server
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"time"
-
-	"github.com/imgpipe/imgpipe/pipeline"
 )
 
-// Ended reports whether the job is in a final state (done, failed or cancelled): its
-// Summary and ExitCode will not change.
-func (j Job) Ended() bool {
+// Finished reports whether the job has ended (done, failed or cancelled).
+func (j Job) Finished() bool {
 	return j.State == "done" || j.State == "failed" || j.State == "cancelled"
 }
 
@@ -33,7 +31,7 @@ func (c *Client) Wait(ctx context.Context, id string, every time.Duration, seen 
 		if seen != nil {
 			seen(j)
 		}
-		if j.Ended() {
+		if j.Finished() {
 			return j, nil
 		}
 		select {
@@ -42,25 +40,4 @@ func (c *Client) Wait(ctx context.Context, id string, every time.Duration, seen 
 		case <-t.C:
 		}
 	}
-}
-
-// Failures returns the first n failed inputs of job id's report, reading no more of it.
-func (c *Client) Failures(ctx context.Context, id string, n int) ([]pipeline.ReportLine, error) {
-	pr, pw := io.Pipe()
-	defer pr.Close() // ends Report's copy when n are found before the end
-	go func() { pw.CloseWithError(c.Report(ctx, id, pw)) }()
-	var out []pipeline.ReportLine
-	dec := json.NewDecoder(pr)
-	for len(out) < n {
-		var l pipeline.ReportLine
-		if err := dec.Decode(&l); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return out, err
-		}
-		if l.Status == pipeline.StatusFailed {
-			out = append(out, l)
-		}
-	}
-	return out, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,7 +39,7 @@ func runRemote(ctx context.Context, j *job.Job, f *runFlags, stderr io.Writer) e
 	}
 	var ui *progress
 	show := func(rj server.Job) {
-		if ui == nil && (rj.Progress.Total >= 0 || rj.Ended()) {
+		if ui == nil && (rj.Progress.Total >= 0 || rj.Finished()) {
 			ui = newProgress(stderr, f.quiet, f.progress, func() int { return rj.Progress.Total })
 		}
 		if ui != nil {
@@ -83,7 +84,7 @@ func remoteJob(j *job.Job, f *runFlags) error {
 // returns the job's exit code.
 func remoteOutcome(ctx context.Context, c *server.Client, rj server.Job, ui *progress, quiet bool, stderr io.Writer) error {
 	if rj.State == "failed" || rj.Summary == nil {
-		return &exitError{code: max(rj.ExitCode, exitFatal), err: fmt.Errorf("job %s %s on the server: %s", rj.ID, rj.State, rj.Error)}
+		return &exitError{code: cmp.Or(rj.ExitCode, exitFatal), err: fmt.Errorf("job %s %s on the server: %s", rj.ID, rj.State, rj.Error)}
 	}
 	if ui != nil && rj.Summary.Failed > 0 {
 		failed, err := c.Failures(ctx, rj.ID, maxListedFailures)

@@ -130,6 +130,8 @@ func TestRunServer(t *testing.T) {
 			nil, exitSomeFailed, []string{"imgpipe: bad.jpg: decode: unexpected EOF\n", summaryLine(sumFailed)}},
 		{"job failed", &fakeServer{states: []server.Job{running, {ID: "j1", State: "failed", Error: "cuda: device fault", ExitCode: 3}}},
 			nil, exitFatal, []string{"imgpipe: job j1 failed on the server: cuda: device fault"}},
+		{"job refused at its start", &fakeServer{states: []server.Job{{ID: "j1", State: "failed", Error: "input.dir: no such folder", ExitCode: 2}}},
+			nil, exitUsage, []string{"imgpipe: job j1 failed on the server: input.dir: no such folder"}},
 		{"refused", &fakeServer{refuse: "input.dir: not under an allowed root"}, nil, exitUsage, []string{"refused the job", "not under an allowed root"}},
 		{"no token", &fakeServer{token: "t0ken"}, nil, exitUsage, []string{"refused the job"}},
 		{"token file", &fakeServer{token: "t0ken", states: []server.Job{{ID: "j1", State: "done", Summary: &sumOK}}},
