@@ -123,14 +123,16 @@ func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
 	return l.Jobs, c.call(ctx, http.MethodGet, "/v1/jobs", nil, &l)
 }
 
-// Wait asks for job id's state once per every until the job has finished, handing each state
-// to progress (when set), and returns the last one; it returns early with ctx's error.
+// Wait follows job id until it has finished, handing each state to progress (when set), and
+// returns the last one; it returns early with ctx's error. Each query asks the server to
+// answer when the job ends or after every, so the end is seen at once and progress at most
+// once per every.
 func (c *Client) Wait(ctx context.Context, id string, every time.Duration, progress func(Job)) (Job, error) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
+	path := "/v1/jobs/" + url.PathEscape(id) + "?wait=" + url.QueryEscape(min(every, maxJobWait).String())
 	for {
-		j, err := c.Job(ctx, id)
-		if err != nil {
+		start := time.Now()
+		var j Job
+		if err := c.call(ctx, http.MethodGet, path, nil, &j); err != nil {
 			return j, err
 		}
 		if progress != nil {
@@ -139,9 +141,13 @@ func (c *Client) Wait(ctx context.Context, id string, every time.Duration, progr
 		if j.Finished() {
 			return j, nil
 		}
+		// A server that answers at once (one that does not wait) is asked again only
+		// after every.
+		t := time.NewTimer(every - time.Since(start))
 		select {
-		case <-tick.C:
+		case <-t.C:
 		case <-ctx.Done():
+			t.Stop()
 			return j, ctx.Err()
 		}
 	}

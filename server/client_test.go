@@ -66,14 +66,26 @@ func TestClient(t *testing.T) {
 	if j, err = c.Wait(ctx, j.ID, time.Hour, func(Job) { seen++ }); err != nil || !j.Finished() || j.ExitCode != 0 || j.Progress.OK != 3 || seen != 1 {
 		t.Fatalf("Wait: %v %+v, %d states seen", err, j, seen)
 	}
-	never := &task{cancel: func() {}}
+	never := newTask(func() {}, "")
 	queued := s.jobs.add(never) // never runs
 	gone, leave := context.WithCancel(ctx)
 	leave()
 	if _, err := c.Wait(gone, queued, time.Hour, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait with its context ended: %v", err)
 	}
+	// A waiting query answers as the job ends, not an hour later.
+	ended := make(chan Job)
+	go func() {
+		j, _ := c.Wait(ctx, queued, time.Hour, nil)
+		ended <- j
+	}()
+	never.mu.Lock()
 	never.state.State = StateCancelled
+	never.mu.Unlock()
+	close(never.ended)
+	if j := <-ended; j.State != StateCancelled {
+		t.Fatalf("Wait as the job ended: %+v", j)
+	}
 	s.jobs.done()
 	var report bytes.Buffer
 	if err := c.Report(ctx, j.ID, &report); err != nil || !bytes.Equal(report.Bytes(), readAll(t, filepath.Join(out, folderrun.ReportName))) {
@@ -93,6 +105,9 @@ func TestClient(t *testing.T) {
 		want   string
 	}{
 		{"no such job", func(c *Client) error { _, err := c.Job(ctx, "nope"); return err }, 404, "no job nope"},
+		{"bad wait", func(c *Client) error {
+			return c.call(ctx, http.MethodGet, "/v1/jobs/"+j.ID+"?wait=forever", nil, nil)
+		}, 400, "wait=forever"},
 		{"bad chain", func(c *Client) error { _, err := c.Process(ctx, "decode | blurr", bytes.NewReader(img)); return err }, 400, "did you mean"},
 		{"bad job", func(c *Client) error { _, err := c.SubmitFile(ctx, "j.yaml", []byte("input: 3")); return err }, 400, "j.yaml:1:"},
 		{"no token", func(c *Client) error { c.Token = ""; return c.Cancel(ctx, j.ID) }, 401, "token"},

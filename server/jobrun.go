@@ -51,7 +51,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, err)
 		return
 	}
-	j := &task{cancel: cancel, report: req.ReportPath()}
+	j := newTask(cancel, req.ReportPath())
 	id := s.jobs.add(j)
 	accepted := j.snapshot() // queued: the answer does not race the run
 	go s.runJob(ctx, j, id, p, req)
@@ -134,6 +134,7 @@ func (s *Server) runJob(ctx context.Context, j *task, id string, p *folderrun.Pr
 	}
 	sum, err := s.eng.Run(ctx, req)
 	code := exitCode(sum, err)
+	defer close(j.ended) // after the state below is recorded
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.state.ExitCode = code

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/pipeline"
@@ -31,11 +32,16 @@ const maxFinishedJobs = 1000
 // task is one submitted job: its state as the API shows it, and how to stop it.
 type task struct {
 	cancel context.CancelFunc
-	report string // the report's path, or its bucket URL
+	report string        // the report's path, or its bucket URL
+	ended  chan struct{} // closed once the job has finished
 
 	mu      sync.Mutex
 	state   Job
 	started bool // its report (journal) exists: the run took its first input
+}
+
+func newTask(cancel context.CancelFunc, report string) *task {
+	return &task{cancel: cancel, report: report, ended: make(chan struct{})}
 }
 
 // snapshot is the job's state now.
@@ -163,10 +169,36 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *task {
 	return j
 }
 
+// maxJobWait bounds a job query's wait, so that a forgotten client holds no connection long.
+const maxJobWait = 30 * time.Second
+
+// handleJob answers a job's state; with wait=DURATION (at most maxJobWait) it answers when the
+// job finishes or that much later, whichever comes first, so that a client following a job
+// learns of its end at once instead of at its next poll.
 func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
-	if j := s.lookup(w, r); j != nil {
-		writeJSON(w, http.StatusOK, j.snapshot())
+	var wait time.Duration
+	if v := r.URL.Query().Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > maxJobWait {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("wait=%s: want a duration from 0 to %v", v, maxJobWait))
+			return
+		}
+		wait = d
 	}
+	j := s.lookup(w, r)
+	if j == nil {
+		return
+	}
+	if wait > 0 && !j.finished() {
+		t := time.NewTimer(wait)
+		select {
+		case <-j.ended:
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+		t.Stop()
+	}
+	writeJSON(w, http.StatusOK, j.snapshot())
 }
 
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {

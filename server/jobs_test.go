@@ -211,7 +211,7 @@ func TestJobCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	j := &task{cancel: cancel, report: req.ReportPath()}
+	j := newTask(cancel, req.ReportPath())
 	id := s.jobs.add(j)
 	if w := call(s, http.MethodDelete, "/v1/jobs/"+id, nil); w.Code != http.StatusAccepted {
 		t.Fatalf("DELETE: %d %s", w.Code, w.Body)
@@ -240,11 +240,11 @@ func TestJobCancel(t *testing.T) {
 // running ones never.
 func TestRegistryBound(t *testing.T) {
 	g := newRegistry()
-	running := &task{cancel: func() {}}
+	running := newTask(func() {}, "")
 	first := g.add(running)
 	var ids []string
 	for range maxFinishedJobs + 2 {
-		j := &task{cancel: func() {}}
+		j := newTask(func() {}, "")
 		ids = append(ids, g.add(j))
 		j.state.State = StateDone
 		g.done()
@@ -302,7 +302,7 @@ func TestReportFiles(t *testing.T) {
 		{StateCancelled, report, 200, "report\n"},
 		{StateDone, "s3://bucket/out/" + folderrun.ReportName, 404, ""},
 	} {
-		j := &task{cancel: func() {}, report: tc.report}
+		j := newTask(func() {}, tc.report)
 		id := s.jobs.add(j)
 		j.state.State, j.started, j.state.Progress.Done = tc.state, true, 1
 		w := call(s, http.MethodGet, "/v1/jobs/"+id+"/report", nil)

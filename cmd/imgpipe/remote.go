@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -32,8 +33,8 @@ func runRemote(ctx context.Context, j *job.Job, f *runFlags, stderr io.Writer) e
 	sub, err := c.Submit(ctx, j.Marshal())
 	if ctx.Err() != nil && err != nil {
 		return reported{code: exitInterrupted} // Ctrl-C before the server answered
-	} else if errors.As(err, new(*url.Error)) {
-		return fatalError("--server %s: %v", f.server, err)
+	} else if se := (*server.StatusError)(nil); errors.As(err, new(*url.Error)) || errors.As(err, &se) && (se.Status == http.StatusTooManyRequests || se.Status >= 500) {
+		return fatalError("--server %s: %v", f.server, err) // the server's state, not the job's mistake
 	} else if err != nil {
 		return usageError("--server %s refused the job: %v", f.server, err)
 	}

@@ -30,6 +30,7 @@ type serveFlags struct {
 	maxRequests                    int
 	requestTimeout, delay          time.Duration
 	insecure                       bool
+	allowBuckets, allowKernels     bool
 }
 
 // engineSettings are the execution settings an Engine is opened with (engine.Config.Exec);
@@ -55,6 +56,8 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.DurationVar(&f.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "time a process request may take (504 past it)")
 	fl.DurationVar(&f.delay, "delay", engine.DefaultDelay, "how long an image waits at most for other requests' images to fill its device batch")
 	fl.BoolVar(&f.insecure, "insecure", false, "listen on a host other than loopback without a token")
+	fl.BoolVar(&f.allowBuckets, "allow-buckets", false, "let jobs read and write buckets (s3://, gs://, azblob://) with the server's credentials")
+	fl.BoolVar(&f.allowKernels, "allow-kernels", false, "let jobs run the kernel stage (CUDA source from a file under --allow-root)")
 	cmd.AddCommand(newServeSignCmd(stdout))
 	return cmd
 }
@@ -62,7 +65,8 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 // config checks the flags and reads the secrets into the server's settings; every
 // error is a usage error, since nothing has started.
 func (f *serveFlags) config() (server.Config, error) {
-	c := server.Config{AllowRoots: f.allowRoots, MaxBody: f.maxBody, MaxRequests: f.maxRequests, RequestTimeout: f.requestTimeout}
+	c := server.Config{AllowRoots: f.allowRoots, AllowBuckets: f.allowBuckets, AllowKernels: f.allowKernels,
+		MaxBody: f.maxBody, MaxRequests: f.maxRequests, RequestTimeout: f.requestTimeout}
 	if f.maxBody < 0 || f.maxRequests < 0 || f.requestTimeout < 0 || f.delay < 0 {
 		return c, usageError("--max-body, --max-requests, --request-timeout and --delay may not be negative")
 	}
