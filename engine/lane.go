@@ -1,13 +1,13 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/imgpipe/imgpipe/pipeline"
@@ -24,6 +24,9 @@ type lane struct {
 	plan  *pipeline.Plan
 	queue chan *request // requests not yet taken by the run
 	stop  chan struct{} // closed by Engine.Close: the run ends once its queue is empty
+	// held is the chain's requests admitted and not yet done, for its share of the queue;
+	// like Engine.held it grows only under e.mu.
+	held atomic.Int64
 
 	mu     sync.Mutex
 	queued int              // requests counted for the queue and not yet taken from it
@@ -44,9 +47,10 @@ type outcome struct {
 	err error
 }
 
-// lane returns the running lane of plan's chain, starting one if there is none, with the
-// request counted in it and in e.work; ErrClosed and ErrBusy are the reasons it may not.
-func (e *Engine) lane(plan *pipeline.Plan) (*lane, error) {
+// admit admits a request of plan's chain: it returns the chain's running lane, started if
+// there is none, with the request counted in it, in the queue and in e.work. ErrClosed and
+// ErrBusy are the reasons it may not.
+func (e *Engine) admit(plan *pipeline.Plan) (*lane, error) {
 	key := plan.String()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -54,11 +58,11 @@ func (e *Engine) lane(plan *pipeline.Plan) (*lane, error) {
 		return nil, ErrClosed
 	}
 	l := e.lanes[key]
+	if err := e.full(l); err != nil {
+		e.stats.busy.Add(1)
+		return nil, err
+	}
 	if l == nil {
-		if len(e.lanes) >= e.cfg.Chains {
-			e.stats.busy.Add(1)
-			return nil, fmt.Errorf("%w: %d chains are running, the most at once", ErrBusy, e.cfg.Chains)
-		}
 		l = &lane{e: e, key: key, plan: plan, queue: make(chan *request, e.cfg.Queue), stop: make(chan struct{}), taken: map[int]*request{}}
 		e.lanes[key] = l
 		e.lanesWG.Add(1)
@@ -67,8 +71,43 @@ func (e *Engine) lane(plan *pipeline.Plan) (*lane, error) {
 	l.mu.Lock()
 	l.queued++
 	l.mu.Unlock()
+	l.held.Add(1)
+	e.held.Add(1)
 	e.work.Add(1)
 	return l, nil
+}
+
+// full says why a request of lane l's chain (nil: a chain without a lane) cannot be
+// admitted now, or nil when it can; see Config.Queue for the shares. e.mu must be held.
+func (e *Engine) full(l *lane) error {
+	q := e.cfg.Queue
+	if e.held.Load() >= int64(q) {
+		return fmt.Errorf("%w: %d requests are queued, the most at once", ErrBusy, q)
+	}
+	if l == nil {
+		if len(e.lanes) >= e.cfg.Chains {
+			return fmt.Errorf("%w: %d chains are running, the most at once", ErrBusy, e.cfg.Chains)
+		}
+		return nil
+	}
+	held := l.held.Load()
+	if held == 0 {
+		return nil // the places kept for chains that hold none
+	}
+	holders := int64(1)
+	for _, o := range e.lanes {
+		if o != l && o.held.Load() > 0 {
+			holders++
+		}
+	}
+	kept := 0
+	if len(e.lanes) < e.cfg.Chains { // else no other chain can come
+		kept = q / e.cfg.Chains
+	}
+	if share := max(1, int64(q-kept)/holders); held >= share {
+		return fmt.Errorf("%w: the chain holds %d requests, its share of the queue", ErrBusy, held)
+	}
+	return nil
 }
 
 // run is the lane's pipeline.Run, until it has been idle for Config.Idle or the engine
@@ -77,11 +116,15 @@ func (e *Engine) lane(plan *pipeline.Plan) (*lane, error) {
 func (l *lane) run() {
 	defer l.e.lanesWG.Done()
 	_, err := pipeline.Run(context.Background(), l.plan, l, l, l.options())
-	if err == nil {
-		return
-	}
-	if l.e.cfg.Notice != nil {
-		l.e.cfg.Notice(fmt.Sprintf("the resident run of %q failed: %v", l.key, err))
+	if err != nil {
+		l.e.stats.faults.Add(1)
+		if l.e.cfg.Notice != nil {
+			l.e.cfg.Notice(fmt.Sprintf("the resident run of %q failed: %v", l.key, err))
+		}
+	} else {
+		// Every request taken was reported and none is queued once Next retired the
+		// lane: this is only a guard against one left waiting forever.
+		err = errors.New("engine: the resident run ended without the request's result")
 	}
 	l.e.mu.Lock()
 	if l.e.lanes[l.key] == l {
@@ -102,7 +145,8 @@ func (l *lane) run() {
 }
 
 // options are the lane's run options: the engine's settings, on its devices and pools,
-// with batches that wait Config.Delay at most.
+// with batches that wait Config.Delay at most. Only a GPU run is traced: the meter takes
+// device batches from its spans, and a CPU run's spans would cost and tell it nothing.
 func (l *lane) options() pipeline.Options {
 	e := l.e
 	var opt pipeline.Options
@@ -113,11 +157,11 @@ func (l *lane) options() pipeline.Options {
 		g := *opt.Backend.(*gpu.Options)
 		g.Linger, g.Wait, g.Optional = e.cfg.Delay, true, false
 		opt.Backend = e.set.Backend(g)
+		opt.Trace = e.stats
 	}
 	opt.StopOnError = false // one request's failure is its own
 	opt.Device = e.device
 	opt.Notice = e.cfg.Notice
-	opt.Trace = e.stats
 	return opt
 }
 
@@ -142,9 +186,15 @@ func (l *lane) Next(ctx context.Context) (pipeline.Input, error) {
 			if l.retire() {
 				return pipeline.Input{}, io.EOF
 			}
-			r := <-l.queue // counted requests are on their way
-			if in, ok := l.take(r); ok {
-				return in, nil
+			// Requests counted before Close are on their way: wait for one without
+			// looking at stop, which stays closed, and look again after it.
+			select {
+			case r := <-l.queue:
+				if in, ok := l.take(r); ok {
+					return in, nil
+				}
+			case <-ctx.Done():
+				return pipeline.Input{}, ctx.Err()
 			}
 		case <-ctx.Done():
 			return pipeline.Input{}, ctx.Err()
@@ -152,16 +202,18 @@ func (l *lane) Next(ctx context.Context) (pipeline.Input, error) {
 	}
 }
 
-// take registers r as the run's next input, unless its caller has already left.
+// take registers r as the run's next input, unless its caller has already left. The
+// request lets go of its input: the run holds it while it needs it, and no longer.
 func (l *lane) take(r *request) (pipeline.Input, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.queued--
+	in := r.in
+	r.in = pipeline.Input{}
 	if err := r.ctx.Err(); err != nil {
 		l.deliverLocked(r, outcome{err: err})
 		return pipeline.Input{}, false
 	}
-	in := r.in
 	if in.Name == "" {
 		in.Name = "request"
 	}
@@ -186,17 +238,17 @@ func (l *lane) retire() bool {
 	return true
 }
 
-// Write implements pipeline.Sink: it encodes the output in memory, for Result.Encoded.
-func (l *lane) Write(_ context.Context, r *pipeline.Result, enc *pipeline.Encoder) error {
+// Write implements pipeline.Sink: it encodes the output in memory, for Result.Encoded, as
+// Collect does, and drops the image then: the bytes are the output, and on a GPU an
+// image kept past Write is copied out of its slot.
+func (l *lane) Write(ctx context.Context, r *pipeline.Result, enc *pipeline.Encoder) error {
 	if enc == nil {
 		return nil
 	}
-	var b bytes.Buffer
-	if err := enc.Encode(&b, r.Image); err != nil {
-		return err
-	}
-	r.Encoded = b.Bytes()
-	return nil
+	var inMemory pipeline.Collector
+	err := inMemory.Write(ctx, r, enc)
+	r.Image = nil
+	return err
 }
 
 // Done implements pipeline.Sink: it hands the result to its request.
@@ -214,11 +266,12 @@ func (l *lane) Done(_ context.Context, r *pipeline.Result) error {
 	return nil
 }
 
-// deliverLocked gives r its outcome and frees its places in the lane and the engine's
-// queue. l.mu must be held.
+// deliverLocked gives r its outcome and frees its places in the lane's and the engine's
+// shares of the queue. l.mu must be held.
 func (l *lane) deliverLocked(r *request, o outcome) {
 	r.out <- o
-	<-l.e.admit
+	l.held.Add(-1)
+	l.e.held.Add(-1)
 	l.e.stats.request(o, time.Since(r.start))
 }
 

@@ -24,6 +24,9 @@ type Stats struct {
 	OK, Failed, Errors uint64
 	// Busy counts the requests refused with ErrBusy.
 	Busy uint64
+	// Faults counts the resident runs that failed (a device fault), failing the requests
+	// they held.
+	Faults uint64
 	// Queued is the requests admitted and not yet done; Chains the chains with a resident
 	// run; Runs the folder runs in progress.
 	Queued, Chains, Runs int
@@ -53,7 +56,7 @@ type Histogram struct {
 type meter struct {
 	set                 *gpu.Set
 	ok, failed, errs    atomic.Uint64
-	busy                atomic.Uint64
+	busy, faults        atomic.Uint64
 	runs                atomic.Int64
 	deviceBusy          atomic.Int64 // nanoseconds
 	mu                  sync.Mutex
@@ -129,6 +132,6 @@ func (e *Engine) Stats() Stats {
 	lat, bs := m.latency.clone(), m.batchSizes.clone()
 	m.mu.Unlock()
 	return Stats{Device: e.device, OK: m.ok.Load(), Failed: m.failed.Load(), Errors: m.errs.Load(), Busy: m.busy.Load(),
-		Queued: len(e.admit), Chains: chains, Runs: int(m.runs.Load()), Latency: lat, BatchSizes: bs,
+		Faults: m.faults.Load(), Queued: int(e.held.Load()), Chains: chains, Runs: int(m.runs.Load()), Latency: lat, BatchSizes: bs,
 		DeviceBusy: time.Duration(m.deviceBusy.Load()), Memory: mem}
 }
