@@ -187,18 +187,18 @@ func (e *Engine) Close() error {
 	return e.closeErr
 }
 
-// close is Close's work, done once. Requests a caller left (cancelled) may still be in a
-// lane's queue after e.work is done: closing l.stop lets the lane drain them first.
+// close is Close's work, done once. The lanes are told to stop before the requests are
+// waited for: a lane's last requests may sit in a partly filled device batch that goes
+// only when the lane ends its input (or after Config.Delay). A stopped lane still takes
+// the requests admitted before, since none can be admitted once closed is set.
 func (e *Engine) close() error {
 	e.mu.Lock()
 	e.closed = true
-	e.mu.Unlock()
-	e.work.Wait()
-	e.mu.Lock()
 	for _, l := range e.lanes {
 		close(l.stop)
 	}
 	e.mu.Unlock()
+	e.work.Wait()
 	e.lanesWG.Wait()
 	var errs []error
 	if e.set != nil {

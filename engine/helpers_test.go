@@ -35,6 +35,7 @@ func openFake(t *testing.T, cfg engine.Config, batch int, fc schedtest.FakeConfi
 	t.Helper()
 	cfg.Exec = pipeline.DefaultExecution()
 	cfg.Exec.Device, cfg.Exec.GPU, cfg.Exec.Batch, cfg.Exec.Workers = "cuda", "0", batch, 2
+	cfg.Exec.PinnedMB = 4 // small images: slots sized for 1080p frames would only cost the test time
 	var opened atomic.Int32
 	cfg.GPUs.Open = func(int) (sched.Device, func() error, error) {
 		if opened.Add(1) > 1 {
