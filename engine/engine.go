@@ -30,8 +30,8 @@ const DefaultIdle = time.Minute
 const DefaultChains = 8
 
 // ErrBusy is returned by Process when the queue is full (Config.Queue), the request's
-// chain holds its share of it, or a new chain would exceed Config.Chains: the caller should
-// try again later.
+// chain holds its share of it, or a new chain would exceed Config.Chains while every
+// resident one holds requests: the caller should try again later.
 var ErrBusy = errors.New("engine: busy")
 
 // ErrClosed is returned by Process and Run once Close has begun.
@@ -55,7 +55,9 @@ type Config struct {
 	// (Queue - kept)/k requests (at least 1), where kept, the places kept for chains that
 	// hold none, is Queue/Chains while fewer than Chains chains are resident, else 0.
 	Queue int
-	// Chains bounds the chains with a resident run; 0 means DefaultChains.
+	// Chains bounds the chains with a resident run; 0 means DefaultChains. At the bound, a
+	// new chain's request is admitted when a resident chain holds no request, whose run
+	// then ends; otherwise it is refused with ErrBusy.
 	Chains int
 	// Idle is how long a chain's resident run stays open without requests; 0 means
 	// DefaultIdle.
@@ -195,7 +197,7 @@ func (e *Engine) close() error {
 	e.mu.Lock()
 	e.closed = true
 	for _, l := range e.lanes {
-		close(l.stop)
+		l.halt()
 	}
 	e.mu.Unlock()
 	e.work.Wait()

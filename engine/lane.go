@@ -23,7 +23,9 @@ type lane struct {
 	key   string
 	plan  *pipeline.Plan
 	queue chan *request // requests not yet taken by the run
-	stop  chan struct{} // closed by Engine.Close: the run ends once its queue is empty
+	stop  chan struct{} // closed by halt: the run ends once its queue is empty
+	// stopOnce closes stop: Close and a new chain that the lane gives way to may both.
+	stopOnce sync.Once
 	// held is the chain's requests admitted and not yet done, for its share of the queue;
 	// like Engine.held it grows only under e.mu.
 	held atomic.Int64
@@ -58,11 +60,18 @@ func (e *Engine) admit(plan *pipeline.Plan) (*lane, error) {
 		return nil, ErrClosed
 	}
 	l := e.lanes[key]
-	if err := e.full(l); err != nil {
+	idle, err := e.full(l)
+	if err != nil {
 		e.stats.busy.Add(1)
 		return nil, err
 	}
 	if l == nil {
+		if idle != nil {
+			// At Config.Chains, a lane that holds no request gives way: it ends
+			// once its run has finished, and no request can be counted in it now.
+			delete(e.lanes, idle.key)
+			idle.halt()
+		}
 		l = &lane{e: e, key: key, plan: plan, queue: make(chan *request, e.cfg.Queue), stop: make(chan struct{}), taken: map[int]*request{}}
 		e.lanes[key] = l
 		e.lanesWG.Add(1)
@@ -78,37 +87,50 @@ func (e *Engine) admit(plan *pipeline.Plan) (*lane, error) {
 }
 
 // full says why a request of lane l's chain (nil: a chain without a lane) cannot be
-// admitted now, or nil when it can; see Config.Queue for the shares. e.mu must be held.
-func (e *Engine) full(l *lane) error {
+// admitted now, or nil when it can; see Config.Queue for the shares. A new chain at
+// Config.Chains is admitted when a lane holds no request: that lane is returned, to give
+// way. e.mu must be held.
+func (e *Engine) full(l *lane) (idle *lane, err error) {
 	q := e.cfg.Queue
+	holders := int64(1) // l's chain, and those of the other lanes that hold requests
+	for _, o := range e.lanes {
+		switch {
+		case o == l:
+		case o.held.Load() > 0:
+			holders++
+		case idle == nil:
+			idle = o
+		}
+	}
 	if e.held.Load() >= int64(q) {
-		return fmt.Errorf("%w: %d requests are queued, the most at once", ErrBusy, q)
+		return nil, fmt.Errorf("%w: %d requests are queued, the most at once", ErrBusy, q)
 	}
 	if l == nil {
-		if len(e.lanes) >= e.cfg.Chains {
-			return fmt.Errorf("%w: %d chains are running, the most at once", ErrBusy, e.cfg.Chains)
+		switch {
+		case len(e.lanes) < e.cfg.Chains:
+			return nil, nil
+		case idle == nil:
+			return nil, fmt.Errorf("%w: %d chains hold requests, the most at once", ErrBusy, e.cfg.Chains)
 		}
-		return nil
+		return idle, nil
 	}
 	held := l.held.Load()
 	if held == 0 {
-		return nil // the places kept for chains that hold none
-	}
-	holders := int64(1)
-	for _, o := range e.lanes {
-		if o != l && o.held.Load() > 0 {
-			holders++
-		}
+		return nil, nil // the places kept for chains that hold none
 	}
 	kept := 0
-	if len(e.lanes) < e.cfg.Chains { // else no other chain can come
+	if len(e.lanes) < e.cfg.Chains || idle != nil { // else no other chain can come
 		kept = q / e.cfg.Chains
 	}
 	if share := max(1, int64(q-kept)/holders); held >= share {
-		return fmt.Errorf("%w: the chain holds %d requests, its share of the queue", ErrBusy, held)
+		return nil, fmt.Errorf("%w: the chain holds %d requests, its share of the queue", ErrBusy, held)
 	}
-	return nil
+	return nil, nil
 }
+
+// halt tells the lane's run to end once its queue is empty (Engine.Close, or a lane that
+// gave way to another chain).
+func (l *lane) halt() { l.stopOnce.Do(func() { close(l.stop) }) }
 
 // run is the lane's pipeline.Run, until it has been idle for Config.Idle or the engine
 // closes; a run that fails (a device fault) fails the requests it holds, and the next

@@ -108,9 +108,23 @@ func TestProcessErrors(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if _, err := e.Process(context.Background(), compile(t, "decode | grayscale | save format=png"), in); !errors.Is(err, engine.ErrBusy) ||
-		!strings.Contains(err.Error(), "chains are running") {
-		t.Errorf("a second chain while the first is resident (chains 1): %v, want ErrBusy", err)
+	// Chains 1: an idle chain gives way to another; one that holds a request does not.
+	if res, err := e.Process(context.Background(), compile(t, "decode | grayscale | save format=png"), in); err != nil || res.Status != pipeline.StatusOK {
+		t.Errorf("a second chain while the first is idle: %v %v", err, res.Err)
+	}
+	g2 := newGate()
+	defer g2.release()
+	go func() {
+		_, err := e.Process(context.Background(), g2.compile(t, "decode | hold | grayscale | save format=png"), in)
+		results <- err
+	}()
+	waitFor(t, "a request held", func() bool { return e.Stats().Queued == 1 || len(results) > 0 })
+	if _, err := e.Process(context.Background(), held, in); !errors.Is(err, engine.ErrBusy) || !strings.Contains(err.Error(), "chains hold requests") {
+		t.Errorf("a second chain while the first holds a request (chains 1): %v, want ErrBusy", err)
+	}
+	g2.release()
+	if err := <-results; err != nil {
+		t.Error(err)
 	}
 	if _, err := e.Process(cancelled, held, in); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
