@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/engine"
 )
@@ -90,6 +92,7 @@ func TestLoneRequest(t *testing.T) {
 // and fails no request by itself; a request after it starts a new resident run, which
 // the broken device fails at once, again with an error.
 func TestDeviceFault(t *testing.T) {
+	leaks := goleak.IgnoreCurrent()
 	var runs atomic.Int32
 	e, _ := openFake(t, engine.Config{}, 4, schedtest.FakeConfig{KernelLatency: 50 * time.Microsecond,
 		Fault: func(call string) error {
@@ -133,6 +136,10 @@ func TestDeviceFault(t *testing.T) {
 	if s := e.Stats(); s.Faults != faults+1 || s.Queued != 0 {
 		t.Errorf("stats %+v: want a new resident run, failed", s)
 	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t, leaks) // the failed runs' executors and the fake's streams too
 }
 
 // A folder run (Run) on the engine's device while requests of two chains are served:

@@ -122,12 +122,15 @@ func Open(cfg Config) (*Engine, error) {
 func (e *Engine) Device() string { return e.device }
 
 // Process runs plan on one input and returns its result, with the encoded output in
-// Result.Encoded when the chain saves. The input's own failure (a corrupt file, an image
-// over the pixel limit) is the result's Status and Err, not an error. The error is the
-// engine's: ErrBusy, ErrClosed, ctx's when it ended first (the result is then dropped when
-// it comes; other requests are not disturbed), or the failure of the device run the
-// request was in (a device fault). A plan whose chain reads arrays (load) or writes
-// nowhere but the report works as well.
+// Result.Encoded (and no Image: the bytes are the output) when the chain saves. The
+// input's own failure (a corrupt file, an image over the pixel limit) is the result's
+// Status and Err, not an error. The error is the engine's: ErrBusy, ErrClosed, ctx's when
+// it ended first (the result is then dropped when it comes; other requests are not
+// disturbed), or the failure of the resident run the request was in or waiting for (a
+// device fault; after a sticky one every later request fails so too, and Stats.Faults
+// counts them). A plan whose chain reads arrays (load) or writes nowhere but the report
+// works as well. The engine keeps neither the input nor the result once the request is
+// done.
 func (e *Engine) Process(ctx context.Context, plan *pipeline.Plan, in pipeline.Input) (pipeline.Result, error) {
 	if plan == nil {
 		return pipeline.Result{}, errors.New("engine: nil plan")
