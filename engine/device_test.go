@@ -126,7 +126,7 @@ func TestDeviceFault(t *testing.T) {
 	}
 	wg.Wait()
 	s := e.Stats()
-	if failed.Load() == 0 || s.Faults == 0 || s.Errors != uint64(failed.Load()) {
+	if failed.Load() == 0 || s.Faults == 0 || s.Errors != uint64(failed.Load()) || !strings.Contains(s.DeviceError, "injected") {
 		t.Fatalf("%d requests failed by the fault; stats %+v", failed.Load(), s)
 	}
 	faults := s.Faults
@@ -187,7 +187,7 @@ func TestRunBesideRequests(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	if s := e.Stats(); s.Runs != 0 || s.OK != 48 {
+	if s := e.Stats(); s.Runs != 0 || s.OK != 48 || s.Faults != 0 || s.DeviceError != "" {
 		t.Errorf("stats %+v", s)
 	}
 }

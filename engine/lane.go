@@ -139,7 +139,7 @@ func (l *lane) run() {
 	defer l.e.lanesWG.Done()
 	_, err := pipeline.Run(context.Background(), l.plan, l, l, l.options())
 	if err != nil {
-		l.e.stats.faults.Add(1)
+		l.e.stats.fault(err)
 		if l.e.cfg.Notice != nil {
 			l.e.cfg.Notice(fmt.Sprintf("the resident run of %q failed: %v", l.key, err))
 		}
