@@ -74,6 +74,8 @@ type gate struct {
 	entered chan struct{} // one send per image that reached hold
 	open    chan struct{}
 	once    sync.Once
+	// minWidth, when set, makes hold keep only images at least this wide.
+	minWidth int
 }
 
 func newGate() *gate { return &gate{entered: make(chan struct{}, 1024), open: make(chan struct{})} }
@@ -89,8 +91,10 @@ func (g *gate) compile(t *testing.T, spec string) *pipeline.Plan {
 		Shape: func(in stages.Shape, _ pipeline.Params) (stages.Shape, bool) { return in, false },
 		CPU: func(pipeline.Params) (pipeline.CPUFunc, error) {
 			return func(dst, src *stages.Image, _ *[256]uint64) {
-				g.entered <- struct{}{}
-				<-g.open
+				if src.W >= g.minWidth {
+					g.entered <- struct{}{}
+					<-g.open
+				}
 				copy(dst.Pix, src.Pix)
 			}, nil
 		}}
@@ -146,7 +150,7 @@ func reference(t *testing.T, plan *pipeline.Plan, in []pipeline.Input) map[strin
 	}
 	wants := map[string]want{}
 	for _, r := range got {
-		w := want{status: r.Status, width: r.Width, height: r.Height, hist: r.Histogram}
+		w := want{status: r.Status, width: r.Width, height: r.Height, hist: r.Histogram, encoder: r.Encoder}
 		if r.Status == pipeline.StatusOK && plan.Save != nil {
 			b, err := os.ReadFile(filepath.Join(out, r.Output))
 			if err != nil {
@@ -164,6 +168,7 @@ type want struct {
 	width, height int
 	hist          *[256]uint64
 	bytes         []byte
+	encoder       string
 }
 
 // check compares a request's result with the reference's.
@@ -177,6 +182,8 @@ func (w want) check(res pipeline.Result) error {
 		return fmt.Errorf("%d output bytes unlike run's %d", len(res.Encoded), len(w.bytes))
 	case (res.Histogram == nil) != (w.hist == nil) || w.hist != nil && *res.Histogram != *w.hist:
 		return fmt.Errorf("histogram unlike run's")
+	case res.Encoder != w.encoder:
+		return fmt.Errorf("encoder %q, want %q", res.Encoder, w.encoder)
 	case res.Image != nil && res.Encoded != nil:
 		return fmt.Errorf("the result keeps its image besides its bytes")
 	}

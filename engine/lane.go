@@ -169,11 +169,15 @@ func (l *lane) run() {
 // options are the lane's run options: the engine's settings, on its devices and pools,
 // with batches that wait Config.Delay at most. Only a GPU run is traced: the meter takes
 // device batches from its spans, and a CPU run's spans would cost and tell it nothing.
+// On the CPU, where Write answers a request as soon as it is done, the window is the
+// queue: the inputs taken and not yet reported in order are requests already answered or
+// admitted anyway, and a smaller window would hold the requests behind a slow one.
 func (l *lane) options() pipeline.Options {
 	e := l.e
 	var opt pipeline.Options
 	if e.set == nil {
 		opt = gpu.RunOptions(e.cfg.Exec)
+		opt.Window = e.cfg.Queue
 	} else {
 		opt = gpu.RunOptions(e.cfg.Exec, e.set.Devices()...)
 		g := *opt.Backend.(*gpu.Options)
@@ -262,7 +266,10 @@ func (l *lane) retire() bool {
 
 // Write implements pipeline.Sink: it encodes the output in memory, for Result.Encoded, as
 // Collect does, and drops the image then: the bytes are the output, and on a GPU an
-// image kept past Write is copied out of its slot.
+// image kept past Write is copied out of its slot. On the CPU the result is final once
+// written, so it goes back at once rather than in input order (Done): a request does not
+// wait for a slower one taken before it. On a GPU the output's encoder (the device's, or
+// the chain's) is only known in Done, where the result goes back.
 func (l *lane) Write(ctx context.Context, r *pipeline.Result, enc *pipeline.Encoder) error {
 	if enc == nil {
 		return nil
@@ -270,22 +277,33 @@ func (l *lane) Write(ctx context.Context, r *pipeline.Result, enc *pipeline.Enco
 	var inMemory pipeline.Collector
 	err := inMemory.Write(ctx, r, enc)
 	r.Image = nil
-	return err
+	if err != nil || l.e.set != nil {
+		return err
+	}
+	res := *r
+	res.Status, res.Encoder = pipeline.StatusOK, l.plan.Save.Encoder.Name // as Run's store sets them
+	l.deliver(r.Index, res)
+	r.Encoded = nil // the run holds r until it is reported in order; the request has the bytes
+	return nil
 }
 
-// Done implements pipeline.Sink: it hands the result to its request.
+// Done implements pipeline.Sink: it hands the result to its request, unless Write did.
 func (l *lane) Done(_ context.Context, r *pipeline.Result) error {
+	l.deliver(r.Index, *r)
+	return nil
+}
+
+// deliver hands the result of input index to its request, once.
+func (l *lane) deliver(index int, res pipeline.Result) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	req := l.taken[r.Index]
+	req := l.taken[index]
 	if req == nil {
-		return errors.New("engine: a result of no request") // cannot happen: each input is one request's
+		return // Write delivered it
 	}
-	delete(l.taken, r.Index)
-	res := *r
+	delete(l.taken, index)
 	res.Index = 0
 	l.deliverLocked(req, outcome{res: res})
-	return nil
 }
 
 // deliverLocked gives r its outcome and frees its places in the lane's and the engine's

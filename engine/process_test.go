@@ -11,6 +11,7 @@ import (
 	"github.com/imgpipe/imgpipe/cudastage/sched/schedtest"
 	"github.com/imgpipe/imgpipe/engine"
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
 // chains are what the tests send at once: pixel stages the fake GPU runs, a resize the
@@ -244,4 +245,36 @@ func TestCancelOne(t *testing.T) {
 		t.Error(err)
 	}
 	waitFor(t, "the cancelled requests let go", func() bool { return e.Stats().Queued == 0 })
+}
+
+// On the CPU a request's result goes back as soon as it is done, not after those of the
+// requests taken before it: a request behind one that is held is answered meanwhile.
+func TestNoHeadOfLineBlocking(t *testing.T) {
+	g := newGate()
+	g.minWidth = 100
+	defer g.release()
+	plan := g.compile(t, "decode | hold | save format=png")
+	e := openCPU(t, engine.Config{}, 2)
+	wide := pipeline.Input{Name: "wide.png", Data: stagestest.Encode(t, stagestest.Smooth(120, 20, 1), "png")}
+	held := make(chan error, 1)
+	go func() {
+		_, err := e.Process(context.Background(), plan, wide)
+		held <- err
+	}()
+	<-g.entered
+	in := photos(t, 4, false)
+	wants := reference(t, compile(t, "decode | save format=png"), in)
+	for _, p := range in {
+		res, err := e.Process(context.Background(), plan, p)
+		if err == nil {
+			err = wants[p.Name].check(res)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+	}
+	g.release()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
 }
