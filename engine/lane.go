@@ -306,13 +306,14 @@ func (l *lane) deliver(index int, res pipeline.Result) {
 	l.deliverLocked(req, outcome{res: res})
 }
 
-// deliverLocked gives r its outcome and frees its places in the lane's and the engine's
-// shares of the queue. l.mu must be held.
+// deliverLocked counts r's outcome, frees its places in the lane's and the engine's
+// shares of the queue, and only then hands the outcome over: a caller that has it finds
+// its place free and itself counted in Stats. l.mu must be held.
 func (l *lane) deliverLocked(r *request, o outcome) {
-	r.out <- o
+	l.e.stats.request(o, time.Since(r.start))
 	l.held.Add(-1)
 	l.e.held.Add(-1)
-	l.e.stats.request(o, time.Since(r.start))
+	r.out <- o
 }
 
 func gomaxprocs() int { return runtime.GOMAXPROCS(0) }
