@@ -10,6 +10,8 @@ require (
 	github.com/reugn/go-streams v0.12.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
+	// Tests only: engine's tests check that Close leaves no goroutine.
+	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v4 v4.0.0
 	golang.org/x/image v0.47.0
 	golang.org/x/sync v0.24.0
