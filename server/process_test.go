@@ -123,8 +123,9 @@ func TestContentTypes(t *testing.T) {
 	}
 }
 
-// TestProcessLimits: --max-requests in progress and the engine's queue answer 429 with
-// Retry-After; a draining server and a closed engine 503; a request past its time 504.
+// TestProcessLimits: --max-requests in progress answer 429 with Retry-After (the engine's
+// ErrBusy is mapped to the same in TestEngineError's table; the engine's tests make
+// it); a draining server and a closed engine 503; a request past its time 504.
 func TestProcessLimits(t *testing.T) {
 	img := pngImage(t)
 	t.Run("max requests", func(t *testing.T) {
@@ -138,20 +139,6 @@ func TestProcessLimits(t *testing.T) {
 		<-s.slots
 		if w := call(s, http.MethodPost, processURL(thumb), img); w.Code != 200 {
 			t.Fatalf("after the slot was freed: %d %s", w.Code, w.Body)
-		}
-	})
-	t.Run("engine busy", func(t *testing.T) {
-		s, err := New(newEngine(t, engine.Config{Chains: 1}), Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The first chain's resident run stays open (engine.DefaultIdle): no room for another.
-		if w := call(s, http.MethodPost, processURL(thumb), img); w.Code != 200 {
-			t.Fatalf("first chain: %d", w.Code)
-		}
-		w := call(s, http.MethodPost, processURL("decode | grayscale | save"), img)
-		if w.Code != 429 || w.Header().Get("Retry-After") == "" {
-			t.Fatalf("second chain: %d %s", w.Code, w.Body)
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
