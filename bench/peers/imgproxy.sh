@@ -17,7 +17,7 @@
 # default is 2 per core) and the table keeps its best. `imgpipe run` goes over --files files
 # (the photos repeated, as links) into tmpfs, twice; the faster counts.
 #
-# imgproxy is built once into ${XDG_CACHE_HOME:-~/.cache}/imgpipe-peers/imgproxy-VERSION from
+# imgproxy is built once into ${XDG_CACHE_HOME:-~/.cache}/imgpipe-peers/bin/imgproxy-VERSION from
 # --src, a checkout of imgproxy's repository at VERSION (below): its module has a replace
 # directive, so `go install MODULE@VERSION` cannot build it, and the Go module proxy does not
 # serve it anyway. It needs `apt-get install -y libvips-dev`; the build is cgo, slow on 2
@@ -58,10 +58,10 @@ imgpipe=${IMGPIPE:-./imgpipe}
 python=${PYTHON:-python3}
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/imgpipe-peers
-bin=${IMGPROXY:-$cache/imgproxy-$version}
+bin=${IMGPROXY:-$cache/bin/imgproxy-$version}
 if [ ! -x "$bin" ]; then
   [ -n "$src" ] || die "no $bin: give --src, a checkout of imgproxy at $version (and apt-get install -y libvips-dev)"
-  mkdir -p "$cache"
+  mkdir -p "${bin%/*}"
   echo "imgproxy.sh: building imgproxy from $src (cgo, minutes)" >&2
   (cd "$src" && CGO_LDFLAGS_ALLOW='-s|-w' nice -n 10 go build -o "$bin" .) || die "building imgproxy failed"
 fi
