@@ -178,11 +178,20 @@ func Serve(ctx context.Context, c ServeConfig) (*ServeReport, error) {
 	}
 	rep.PhotoMP = round3(rep.PhotoMP)
 	var e *engine.Engine
-	if (c.URL == "" && c.Get == "") || c.FolderFiles > 0 {
-		if e, err = engine.Open(engine.Config{Exec: c.Exec, GPUs: c.GPUs, Delay: c.Delay, Notice: c.Notice}); err != nil {
+	open := func() error {
+		var err error
+		e, err = engine.Open(engine.Config{Exec: c.Exec, GPUs: c.GPUs, Delay: c.Delay, Notice: c.Notice})
+		return err
+	}
+	defer func() {
+		if e != nil {
+			e.Close()
+		}
+	}()
+	if c.URL == "" && c.Get == "" {
+		if err := open(); err != nil {
 			return nil, err
 		}
-		defer e.Close()
 	}
 	var t target
 	switch {
@@ -193,11 +202,21 @@ func Serve(ctx context.Context, c ServeConfig) (*ServeReport, error) {
 	default:
 		t, rep.Device, rep.Spec = engineTarget{e: e, plan: plan}, e.Device(), c.Spec
 	}
-	c.textf("imgpipe bench serve: %s, %d photos (%.1f MP mean), %d clients\n", rep.Target, len(photos), rep.PhotoMP, c.Clients)
+	where := rep.Target
+	if e != nil {
+		where = "an engine in the process on " + rep.Device
+	}
+	c.textf("imgpipe bench serve: %s, %d photos (%.1f MP mean), %d clients\n", where, len(photos), rep.PhotoMP, c.Clients)
 	if err := c.load(ctx, t, e, photos, rep); err != nil {
 		return rep, err
 	}
 	if c.FolderFiles > 0 {
+		// Only now for a server's load: an engine here would have shared its device.
+		if e == nil {
+			if err := open(); err != nil {
+				return rep, err
+			}
+		}
 		f, err := folderRate(ctx, e, plan, c.Exec, c.Dir, photos, c.FolderFiles)
 		if err != nil {
 			return rep, err
@@ -208,6 +227,11 @@ func Serve(ctx context.Context, c ServeConfig) (*ServeReport, error) {
 		rep.Folder = &f
 		c.textf("folder run (%d files, on %s): %s img/s; serve / folder = %.2f\n", f.Files, e.Device(), fmtRate(f.ImgPerS), f.ServeRatio)
 	}
+	return rep, c.finish(rep)
+}
+
+// finish reads the final RSS into rep, and writes rep as JSON when asked to.
+func (c *ServeConfig) finish(rep *ServeReport) error {
 	if r, err := readRSS(c.RSSPid); err == nil {
 		rep.RSS = &r
 		c.textf("RSS%s: peak %.1f MiB, now %.1f MiB\n", c.rssWhose(), r.PeakMiB, r.MiB)
@@ -216,10 +240,10 @@ func Serve(ctx context.Context, c ServeConfig) (*ServeReport, error) {
 	}
 	if c.JSON != nil {
 		if err := json.NewEncoder(c.JSON).Encode(rep); err != nil {
-			return rep, fmt.Errorf("writing the report: %w", err)
+			return fmt.Errorf("writing the report: %w", err)
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // load runs the warm-up, the saturated closed loop and the open loops into rep.
