@@ -24,6 +24,10 @@ import (
 // ThumbnailSpec is the chain a serve load sends by default: the thumbnail request.
 const ThumbnailSpec = "decode | resize width=256 height=256 fit=inside | save format=jpeg quality=75"
 
+// DefaultFolderFiles is the folder run's size for a bare --folder-rate: the issue's
+// 600-photo thumbnail job.
+const DefaultFolderFiles = 600
+
 // Limits of a serve load's settings, checked before anything starts.
 const (
 	MaxClients  = 10_000    // --clients
@@ -79,7 +83,8 @@ func (c *ServeConfig) Flags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.WarmRequests, "warm-requests", -1, "untimed requests first (default 2 per client)")
 	fs.Float64SliceVar(&c.Load, "load", nil, "then open loops at these fractions of the saturated rate: 0.5,0.9")
 	fs.BoolVar(&c.Poisson, "poisson", true, "open loops: Poisson arrivals (false: evenly spaced)")
-	fs.IntVar(&c.FolderFiles, "folder-rate", 0, "also run the chain as a folder job over N files (the photos repeated) and compare")
+	fs.IntVar(&c.FolderFiles, "folder-rate", 0, "also run the chain as a folder job over N files (the photos repeated) and compare; alone: "+strconv.Itoa(DefaultFolderFiles))
+	fs.Lookup("folder-rate").NoOptDefVal = strconv.Itoa(DefaultFolderFiles)
 	fs.IntVar(&c.RSSEvery, "rss-every", 0, "print the RSS every N requests of the saturated run")
 	fs.IntVar(&c.RSSPid, "rss-pid", 0, "read the RSS of this process (a server's) instead of this one")
 }
