@@ -588,3 +588,25 @@ func TestBenchServeCPU(t *testing.T) {
 		t.Errorf("stderr: %s", stderr)
 	}
 }
+
+// TestBenchServeFakeGPU: in-process on a GPU, the report counts the engine's device batches.
+func TestBenchServeFakeGPU(t *testing.T) {
+	withDevice(t, fakeGPU(schedtest.FakeConfig{}), nil)
+	in := t.TempDir()
+	benchPhotoPNG(t, filepath.Join(in, "a.png"), 31, 17, 1)
+	benchPhotoPNG(t, filepath.Join(in, "b.png"), 20, 24, 2)
+	code, stdout, stderr := benchCLI(t, context.Background(), "bench", "serve", in, "--device", "cuda", "--streams", "1",
+		"--batch", "4", "--clients", "4", "--requests", "12", "--json", "-p", "decode | grayscale | save format=png")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	recs := records(t, stdout)
+	sat, _ := recs[0]["saturated"].(map[string]any)
+	batches, _ := sat["batches"].(map[string]any)
+	if recs[0]["device"] != "fake GPU" || sat["ok"] != 12.0 || batches == nil || !(batches["count"].(float64) >= 3) {
+		t.Errorf("report %v", recs[0])
+	}
+	if !strings.Contains(stderr, "device batches: ") {
+		t.Errorf("stderr: %s", stderr)
+	}
+}
