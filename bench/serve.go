@@ -163,7 +163,7 @@ type ServeReport struct {
 }
 
 // Serve runs the load c describes and prints (and, with c.JSON, writes) its report.
-func Serve(ctx context.Context, c ServeConfig) (*ServeReport, error) {
+func Serve(ctx context.Context, c ServeConfig) (_ *ServeReport, err error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
@@ -183,14 +183,13 @@ func Serve(ctx context.Context, c ServeConfig) (*ServeReport, error) {
 	}
 	rep.PhotoMP = round3(rep.PhotoMP)
 	var e *engine.Engine
-	open := func() error {
-		var err error
+	open := func() (err error) {
 		e, err = engine.Open(engine.Config{Exec: c.Exec, GPUs: c.GPUs, Delay: c.Delay, Notice: c.Notice})
 		return err
 	}
 	defer func() {
 		if e != nil {
-			e.Close()
+			err = errors.Join(err, e.Close())
 		}
 	}()
 	if c.URL == "" && c.Get == "" {
