@@ -106,6 +106,12 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, errors.New("not ready: the server is shutting down or its engine is closed"))
 		return
 	}
+	// A device that failed for good fails every request: an orchestrator should restart
+	// the server (the process stays up, so that /metrics and job states can still be read).
+	if d := s.eng.Stats().DeviceError; d != "" {
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("not ready: the device failed: %s", d))
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	io.WriteString(w, "ready\n")
 }
