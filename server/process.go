@@ -96,7 +96,7 @@ func (s *Server) process(w http.ResponseWriter, r *http.Request) (*pipeline.Plan
 	if err != nil {
 		return nil, res, err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	body, err := readBody(w, r, s.cfg.MaxBody)
 	if err != nil {
 		return nil, res, bodyError(err)
 	}
@@ -193,4 +193,21 @@ func headerJSON(line pipeline.ReportLine) string {
 		}
 	}
 	return sb.String()
+}
+
+// readBody reads r's body, at most limit bytes (*http.MaxBytesError past it). A body that
+// declares its length is read into a buffer of that size: a photo of megabytes would
+// otherwise be copied a dozen times as the buffer grows.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	if n := r.ContentLength; n > limit {
+		return nil, &http.MaxBytesError{Limit: limit}
+	} else if n > 0 {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(body, b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return io.ReadAll(body)
 }
