@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -111,6 +112,9 @@ func bodyError(err error) error {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return statusErr(http.StatusRequestEntityTooLarge, fmt.Errorf("the body is over --max-body (%d bytes)", tooLarge.Limit))
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return statusErr(http.StatusRequestTimeout, errors.New("the body did not arrive within --request-timeout"))
 	}
 	return statusErr(http.StatusBadRequest, err)
 }

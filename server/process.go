@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -85,6 +86,7 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 // error is an *apiError with the status it is answered with.
 func (s *Server) process(w http.ResponseWriter, r *http.Request) (*pipeline.Plan, pipeline.Result, error) {
 	var res pipeline.Result
+	deadline := time.Now().Add(s.cfg.RequestTimeout)
 	spec := r.URL.Query().Get("p")
 	if spec == "" {
 		return nil, res, statusErr(http.StatusBadRequest, errors.New("no chain: give it as ?p=SPEC, e.g. p=decode|grayscale|save"))
@@ -96,6 +98,9 @@ func (s *Server) process(w http.ResponseWriter, r *http.Request) (*pipeline.Plan
 	if err != nil {
 		return nil, res, err
 	}
+	// The upload counts in the request's time: a client that sends its body slowly holds a
+	// connection and a place, as one whose chain runs long does.
+	http.NewResponseController(w).SetReadDeadline(deadline) // unsupported (a test's recorder): none
 	body, err := readBody(w, r, s.cfg.MaxBody)
 	if err != nil {
 		return nil, res, bodyError(err)
@@ -103,7 +108,7 @@ func (s *Server) process(w http.ResponseWriter, r *http.Request) (*pipeline.Plan
 	if len(body) == 0 {
 		return nil, res, statusErr(http.StatusBadRequest, errors.New("no image in the body"))
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 	res, err = s.eng.Process(ctx, plan, pipeline.Input{Name: "request", Data: body})
 	if err != nil {

@@ -1,13 +1,18 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/imgpipe/imgpipe/engine"
 	"github.com/imgpipe/imgpipe/pipeline"
@@ -222,5 +227,27 @@ func TestHeaderJSON(t *testing.T) {
 	var back pipeline.ReportLine
 	if err := json.Unmarshal([]byte(h), &back); err != nil || back.Error != line.Error {
 		t.Fatalf("%q reads back as %+v: %v", h, back, err)
+	}
+}
+
+// TestSlowBody: a client that stops sending its body is answered 408 once the request's
+// time is up, on a real connection, rather than holding its place.
+func TestSlowBody(t *testing.T) {
+	s := newServer(t, Config{RequestTimeout: 300 * time.Millisecond})
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	conn, err := net.Dial("tcp", hs.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\npartial", processURL(thumb))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("%d, want 408", resp.StatusCode)
 	}
 }
