@@ -24,7 +24,7 @@ const (
 	// maxFileLines and maxFuncLines bound a non-test file anywhere and a function of the CLI.
 	maxFileLines = 600
 	maxFuncLines = 80
-	maxCLILines  = 2000
+	maxCLILines  = 2350
 )
 
 // pkg is one package of the module, as its non-test files for this platform make it.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/imgpipe/imgpipe/cudastage/sched"
@@ -28,8 +29,9 @@ const DefaultIdle = time.Minute
 // DefaultChains is how many chains may have a resident run at once (Config.Chains).
 const DefaultChains = 8
 
-// ErrBusy is returned by Process when Config.Queue requests are already admitted, or a
-// new chain would exceed Config.Chains: the caller should try again later.
+// ErrBusy is returned by Process when the queue is full (Config.Queue), the request's
+// chain holds its share of it, or a new chain would exceed Config.Chains while every
+// resident one holds requests: the caller should try again later.
 var ErrBusy = errors.New("engine: busy")
 
 // ErrClosed is returned by Process and Run once Close has begun.
@@ -47,9 +49,15 @@ type Config struct {
 	// 0 means DefaultDelay.
 	Delay time.Duration
 	// Queue bounds the requests admitted and not yet done, over every chain; past it
-	// Process returns ErrBusy. 0 means 64 per worker.
+	// Process returns ErrBusy. 0 means 64 per worker. So that a chain flooding the engine
+	// cannot starve the others, it is shared: a chain that holds no request is admitted
+	// while the queue has room, and one of k chains that hold some is refused past
+	// (Queue - kept)/k requests (at least 1), where kept, the places kept for chains that
+	// hold none, is Queue/Chains while fewer than Chains chains are resident, else 0.
 	Queue int
-	// Chains bounds the chains with a resident run; 0 means DefaultChains.
+	// Chains bounds the chains with a resident run; 0 means DefaultChains. At the bound, a
+	// new chain's request is admitted when a resident chain holds no request, whose run
+	// then ends; otherwise it is refused with ErrBusy.
 	Chains int
 	// Idle is how long a chain's resident run stays open without requests; 0 means
 	// DefaultIdle.
@@ -72,7 +80,13 @@ type Engine struct {
 	lanes   map[string]*lane
 	work    sync.WaitGroup // Process and Run calls in progress
 	lanesWG sync.WaitGroup // resident runs
-	admit   chan struct{}  // one token per admitted request
+	// held is the requests admitted and not yet done. It grows only under mu, where
+	// admission checks it, and shrinks wherever a request is done, so that a check made
+	// under mu can only be too strict.
+	held atomic.Int64
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Open opens the devices cfg.Exec names and returns an Engine ready for work. Under device
@@ -93,7 +107,7 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, devs: devs, lanes: map[string]*lane{}, admit: make(chan struct{}, cfg.Queue), device: "cpu"}
+	e := &Engine{cfg: cfg, devs: devs, lanes: map[string]*lane{}, device: "cpu"}
 	if len(devs.GPUs) > 0 {
 		if e.set, err = gpu.NewSet(devs.GPUs...); err != nil {
 			return nil, errors.Join(&folderrun.RunError{Err: err}, devs.Close())
@@ -108,30 +122,29 @@ func Open(cfg Config) (*Engine, error) {
 func (e *Engine) Device() string { return e.device }
 
 // Process runs plan on one input and returns its result, with the encoded output in
-// Result.Encoded when the chain saves. The input's own failure (a corrupt file, an image
-// over the pixel limit) is the result's Status and Err, not an error. The error is the
-// engine's: ErrBusy, ErrClosed, ctx's when it ended first (the result is then dropped when
-// it comes; other requests are not disturbed), or the failure of the device run the
-// request was in (a device fault). A plan whose chain reads arrays (load) or writes
-// nowhere but the report works as well.
+// Result.Encoded (and no Image: the bytes are the output) when the chain saves. The
+// input's own failure (a corrupt file, an image over the pixel limit) is the result's
+// Status and Err, not an error. The error is the engine's: ErrBusy, ErrClosed, ctx's when
+// it ended first (the result is then dropped when it comes; other requests are not
+// disturbed), or the failure of the resident run the request was in or waiting for (a
+// device fault; after a sticky one every later request fails so too, and Stats.Faults
+// counts them). A plan whose chain reads arrays (load) or writes nowhere but the report
+// works as well. The engine keeps neither the input nor the result once the request is
+// done.
 func (e *Engine) Process(ctx context.Context, plan *pipeline.Plan, in pipeline.Input) (pipeline.Result, error) {
 	if plan == nil {
 		return pipeline.Result{}, errors.New("engine: nil plan")
 	}
-	select {
-	case e.admit <- struct{}{}:
-	default:
-		e.stats.busy.Add(1)
-		return pipeline.Result{}, ErrBusy
+	if err := ctx.Err(); err != nil {
+		return pipeline.Result{}, err // a caller that left takes no place in the queue
 	}
-	l, err := e.lane(plan)
+	l, err := e.admit(plan)
 	if err != nil {
-		<-e.admit
 		return pipeline.Result{}, err
 	}
 	defer e.work.Done()
 	req := &request{ctx: ctx, in: in, out: make(chan outcome, 1), start: time.Now()}
-	l.queue <- req // never blocks: the queue holds as many as are admitted
+	l.queue <- req // never blocks: a lane's queue holds as many as the engine admits
 	select {
 	case o := <-req.out:
 		return o.res, o.err
@@ -168,21 +181,29 @@ func (e *Engine) Run(ctx context.Context, req folderrun.Request) (pipeline.Summa
 }
 
 // Close stops admitting work, waits for the requests and runs in progress, ends the
-// resident runs and closes the devices. Later calls return nil.
+// resident runs and closes the devices. Later calls wait for the first to end and return
+// nil.
 func (e *Engine) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	first := false
+	e.closeOnce.Do(func() { first, e.closeErr = true, e.close() })
+	if !first {
 		return nil
 	}
-	e.closed = true
-	e.mu.Unlock()
-	e.work.Wait()
+	return e.closeErr
+}
+
+// close is Close's work, done once. The lanes are told to stop before the requests are
+// waited for: a lane's last requests may sit in a partly filled device batch that goes
+// only when the lane ends its input (or after Config.Delay). A stopped lane still takes
+// the requests admitted before, since none can be admitted once closed is set.
+func (e *Engine) close() error {
 	e.mu.Lock()
+	e.closed = true
 	for _, l := range e.lanes {
-		close(l.stop)
+		l.halt()
 	}
 	e.mu.Unlock()
+	e.work.Wait()
 	e.lanesWG.Wait()
 	var errs []error
 	if e.set != nil {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,13 @@ type Stats struct {
 	OK, Failed, Errors uint64
 	// Busy counts the requests refused with ErrBusy.
 	Busy uint64
+	// Faults counts the resident runs that failed (a device fault), failing the requests
+	// they held.
+	Faults uint64
+	// DeviceError is the sticky device error (one after which a GPU is unusable, as
+	// cu.IsSticky says) that a resident run failed with, "" while there is none: once set,
+	// every request fails, and a service should report itself not ready.
+	DeviceError string
 	// Queued is the requests admitted and not yet done; Chains the chains with a resident
 	// run; Runs the folder runs in progress.
 	Queued, Chains, Runs int
@@ -53,11 +61,26 @@ type Histogram struct {
 type meter struct {
 	set                 *gpu.Set
 	ok, failed, errs    atomic.Uint64
-	busy                atomic.Uint64
+	busy, faults        atomic.Uint64
 	runs                atomic.Int64
 	deviceBusy          atomic.Int64 // nanoseconds
 	mu                  sync.Mutex
 	latency, batchSizes Histogram
+	deviceErr           string // Stats.DeviceError
+}
+
+// fault counts a resident run's failure, and keeps the first sticky device error.
+func (m *meter) fault(err error) {
+	m.faults.Add(1)
+	var sticky interface{ Sticky() bool }
+	if !errors.As(err, &sticky) || !sticky.Sticky() {
+		return
+	}
+	m.mu.Lock()
+	if m.deviceErr == "" {
+		m.deviceErr = err.Error()
+	}
+	m.mu.Unlock()
 }
 
 func newMeter(set *gpu.Set) *meter {
@@ -126,9 +149,9 @@ func (e *Engine) Stats() Stats {
 	}
 	e.mu.Unlock()
 	m.mu.Lock()
-	lat, bs := m.latency.clone(), m.batchSizes.clone()
+	lat, bs, devErr := m.latency.clone(), m.batchSizes.clone(), m.deviceErr
 	m.mu.Unlock()
 	return Stats{Device: e.device, OK: m.ok.Load(), Failed: m.failed.Load(), Errors: m.errs.Load(), Busy: m.busy.Load(),
-		Queued: len(e.admit), Chains: chains, Runs: int(m.runs.Load()), Latency: lat, BatchSizes: bs,
+		Faults: m.faults.Load(), DeviceError: devErr, Queued: int(e.held.Load()), Chains: chains, Runs: int(m.runs.Load()), Latency: lat, BatchSizes: bs,
 		DeviceBusy: time.Duration(m.deviceBusy.Load()), Memory: mem}
 }

@@ -17,7 +17,11 @@ func TestDecodeScaleCompile(t *testing.T) {
 		sizes   [][3]int // w, h, want denominator
 		wantErr string
 	}{
-		{spec: "decode | resize width=256", sizes: [][3]int{{4000, 3000, 1}}},
+		// The default shrinks on load when a resize follows, and only then; scale=1 never.
+		{spec: "decode | resize width=256", sizes: [][3]int{{4000, 3000, 8}, {300, 200, 1}}},
+		{spec: "decode scale=1 | resize width=256", sizes: [][3]int{{4000, 3000, 1}}},
+		{spec: "decode | grayscale | resize width=256", sizes: [][3]int{{4000, 3000, 1}}},
+		{spec: "decode", sizes: [][3]int{{4000, 3000, 1}}},
 		{spec: "decode scale=1/4 | grayscale", sizes: [][3]int{{4000, 3000, 4}, {10, 10, 4}}},
 		{spec: "decode scale=1/8 | resize width=256", sizes: [][3]int{{100, 100, 8}}},
 		{spec: "decode scale=auto | resize width=256 height=256 fit=inside", sizes: [][3]int{{4000, 3000, 8}, {3000, 4000, 8}, {1000, 700, 2}, {300, 200, 1}}},

@@ -247,6 +247,38 @@ func (e *Execution) SetText(name, s string) error {
 	return e.assign(name, val)
 }
 
+// Text returns the setting called name as SetText reads it back ("4", "true", "0,2"), so
+// that settings can be written into a job file; "" for a name that is no setting.
+func (e Execution) Text(name string) string {
+	switch name {
+	case "device":
+		return e.Device
+	case "gpu":
+		return string(e.GPU)
+	case "streams":
+		return strconv.Itoa(e.Streams)
+	case "batch":
+		return strconv.Itoa(e.Batch)
+	case "pinned_mb":
+		return strconv.Itoa(e.PinnedMB)
+	case "gpu_wait":
+		return strconv.FormatBool(e.GPUWait)
+	case "max_memory_mb":
+		return strconv.Itoa(e.MaxMemoryMB)
+	case "workers":
+		return strconv.Itoa(e.Workers)
+	case "on_error":
+		return e.OnError
+	case "resume":
+		return strconv.FormatBool(e.Resume)
+	case "trace":
+		return e.Trace
+	case "shard":
+		return e.Shard
+	}
+	return ""
+}
+
 func (e *Execution) assign(name string, v any) error {
 	switch name {
 	case "device":

@@ -175,3 +175,39 @@ func settingMax(t *testing.T, name string) int64 {
 	}
 	return int64(ps.Range.Max)
 }
+
+// TestExecutionText: every setting's Text reads back through SetText to the same value,
+// for the defaults and for a value of each set away from its default.
+func TestExecutionText(t *testing.T) {
+	changed := map[string]string{"device": "cuda", "gpu": "0,2,3", "streams": "5", "batch": "8", "pinned_mb": "64",
+		"gpu_wait": "true", "max_memory_mb": "512", "workers": "3", "on_error": "fail", "resume": "true", "trace": "t.json", "shard": "2/8"}
+	for _, ps := range ExecutionSettings() {
+		for _, start := range []string{"", changed[ps.Name]} {
+			e := DefaultExecution()
+			if start != "" {
+				if err := e.SetText(ps.Name, start); err != nil {
+					t.Fatalf("%s=%s: %v", ps.Name, start, err)
+				}
+			}
+			back := DefaultExecution()
+			if err := back.SetText(ps.Name, e.Text(ps.Name)); err != nil || back != e {
+				t.Errorf("%s: Text %q reads back as %+v (%v), want %+v", ps.Name, e.Text(ps.Name), back, err, e)
+			}
+		}
+		if changed[ps.Name] == "" {
+			t.Errorf("%s: no changed value in this test", ps.Name)
+		}
+	}
+	if got := DefaultExecution().Text("nope"); got != "" {
+		t.Errorf("Text(nope) = %q", got)
+	}
+}
+
+func ExampleExecution_Text() {
+	e := DefaultExecution()
+	if err := e.SetText("gpu", "0, 2"); err != nil {
+		panic(err)
+	}
+	fmt.Println(e.Text("gpu"), e.Text("streams"), e.Text("resume"))
+	// Output: 0,2 2 false
+}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -314,6 +315,9 @@ func unknownParam(d *StageDef, name string) error {
 	}
 	return fmt.Errorf("%s", msg)
 }
+
+// Given reports whether the parameter was written in the spec, not left at its default.
+func (p Params) Given(name string) bool { return slices.Contains(p.set, name) }
 
 func (p Params) get(name string) any {
 	v, ok := p.vals[name]

@@ -214,8 +214,9 @@ func stageError(name string, err error) string {
 }
 
 // bindDecodeScale is THE coupling of decode scale=auto with the resize right after it: the
-// decoder's scale becomes stages.AutoDCTScale of that resize, per image. scale=auto with
-// no resize there is an error at decode's position: there is nothing to take a size from.
+// decoder's scale becomes stages.AutoDCTScale of that resize, per image. Without a resize
+// there the default leaves the decoder at full size, and a scale=auto written out is an
+// error at decode's position: there is nothing to take a size from.
 func bindDecodeScale(plan *Plan, steps []Step) error {
 	if plan.Decode == nil || !plan.Decode.AutoScale {
 		return nil
@@ -227,6 +228,8 @@ func bindDecodeScale(plan *Plan, steps []Step) error {
 	switch {
 	case next.Def == nil && next.Err != nil:
 		return nil // an unknown stage, already reported: perhaps the resize
+	case (next.Def == nil || next.Def.Name != stageResize) && !steps[0].Params.Given("scale"):
+		return nil
 	case next.Def == nil || next.Def.Name != stageResize:
 		return errorAt(steps[0].Pos, "%s scale=%s needs a %s right after it", steps[0].Def.Name, scaleAuto, stageResize)
 	case next.Err != nil:

@@ -31,9 +31,11 @@ turbo where the library loads and go otherwise (saying once how to install it); 
 report names each input's decoder.
 scale=1/2, 1/4 or 1/8 decodes JPEG at that size (each side rounded up) through
 libjpeg-turbo's DCT scaling, which changes pixels: much less work for a thumbnail.
-scale=auto needs a resize right after decode, and takes the smallest scale that leaves
-the image at least the resize's own size with the same output size (never enlarging;
-see docs/geometry.md). Only libjpeg-turbo scales (turbo-cuda, below, as it does): JPEGs
+scale=auto, the default, shrinks on load when a resize follows right after decode, as
+libvips does: it takes the smallest scale that leaves the image at least the resize's own
+size with the same output size (never enlarging; see docs/geometry.md); without such a
+resize it decodes at full size (written out, scale=auto then is an error: it cannot
+apply). scale=1 always decodes at full size, for the resize of the full pixels. Only libjpeg-turbo scales (turbo-cuda, below, as it does): JPEGs
 that Go's decoder (backend=go, CMYK fallbacks) or nvJPEG take, and other formats, are
 decoded at full size.
 On a GPU run, backend=auto decodes a baseline JPEG (8-bit, Huffman-coded, gray or YCbCr
@@ -51,8 +53,8 @@ max_pixels applies to the full size. The report's decode_scale gives each input'
 			Help: "apply the JPEG EXIF orientation"},
 		{Name: "backend", Kind: Enum, Default: string(DecodeAuto), Values: decodeBackends(),
 			Help: "JPEG decoder: auto (turbo if it loads, else go; on a GPU run turbo-cuda, libjpeg-turbo's bytes on the GPU, then nvJPEG's engines), go (same pixels everywhere), turbo (libjpeg-turbo) or nvjpeg (every JPEG nvJPEG takes)"},
-		{Name: "scale", Kind: Enum, Default: "1", Values: decodeScales(),
-			Help: "JPEG DCT scale (libjpeg-turbo only; changes pixels): 1, 1/2, 1/4, 1/8, or auto from the resize that follows"},
+		{Name: "scale", Kind: Enum, Default: scaleAuto, Values: decodeScales(),
+			Help: "JPEG DCT scale (libjpeg-turbo only; changes pixels): auto (shrink on load from a resize right after decode, else full size), 1, 1/2, 1/4 or 1/8"},
 	},
 	NewDecoder: func(p Params) (*Decoder, error) {
 		backend := DecodeBackend(p.Str("backend"))

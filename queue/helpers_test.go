@@ -74,7 +74,13 @@ func writeImages(t testing.TB, dir string, n int) []string {
 // newJob makes a job over dir's images, as submit would, with its tasks.
 func newJob(t testing.TB, name, in, out string, s Settings) (*Job, []Task, *pipeline.Plan) {
 	t.Helper()
-	steps, err := pipeline.ParseSpec(testChain)
+	return newChainJob(t, testChain, name, in, out, s)
+}
+
+// newChainJob is newJob with another chain.
+func newChainJob(t testing.TB, chain, name, in, out string, s Settings) (*Job, []Task, *pipeline.Plan) {
+	t.Helper()
+	steps, err := pipeline.ParseSpec(chain)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -205,6 +205,10 @@ func publishTasks(ctx context.Context, js jetstream.JetStream, name string, task
 	return wait()
 }
 
+// errUnpublished is LoadJob's error for a job whose submit is still publishing its tasks,
+// or was interrupted.
+var errUnpublished = errors.New("its submit did not finish publishing the tasks; run the same submit again")
+
 // LoadJob returns the job stored under name, or ErrNoJob.
 func LoadJob(ctx context.Context, js jetstream.JetStream, name string) (*Job, error) {
 	if err := CheckName(name); err != nil {
@@ -232,7 +236,7 @@ func LoadJob(ctx context.Context, js jetstream.JetStream, name string) (*Job, er
 		return nil, fmt.Errorf("job %s: stored record has %d tasks, outside 0..%d", name, j.Tasks, MaxTasks)
 	}
 	if !j.Published {
-		return nil, fmt.Errorf("job %s: its submit did not finish publishing the tasks; run the same submit again", name)
+		return nil, fmt.Errorf("job %s: %w", name, errUnpublished)
 	}
 	return &j, nil
 }
@@ -266,5 +270,38 @@ func ListTasks(ctx context.Context, src pipeline.Source, store blobio.Store) ([]
 			t.Err = in.Err.Error()
 		}
 		tasks = append(tasks, t)
+	}
+}
+
+// AwaitJob loads job name, waiting for it to be submitted (workers may start first, as in
+// a Deployment) and telling notice once that it waits. With idle > 0 it gives up after
+// that long, with a notice, and returns nil and no error; it returns ctx's error when ctx
+// ends first.
+func AwaitJob(ctx context.Context, js jetstream.JetStream, name string, idle time.Duration, notice func(string)) (*Job, error) {
+	tell := func(format string, args ...any) {
+		if notice != nil {
+			notice(fmt.Sprintf(format, args...))
+		}
+	}
+	start := time.Now()
+	for told := false; ; told = true {
+		j, err := LoadJob(ctx, js, name)
+		switch {
+		case err == nil:
+			return j, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case !errors.Is(err, ErrNoJob):
+			return nil, err
+		case idle > 0 && time.Since(start) >= idle:
+			tell("job %s was not submitted within %v; exiting", name, idle)
+			return nil, nil
+		case !told:
+			tell("job %s is not submitted yet; waiting for it", name)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(DefaultPoll):
+		}
 	}
 }

@@ -3,7 +3,8 @@
 // path, size and modification time, never its pixels); Work pulls tasks and runs them
 // through the same engine as `imgpipe run` (pipeline.Run, with the queue as the source),
 // acknowledging a task only once its output is written and its report line is stored; Wait
-// gathers the report lines into one report in input order.
+// gathers the report lines into one report in input order. Serve is a worker of every job:
+// it runs each job with tasks on the queue through Work, on one engine.Engine opened once.
 //
 // Delivery is at least once: a task whose worker dies is delivered again after AckWait. The
 // outputs are still written exactly once in effect, because each write is atomic and

@@ -63,8 +63,8 @@ func Work(ctx context.Context, js jetstream.JetStream, j *Job, plan *pipeline.Pl
 	if wo.Poll <= 0 {
 		wo.Poll = DefaultPoll
 	}
-	if plan.String() != j.Pipeline {
-		return pipeline.Summary{}, WorkStats{}, fmt.Errorf("job %s: the chain compiles to %q, not the submitted %q (a different imgpipe version?)", j.Name, plan.String(), j.Pipeline)
+	if err := checkPlan(j, plan); err != nil {
+		return pipeline.Summary{}, WorkStats{}, fmt.Errorf("job %s: %w", j.Name, err)
 	}
 	cons, err := js.Consumer(ctx, TasksStream, j.Name)
 	if err != nil {
@@ -106,6 +106,15 @@ func Work(ctx context.Context, js jetstream.JetStream, j *Job, plan *pipeline.Pl
 		w.notice("queue: flushing acknowledgements: %v", ferr)
 	}
 	return sum, w.stats, err
+}
+
+// checkPlan checks that plan is job j's chain as it was submitted: a worker of another
+// imgpipe version may compile the same spec to another chain.
+func checkPlan(j *Job, plan *pipeline.Plan) error {
+	if plan.String() != j.Pipeline {
+		return fmt.Errorf("the chain compiles to %q, not the submitted %q (a different imgpipe version?)", plan.String(), j.Pipeline)
+	}
+	return nil
 }
 
 // worker is one Work call's state: the tasks in flight, by the run's input index.

@@ -63,7 +63,7 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&f.o.Trace, "trace", "", "write a Chrome trace-event timeline of the last timed run (one configuration only)")
 	pf.BoolVar(&f.json, "json", false, "one JSON line per configuration on stdout (peers' schema)")
 	pf.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the measurement to FILE, for 'go tool pprof'")
-	cmd.AddCommand(f.rawCmd(stdout, stderr), f.filesCmd(stdout, stderr), f.decodeCmd(stdout, stderr), f.copyCmd(stdout, stderr))
+	cmd.AddCommand(f.rawCmd(stdout, stderr), f.filesCmd(stdout, stderr), f.decodeCmd(stdout, stderr), f.copyCmd(stdout, stderr), f.serveCmd(stdout, stderr))
 	return cmd
 }
 
@@ -170,6 +170,35 @@ func (f *benchFlags) copyCmd(stdout, stderr io.Writer) *cobra.Command {
 			})
 		},
 	})
+}
+
+// serveCmd is `imgpipe bench serve`: the flags and the run are bench.ServeConfig's.
+func (f *benchFlags) serveCmd(stdout, stderr io.Writer) *cobra.Command {
+	var sc bench.ServeConfig
+	serve := withHelp("bench-serve", &cobra.Command{
+		Use:   "serve DIR [flags]",
+		Short: "Requests from concurrent clients: to an engine here, an 'imgpipe serve' (--url) or a peer (--get)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := f.options(cmd, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			if len(o.Streams) != 1 || len(o.Batch) != 1 {
+				return usageError("--streams, --batch: bench serve runs one configuration; give one value each")
+			}
+			sc.Dir, sc.Exec, sc.GPUs, sc.Text, sc.Notice = args[0], f.exec, gpus(true, ""), o.Text, o.Notice
+			sc.Exec.Streams, sc.Exec.Batch = o.Streams[0], o.Batch[0]
+			if f.json {
+				sc.JSON = stdout
+			}
+			_, err = bench.Serve(cmd.Context(), sc)
+			return benchError(cmd.Context(), err)
+		},
+	})
+	sc.Flags(serve.Flags())
+	settingFlags(serve, false, "workers", "pinned_mb")
+	return serve
 }
 
 // folderOptions is options for the modes over a folder: every file, unless --frames says

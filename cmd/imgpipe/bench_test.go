@@ -130,6 +130,17 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "copy", "--device", "cpu"}, "--device cpu"},
 		{[]string{"bench", "files", dir, "--pinned-mb", "-1", "--device", "cpu"}, "--pinned-mb"},
 		{[]string{"bench", "raw", "--device", "cpu", "--frames", "1", "--cpuprofile", filepath.Join(dir, "no", "such", "cpu.pprof")}, "--cpuprofile"},
+		{[]string{"bench", "serve"}, "accepts 1 arg"},
+		{[]string{"bench", "serve", dir, "--clients", "0", "--device", "cpu"}, "--clients 0"},
+		{[]string{"bench", "serve", dir, "--url", "http://a:1", "--get", "http://b:2/{name}"}, "--url and --get"},
+		{[]string{"bench", "serve", dir, "--get", "http://b:2/x"}, "no {name}"},
+		{[]string{"bench", "serve", dir, "--load", "0.5,2", "--device", "cpu"}, "--load 2"},
+		{[]string{"bench", "serve", dir, "--load", "half"}, "--load"},
+		{[]string{"bench", "serve", dir, "--streams", "1,2"}, "one configuration"},
+		{[]string{"bench", "serve", dir, "--duration", "0s", "--device", "cpu"}, "--duration"},
+		{[]string{"bench", "serve", dir, "--device", "cpu"}, "has no .jpg"},
+		{[]string{"bench", "serve", filepath.Join(dir, "missing"), "--device", "cpu"}, "photo folder"},
+		{[]string{"bench", "serve", dir, "--workers", "-1", "--device", "cpu"}, "--workers"},
 	}
 	for _, tt := range tests {
 		code, _, stderr := benchCLI(t, context.Background(), tt.args...)
@@ -140,7 +151,7 @@ func TestBenchUsageErrors(t *testing.T) {
 }
 
 func TestBenchHelpTeaches(t *testing.T) {
-	for _, mode := range []string{"raw", "files", "copy"} {
+	for _, mode := range []string{"raw", "files", "copy", "serve"} {
 		code, stdout, _ := benchCLI(t, context.Background(), "bench", mode, "--help")
 		if code != 0 || !strings.Contains(stdout, "imgpipe bench "+mode) {
 			t.Errorf("bench %s --help: exit %d, no example in\n%s", mode, code, stdout)
@@ -555,5 +566,47 @@ func TestBenchFilesFakeGPU(t *testing.T) {
 	b, err := os.ReadFile(trace)
 	if err != nil || !json.Valid(b) || !bytes.Contains(b, []byte(`"H2D"`)) {
 		t.Errorf("trace of a GPU folder run: %v, %d bytes, valid %v", err, len(b), json.Valid(b))
+	}
+}
+
+// TestBenchServeCPU: the flags reach bench.Serve, and --json is one object on stdout.
+func TestBenchServeCPU(t *testing.T) {
+	in := t.TempDir()
+	benchPhotoPNG(t, filepath.Join(in, "a.png"), 40, 30, 1)
+	benchPhotoPNG(t, filepath.Join(in, "sub", "b.png"), 20, 24, 2)
+	code, stdout, stderr := benchCLI(t, context.Background(), "bench", "serve", in, "--device", "cpu", "--workers", "2",
+		"--clients", "2", "--requests", "4", "--warm-requests", "1", "--json", "-p", "decode | resize width=8 height=8 fit=inside | save format=png")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	recs := records(t, stdout)
+	sat, _ := recs[0]["saturated"].(map[string]any)
+	if len(recs) != 1 || recs[0]["device"] != "cpu" || sat["ok"] != 4.0 || sat["clients"] != 2.0 {
+		t.Errorf("report %v", recs)
+	}
+	if !strings.Contains(stderr, "saturated (2 clients): 4 of 4 requests ok") {
+		t.Errorf("stderr: %s", stderr)
+	}
+}
+
+// TestBenchServeFakeGPU: in-process on a GPU, the report counts the engine's device batches.
+func TestBenchServeFakeGPU(t *testing.T) {
+	withDevice(t, fakeGPU(schedtest.FakeConfig{}), nil)
+	in := t.TempDir()
+	benchPhotoPNG(t, filepath.Join(in, "a.png"), 31, 17, 1)
+	benchPhotoPNG(t, filepath.Join(in, "b.png"), 20, 24, 2)
+	code, stdout, stderr := benchCLI(t, context.Background(), "bench", "serve", in, "--device", "cuda", "--streams", "1",
+		"--batch", "4", "--clients", "4", "--requests", "12", "--json", "-p", "decode | grayscale | save format=png")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	recs := records(t, stdout)
+	sat, _ := recs[0]["saturated"].(map[string]any)
+	batches, _ := sat["batches"].(map[string]any)
+	if recs[0]["device"] != "fake GPU" || sat["ok"] != 12.0 || batches == nil || !(batches["count"].(float64) >= 3) {
+		t.Errorf("report %v", recs[0])
+	}
+	if !strings.Contains(stderr, "device batches: ") {
+		t.Errorf("stderr: %s", stderr)
 	}
 }

@@ -101,7 +101,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		return usageError("%v (see 'imgpipe %s --help')", err, c.Name())
 	})
 	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout, stderr), newStagesCmd(stdout), newVersionCmd(stdout))
-	root.AddCommand(newDevicesCmd(stdout))
+	root.AddCommand(newDevicesCmd(stdout), newServeCmd(stdout, stderr))
 	root.AddCommand(newBenchCmd(stdout, stderr))
 	root.AddCommand(newSubmitCmd(stdout, stderr), newWorkerCmd(stderr), newWaitCmd(stderr), newReportCmd(stdout))
 	root.AddCommand(newManCmd(root, stdout))

@@ -162,6 +162,19 @@ func (p *progress) update(r *pipeline.Result) {
 	p.bar.Add(1)
 }
 
+// counts sets the counts to a remote job's (run --server), for the bar and the JSON lines.
+func (p *progress) counts(ok, failed, skipped int) {
+	p.mu.Lock()
+	p.ok, p.failed, p.skipped = ok, failed, skipped
+	p.mu.Unlock()
+	if p.bar != nil {
+		if p.total >= 0 {
+			p.bar.ChangeMax(p.total - skipped) // as update does: the bar counts this run's work
+		}
+		p.bar.Set(ok + failed)
+	}
+}
+
 // progressLine is one line of --progress json.
 type progressLine struct {
 	Done    int     `json:"done"`    // inputs finished: ok, failed and skipped

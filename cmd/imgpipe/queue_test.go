@@ -339,3 +339,36 @@ func TestShardInJob(t *testing.T) {
 		t.Errorf("validate with shard 3/3: exit %d, %s", code, stderr)
 	}
 }
+
+// TestQueueWorkerAnyJob: a worker without --name does every submitted job, each as a
+// named worker does it, and prints a summary line per job.
+func TestQueueWorkerAnyJob(t *testing.T) {
+	srv := queuetest.Start(t)
+	type job struct {
+		name, in, out string
+		tasks         int // the images and the corrupt file
+	}
+	jobs := []job{{"one", queueFolder(t, 6), t.TempDir(), 7}, {"two", queueFolder(t, 4), t.TempDir(), 5}}
+	for _, j := range jobs {
+		if code, _, stderr := cli(t, "submit", "-i", j.in, "-o", j.out, "-p", chain, "--queue", srv.URL(), "--name", j.name, "--retry-delay", "10ms", "-q"); code != 0 {
+			t.Fatalf("submit %s: exit %d, %s", j.name, code, stderr)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var so, se bytes.Buffer
+	if code := run(ctx, []string{"worker", "--queue", srv.URL(), "--exit-when-idle", "1s", "--device", "cpu"}, &so, &se); code != 0 {
+		t.Fatalf("worker: exit %d, %s", code, se.String())
+	}
+	for _, j := range jobs {
+		// The corrupt file is tried three times, submit's default.
+		if want := fmt.Sprintf(": job %s: %d tasks done, 2 retried, 0 handed back; processed ", j.name, j.tasks); !strings.Contains(se.String(), want) {
+			t.Errorf("worker's stderr %q lacks %q", se.String(), want)
+		}
+		report := filepath.Join(t.TempDir(), "r.jsonl")
+		if code, stderr := waitCLI(t, "--queue", srv.URL(), "--name", j.name, "--report", report, "-q"); code != 1 {
+			t.Fatalf("wait %s: exit %d, %s", j.name, code, stderr)
+		}
+		sameAsRun(t, j.in, j.out, report)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/blobio"
+	"github.com/imgpipe/imgpipe/engine"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 	"github.com/imgpipe/imgpipe/queue"
@@ -159,14 +160,14 @@ func newWorkerCmd(stderr io.Writer) *cobra.Command {
 	var idle time.Duration
 	var quiet bool
 	cmd := withHelp("worker", &cobra.Command{
-		Use:   "worker --queue nats://HOST:PORT --name NAME [flags]",
-		Short: "Process a submitted job's tasks from a NATS JetStream work queue",
+		Use:   "worker --queue nats://HOST:PORT [--name NAME] [flags]",
+		Short: "Process submitted jobs' tasks from a NATS JetStream work queue",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runWorker(cmd, &q, idle, quiet, stderr)
 		},
 	})
-	q.register(cmd, "the job's name, as submit printed it (required)")
+	q.register(cmd, "the job's name, as submit printed it (default: every submitted job, on one engine opened once)")
 	cmd.Flags().DurationVar(&idle, "exit-when-idle", 0, "exit once no task came for this long (0: never); set it above the job's --ack-wait")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no summary line")
 	settingFlags(cmd, false, workerSettings...)
@@ -179,16 +180,22 @@ func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool
 		return usageError("--exit-when-idle %v: want 0 or more", idle)
 	}
 	id := clientID()
-	nc, js, err := q.connect(id, true)
+	nc, js, err := q.connect(id, false)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	j, err := awaitJob(ctx, js, q.name, idle, stderr)
-	if err != nil {
-		return err
+	notice := func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
+	if q.name == "" {
+		return serveWorker(cmd, js, queue.WorkOptions{ID: id, IdleExit: idle, Notice: notice}, quiet, stderr)
 	}
-	if j == nil {
+	j, err := queue.AwaitJob(ctx, js, q.name, idle, notice)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return reported{code: exitInterrupted}
+	case err != nil:
+		return fatalError("%v", err)
+	case j == nil:
 		return nil // idle before the job came
 	}
 	plan, err := pipeline.CompileSpec(j.Pipeline)
@@ -199,7 +206,6 @@ func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool
 	if errs := setFlags(cmd, &exec); len(errs) > 0 {
 		return &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
 	}
-	notice := func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
 	var st *queue.WorkStats // set once the worker started
 	sum, err := folderrun.Run(ctx, folderrun.Request{Plan: plan, Input: j.Input, Output: j.Output, Exec: exec, GPUs: gpus(true, ""), Notice: notice,
 		Work: func(ctx context.Context, w folderrun.Work) (pipeline.Summary, error) {
@@ -219,30 +225,33 @@ func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool
 	return err
 }
 
-// awaitJob loads the job, waiting for it to be submitted (workers may start first, as in
-// a Deployment); with an idle limit it gives up after that long and returns nil.
-func awaitJob(ctx context.Context, js jetstream.JetStream, name string, idle time.Duration, stderr io.Writer) (*queue.Job, error) {
-	start := time.Now()
-	for told := false; ; told = true {
-		j, err := queue.LoadJob(ctx, js, name)
-		switch {
-		case err == nil:
-			return j, nil
-		case ctx.Err() != nil:
-			return nil, reported{code: exitInterrupted}
-		case !errors.Is(err, queue.ErrNoJob):
-			return nil, fatalError("%v", err)
-		case idle > 0 && time.Since(start) >= idle:
-			fmt.Fprintf(stderr, "imgpipe: job %s was not submitted within %v; exiting\n", name, idle)
-			return nil, nil
-		case !told:
-			fmt.Fprintf(stderr, "imgpipe: job %s is not submitted yet; waiting for it\n", name)
+// serveWorker serves every submitted job on one engine, its devices opened once with the
+// worker's settings (queue.Serve); each job's settings are its own with the worker's flags.
+func serveWorker(cmd *cobra.Command, js jetstream.JetStream, wo queue.WorkOptions, quiet bool, stderr io.Writer) error {
+	exec := pipeline.DefaultExecution()
+	if errs := setFlags(cmd, &exec); len(errs) > 0 {
+		return &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
+	}
+	eng, err := engine.Open(engine.Config{Exec: exec, GPUs: gpus(true, ""), Notice: wo.Notice})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	jobs, err := queue.Serve(cmd.Context(), js, eng, queue.ServeOptions{WorkOptions: wo, Exec: func(e *pipeline.Execution) error {
+		if errs := setFlags(cmd, e); len(errs) > 0 {
+			return pipeline.ErrorList(errs)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(queue.DefaultPoll):
+		return nil
+	}})
+	for _, j := range jobs {
+		if !quiet {
+			fmt.Fprintf(stderr, "imgpipe: worker %s: job %s: %d tasks done, %d retried, %d handed back; %s\n", wo.ID, j.Job, j.Done, j.Retried, j.Abandoned, summaryLine(j.Summary))
 		}
 	}
+	if err != nil {
+		return reported{code: exitInterrupted}
+	}
+	return nil
 }
 
 func newWaitCmd(stderr io.Writer) *cobra.Command {

@@ -24,6 +24,8 @@ type runFlags struct {
 	dryRun   bool
 	progress string
 	inputs   inputFlags
+	// server and tokenFile send the run to an imgpipe serve (runRemote).
+	server, tokenFile string
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -42,6 +44,8 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.BoolVarP(&f.dryRun, "dry-run", "n", false, "list every input with its output name (and what --resume would skip); write nothing")
 	fl.StringVar(&f.progress, "progress", progressAuto, "progress on stderr: auto (a bar on a terminal), json (one JSON line a second), none")
 	registerEnum(cmd, "progress", progressModes...)
+	fl.StringVar(&f.server, "server", "", "run on the 'imgpipe serve' at this URL, its paths absolute there")
+	fl.StringVar(&f.tokenFile, "token-file", "", "with --server: file holding the server's bearer token [$IMGPIPE_TOKEN]")
 	return cmd
 }
 
@@ -139,9 +143,12 @@ func moveReport(report, oldOut, newOut string) string {
 // runRun runs the job through folderrun, showing its progress, and prints what it did.
 func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Writer) error {
 	ctx := cmd.Context()
-	_, req, err := loadConfig(cmd, args, f, stderr)
+	j, req, err := loadConfig(cmd, args, f, stderr)
 	if err != nil {
 		return err
+	}
+	if f.server != "" {
+		return runRemote(ctx, j, f, stderr)
 	}
 	var p *folderrun.Prepared
 	var ui *progress

@@ -48,7 +48,8 @@ func TestDecodeScaleRun(t *testing.T) {
 		{"decode scale=auto | resize width=256 height=256 fit=inside | save", want{259, 195, "1/2"}, true},
 		// 200 wide: the derived height is 150 from the full size, 151 from 1/2's 259x195.
 		{"decode scale=auto | resize width=200 height=200 fit=inside | save", full, true},
-		{"decode | resize width=64 height=64 fit=inside | save", full, false},
+		{"decode scale=1 | resize width=64 height=64 fit=inside | save", full, false},
+		{"decode | resize width=64 height=64 fit=inside | save", want{65, 49, "1/8"}, true}, // auto is the default
 		{"decode backend=go scale=auto | resize width=64 height=64 fit=inside | save", full, false},
 	} {
 		cpuOut := map[string][]byte{}
@@ -77,8 +78,9 @@ func TestDecodeScaleRun(t *testing.T) {
 					t.Fatal(err)
 				}
 				// nvJPEG is warmed up only when backend=auto may send it every JPEG: with a
-				// scale or turbo-cuda, it is opened at the first JPEG that needs it.
-				if wantWarm := !withTurbo && !strings.Contains(tc.spec, "backend=") && !strings.Contains(tc.spec, "scale="); dev != nil && (dev.Calls()["WarmDecoder"] > 0) != wantWarm {
+				// scale (the default before a resize) or turbo-cuda, it is opened at the
+				// first JPEG that needs it.
+				if wantWarm := !withTurbo && !strings.Contains(tc.spec, "backend=") && plan.Decode.Scale == nil; dev != nil && (dev.Calls()["WarmDecoder"] > 0) != wantWarm {
 					t.Errorf("%d decoder warm-ups, want them: %v", dev.Calls()["WarmDecoder"], wantWarm)
 				}
 				if wantDev := map[bool]string{true: "cpu", false: "fake0"}[device == "cpu"]; sum.Device != wantDev {

@@ -33,3 +33,14 @@ execution: {workers: 4, on_error: fail}
 	// bad.yaml:4:19: blur: sigma=99 is out of range (0, 32]
 	// bad.yaml:5:13: execution: unknown key "devise" (did you mean "device"?)
 }
+
+func ExampleJob_Marshal() {
+	j, err := job.Parse("job.yaml", []byte("input: {dir: /photos}\npipeline: [decode, {save: {format: png}}]\noutput: {dir: /out}\n"))
+	if err != nil {
+		panic(err)
+	}
+	j.Exec.Workers = 4
+	fmt.Printf("%s\n", j.Marshal())
+	// Output:
+	// {"input":{"dir":"/photos"},"pipeline":"decode | save format=png","output":{"dir":"/out"},"execution":{"workers":"4"}}
+}
