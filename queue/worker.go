@@ -43,8 +43,8 @@ type WorkStats struct {
 	Done int
 	// Retried counts the failed tasks handed back for another attempt.
 	Retried int
-	// Abandoned counts the tasks handed back unfinished (interrupted, or a result that
-	// could not be stored).
+	// Abandoned counts the tasks handed back unfinished (interrupted, a result that could
+	// not be stored, or a fault of this machine: see handBack).
 	Abandoned int
 }
 
@@ -132,6 +132,7 @@ type worker struct {
 	next     int // the run's index of the next input handed out
 	stats    WorkStats
 	retryDue time.Time // when the last task handed back for a retry is offered again
+	faults   int       // tasks handed back in a row for faults of this machine (Done's own)
 	warned   atomic.Bool
 }
 
@@ -245,7 +246,7 @@ func (w *worker) accept(ctx context.Context, msg jetstream.Msg) (pipeline.Input,
 	e := &entry{msg: msg, task: t, attempt: int(meta.NumDelivered), retriable: true}
 	if e.attempt > w.job.Settings.Attempts {
 		line := pipeline.ReportLine{Input: t.Name, Status: pipeline.StatusFailed,
-			Error: fmt.Sprintf("queue: no worker finished it in %d attempts (each one died or went silent for %v on it)", w.job.Settings.Attempts, w.job.Settings.AckWait)}
+			Error: fmt.Sprintf("queue: no worker finished it in %d attempts (each one died, went silent for %v on it, or handed it back for a fault of its machine)", w.job.Settings.Attempts, w.job.Settings.AckWait)}
 		w.finish(e, line)
 		return pipeline.Input{}, false
 	}
@@ -303,6 +304,12 @@ func (w *worker) Done(ctx context.Context, r *pipeline.Result) error {
 	if e == nil {
 		return fmt.Errorf("queue: a result for input %d (%s) that no task gave", r.Index, r.Input)
 	}
+	if r.Status == pipeline.StatusFailed && blobio.MachineFault(r.Err) {
+		return w.handBack(e, r)
+	}
+	if r.Status == pipeline.StatusOK {
+		w.faults = 0
+	}
 	if r.Status == pipeline.StatusFailed && e.retriable && e.attempt < w.job.Settings.Attempts {
 		delay := time.Duration(e.attempt) * w.job.Settings.RetryDelay
 		e.msg.NakWithDelay(delay)
@@ -319,6 +326,30 @@ func (w *worker) Done(ctx context.Context, r *pipeline.Result) error {
 		line.Pipeline = w.job.Pipeline // as a run's report records it, for --resume
 	}
 	w.finish(e, line)
+	return nil
+}
+
+// maxMachineFaults is how many tasks in a row a worker hands back for faults of its own
+// machine before it stops: one such fault may be a single unreadable file, several in a row
+// say that this machine cannot do the job (a full or read-only disk, a store it may not
+// reach), and its tasks are better left to other workers.
+const maxMachineFaults = 3
+
+// handBack gives a task that failed for a fault of this machine (blobio.MachineFault: it
+// could not read the input or write the output) back to the queue at once, unfailed, so
+// that another worker does it; after maxMachineFaults in a row the worker stops with the
+// reason, handing back what it holds.
+func (w *worker) handBack(e *entry, r *pipeline.Result) error {
+	e.msg.Nak()
+	w.mu.Lock()
+	w.stats.Abandoned++
+	w.mu.Unlock()
+	w.faults++
+	n := w.faults
+	w.notice("queue: %s: handed back to the queue, for a fault of this machine, not of the input: %v", r.Input, r.Err)
+	if n >= maxMachineFaults {
+		return fmt.Errorf("queue: this worker handed back %d tasks in a row for faults of its machine (the last: %v); it stops, and other workers do them", n, r.Err)
+	}
 	return nil
 }
 

@@ -56,3 +56,10 @@ func (s *Server) Restart() {
 
 // URL is the server's address, nats://127.0.0.1:PORT.
 func (s *Server) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.port) }
+
+// Stop shuts the server down for good (clients see it gone), before the test's cleanup
+// would.
+func (s *Server) Stop() {
+	s.srv.Shutdown()
+	s.srv.WaitForShutdown()
+}
