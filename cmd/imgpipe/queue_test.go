@@ -219,6 +219,19 @@ func TestQueueCommandErrors(t *testing.T) {
 	}
 	report := filepath.Join(t.TempDir(), "r.jsonl")
 	dead := "nats://127.0.0.1:1"
+	// wait's report obeys the write rules of every route: a link there is refused, not
+	// written through onto what it points at.
+	victim := filepath.Join(t.TempDir(), "victim.txt")
+	write(t, filepath.Dir(victim), "victim.txt", []byte("keep"))
+	linked := filepath.Join(t.TempDir(), "linked.jsonl")
+	if err := os.Symlink(victim, linked); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if b, _ := os.ReadFile(victim); string(b) != "keep" {
+			t.Errorf("wait wrote through a link onto %s: %q", victim, b)
+		}
+	}()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -226,6 +239,7 @@ func TestQueueCommandErrors(t *testing.T) {
 		msg  string
 	}{
 		{"wait all ok", []string{"wait", "--queue", srv.URL(), "--name", name, "--report", report}, 0, "1 ok"},
+		{"wait report is a link", []string{"wait", "--queue", srv.URL(), "--name", name, "--report", linked}, 3, "link"},
 		{"wait without queue", []string{"wait", "--name", name}, 2, "--queue is required"},
 		{"wait without name", []string{"wait", "--queue", srv.URL()}, 2, "--name is required"},
 		{"wait bad name", []string{"wait", "--queue", srv.URL(), "--name", "a.b"}, 2, "job name"},

@@ -306,7 +306,7 @@ func runWait(ctx context.Context, q *queueFlags, report string, quiet bool, stde
 		report = strings.TrimSuffix(j.Output, "/") + "/" + folderrun.ReportName
 		err = blobio.WriteObject(ctx, j.Output, folderrun.ReportName, write)
 	} else {
-		err = stages.WriteFileAtomic(report, write)
+		err = folderrun.WriteFile(report, write)
 	}
 	if err != nil {
 		return fatalError("report %s: %v", report, err)
