@@ -1,6 +1,7 @@
 // Package blobio lets imgpipe's input and output folders be buckets of an object store,
-// named by URL through gocloud.dev/blob: s3://BUCKET?region=R, gs://BUCKET,
-// azblob://CONTAINER, file:///path (a local folder used as a bucket). A URL may hold a
+// named by URL through gocloud.dev/blob: file:///path (a local folder used as a bucket),
+// and, once their driver packages are imported (blobio/s3, blobio/gcs, blobio/azure),
+// s3://BUCKET?region=R, gs://BUCKET and azblob://CONTAINER. A URL may hold a
 // prefix parameter (s3://b?prefix=photos/) to work under a "folder" of the bucket. Workers
 // on different machines then read and write the same place. An object write is atomic by
 // nature: a reader sees the whole object or none.
@@ -60,6 +61,9 @@ func OpenStore(ctx context.Context, loc string) (Store, error) {
 }
 
 func openBucket(ctx context.Context, url string) (*blob.Bucket, error) {
+	if err := driverError(url); err != nil {
+		return nil, err
+	}
 	b, err := blob.OpenBucket(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", url, err)
