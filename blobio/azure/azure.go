@@ -5,4 +5,10 @@
 // The imgpipe command links it when built with -tags azure (or -tags cloud).
 package azure
 
-import _ "gocloud.dev/blob/azureblob" // registers azblob:// with blob.OpenBucket
+import (
+	_ "gocloud.dev/blob/azureblob" // the Go CDK's azblob:// driver
+
+	"github.com/imgpipe/imgpipe/blobio/cdk"
+)
+
+func init() { cdk.Register("azblob") }

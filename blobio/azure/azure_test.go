@@ -1,13 +1,14 @@
 package azure
 
 import (
+	"slices"
 	"testing"
 
-	"gocloud.dev/blob"
+	"github.com/imgpipe/imgpipe/blobio"
 )
 
 func TestRegistersScheme(t *testing.T) {
-	if !blob.DefaultURLMux().ValidBucketScheme("azblob") {
-		t.Fatal("importing the package does not register azblob://")
+	if !slices.Contains(blobio.Schemes(), "azblob") {
+		t.Fatalf("importing the package does not register azblob:// (schemes: %v)", blobio.Schemes())
 	}
 }

@@ -5,4 +5,10 @@
 // The imgpipe command links it when built with -tags gcs (or -tags cloud).
 package gcs
 
-import _ "gocloud.dev/blob/gcsblob" // registers gs:// with blob.OpenBucket
+import (
+	_ "gocloud.dev/blob/gcsblob" // the Go CDK's gs:// driver
+
+	"github.com/imgpipe/imgpipe/blobio/cdk"
+)
+
+func init() { cdk.Register("gs") }

@@ -1,13 +1,14 @@
 package gcs
 
 import (
+	"slices"
 	"testing"
 
-	"gocloud.dev/blob"
+	"github.com/imgpipe/imgpipe/blobio"
 )
 
 func TestRegistersScheme(t *testing.T) {
-	if !blob.DefaultURLMux().ValidBucketScheme("gs") {
-		t.Fatal("importing the package does not register gs://")
+	if !slices.Contains(blobio.Schemes(), "gs") {
+		t.Fatalf("importing the package does not register gs:// (schemes: %v)", blobio.Schemes())
 	}
 }

@@ -5,4 +5,10 @@
 // The imgpipe command links it when built with -tags s3 (or -tags cloud).
 package s3
 
-import _ "gocloud.dev/blob/s3blob" // registers s3:// with blob.OpenBucket
+import (
+	_ "gocloud.dev/blob/s3blob" // the Go CDK's s3:// driver
+
+	"github.com/imgpipe/imgpipe/blobio/cdk"
+)
+
+func init() { cdk.Register("s3") }

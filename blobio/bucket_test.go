@@ -2,6 +2,7 @@ package blobio
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,7 +42,7 @@ func TestMissingDriver(t *testing.T) {
 			}
 		}
 	}
-	if err := driverError("file:///tmp"); err != nil {
-		t.Errorf("file:// is built in, got %v", err)
+	if got := Schemes(); !slices.Equal(got, []string{"file"}) {
+		t.Errorf("Schemes() = %v, want only the built-in file", got)
 	}
 }
