@@ -262,7 +262,7 @@ func (src *bucketSource) list(ctx context.Context, rel string) (*level, error) {
 		if name == "" || strings.Contains(name, "/") {
 			continue // a "folder" marker object, or a key the delimiter did not split
 		}
-		if o.IsDir || src.sel.Takes(path.Join(rel, name)) {
+		if o.IsDir || (src.sel.Takes(path.Join(rel, name)) && src.sel.TakesInfo(o.Size, o.ModTime)) {
 			l.entries = append(l.entries, entry{name: name, dir: o.IsDir, size: o.Size, modTime: o.ModTime})
 		}
 	}
