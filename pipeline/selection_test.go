@@ -35,6 +35,14 @@ func TestSelectionTakes(t *testing.T) {
 		{Selection{Include: []string{"a/*.jpg"}}, "a/c/b.jpg", false},
 		{Selection{Include: []string{"/b.jpg"}}, "b.jpg", true}, // a leading '/' only anchors
 		{Selection{Include: []string{"/b.jpg"}}, "a/b.jpg", false},
+		// The README's table of examples.
+		{Selection{Include: []string{"*Storm*"}}, "2024/Storm_2.jpg", true},
+		{Selection{Include: []string{"*Storm*"}}, "Storm/calm.jpg", false},
+		{Selection{Include: []string{"raw/*.png"}}, "raw/deep/a.png", false},
+		{Selection{Include: []string{"raw/**"}}, "x/raw/a.png", false},
+		{Selection{Include: []string{"**/raw/**"}}, "raw/a.png", true},
+		{Selection{Include: []string{"**/raw/**"}}, "x/raw/deep/a.png", true},
+		{Selection{Include: []string{"**/raw/**"}}, "rawish/a.png", false},
 		{Selection{Include: []string{"raw/**"}}, "raw/x/y.png", true},
 		{Selection{Include: []string{"raw/**"}}, "cooked/y.png", false},
 		{Selection{Include: []string{"{a,b}/*.png"}}, "b/1.png", true},
