@@ -255,6 +255,7 @@ func TestMachineFault(t *testing.T) {
 		fmt.Errorf("save: %w", syscall.EROFS):  true,
 		missing:                                false,
 		errors.New("decode: not a png"):        false,
+		fmt.Errorf("put: %w: %w", ErrStoreFault, errors.New("deadline exceeded")): true,
 	} {
 		if got := MachineFault(err); got != want {
 			t.Errorf("MachineFault(%v) = %v, want %v", err, got, want)

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"gocloud.dev/gcerrors"
-
 	"github.com/imgpipe/imgpipe/fsguard"
 	"github.com/imgpipe/imgpipe/stages"
 )
@@ -84,17 +82,15 @@ func copyLocal(dir, name string, w io.Writer) (found bool, err error) {
 	return true, err
 }
 
+// ErrStoreFault is wrapped by a bucket driver's errors that are the store's or this
+// machine's, not the object's: the store does not answer in time, refuses this machine's
+// credentials, is out of room or fails inside.
+var ErrStoreFault = errors.New("the store failed")
+
 // MachineFault reports whether err, met reading an input or writing an output, is a fault
 // of the machine (or of its way to the store) rather than of the file: a local file
-// system's (fsguard.MachineFault), or a store that does not answer in time, refuses this
-// machine's credentials, is out of room or fails inside. Another worker may do the same task.
+// system's (fsguard.MachineFault), or a store's (ErrStoreFault). Another worker may do the
+// same task.
 func MachineFault(err error) bool {
-	if fsguard.MachineFault(err) {
-		return true
-	}
-	switch gcerrors.Code(err) {
-	case gcerrors.DeadlineExceeded, gcerrors.PermissionDenied, gcerrors.ResourceExhausted, gcerrors.Internal:
-		return true
-	}
-	return false
+	return fsguard.MachineFault(err) || errors.Is(err, ErrStoreFault)
 }

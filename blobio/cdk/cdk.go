@@ -31,10 +31,16 @@ func Register(scheme string) {
 
 type bucket struct{ b *blob.Bucket }
 
-// notExist makes a Go CDK "not found" error wrap fs.ErrNotExist, as blobio.Bucket says.
-func notExist(err error) error {
-	if gcerrors.Code(err) == gcerrors.NotFound {
+// classify makes a Go CDK error say what blobio.Bucket's errors say: "not found" wraps
+// fs.ErrNotExist, and a store that does not answer in time, refuses this machine's
+// credentials, is out of room or fails inside wraps blobio.ErrStoreFault (a machine's
+// fault: another worker may do the task).
+func classify(err error) error {
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
 		return fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+	case gcerrors.DeadlineExceeded, gcerrors.PermissionDenied, gcerrors.ResourceExhausted, gcerrors.Internal:
+		return fmt.Errorf("%w: %w", blobio.ErrStoreFault, err)
 	}
 	return err
 }
@@ -48,7 +54,7 @@ func (b bucket) List(ctx context.Context, prefix string) ([]blobio.Object, error
 			return out, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, classify(err)
 		}
 		out = append(out, blobio.Object{Key: o.Key, IsDir: o.IsDir, Size: o.Size, ModTime: o.ModTime})
 	}
@@ -57,7 +63,7 @@ func (b bucket) List(ctx context.Context, prefix string) ([]blobio.Object, error
 func (b bucket) NewReader(ctx context.Context, key string) (io.ReadCloser, int64, error) {
 	r, err := b.b.NewReader(ctx, key, nil)
 	if err != nil {
-		return nil, 0, notExist(err)
+		return nil, 0, classify(err)
 	}
 	return r, r.Size(), nil
 }
@@ -65,12 +71,15 @@ func (b bucket) NewReader(ctx context.Context, key string) (io.ReadCloser, int64
 func (b bucket) Attributes(ctx context.Context, key string) (blobio.Object, error) {
 	a, err := b.b.Attributes(ctx, key)
 	if err != nil {
-		return blobio.Object{}, notExist(err)
+		return blobio.Object{}, classify(err)
 	}
 	return blobio.Object{Size: a.Size, ModTime: a.ModTime}, nil
 }
 
-func (b bucket) Exists(ctx context.Context, key string) (bool, error) { return b.b.Exists(ctx, key) }
+func (b bucket) Exists(ctx context.Context, key string) (bool, error) {
+	ok, err := b.b.Exists(ctx, key)
+	return ok, classify(err)
+}
 
 // Put writes through a Go CDK writer: closing it commits the object; cancelling its
 // context before that abandons it, so no partial object is ever visible.
@@ -79,14 +88,14 @@ func (b bucket) Put(ctx context.Context, key string, write func(io.Writer) error
 	defer cancel()
 	w, err := b.b.NewWriter(wctx, key, nil)
 	if err != nil {
-		return err
+		return classify(err)
 	}
 	if err := write(w); err != nil {
 		cancel() // abandons the write
 		w.Close()
 		return err
 	}
-	return w.Close()
+	return classify(w.Close())
 }
 
 func (b bucket) Close() error { return b.b.Close() }

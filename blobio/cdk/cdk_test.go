@@ -3,6 +3,7 @@ package cdk
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"slices"
@@ -93,5 +94,27 @@ func TestRegister(t *testing.T) {
 	}
 	if _, err := blobio.OpenStore(ctx, "mem://?nosuchparam=1"); err == nil || !strings.Contains(err.Error(), "bucket mem://?nosuchparam=1") {
 		t.Errorf("bad mem:// URL: %v", err)
+	}
+}
+
+// TestClassify: a store's own failures become blobio's machine faults, a missing object
+// fs.ErrNotExist, anything else stays the object's.
+func TestClassify(t *testing.T) {
+	b := bucket{memblob.OpenBucket(nil)}
+	defer b.Close()
+	_, missing := b.b.NewReader(context.Background(), "none.png", nil)
+	for _, tc := range []struct {
+		name            string
+		err             error
+		missing, faults bool
+	}{
+		{"not found", missing, true, false},
+		{"store too slow", fmt.Errorf("list: %w", context.DeadlineExceeded), false, true},
+		{"other", errors.New("bad object"), false, false},
+	} {
+		err := classify(tc.err)
+		if errors.Is(err, fs.ErrNotExist) != tc.missing || blobio.MachineFault(err) != tc.faults {
+			t.Errorf("%s: %v: missing %v, machine fault %v", tc.name, err, errors.Is(err, fs.ErrNotExist), blobio.MachineFault(err))
+		}
 	}
 }
