@@ -1,6 +1,7 @@
 // Package blobio lets imgpipe's input and output folders be buckets of an object store,
-// named by URL through gocloud.dev/blob: s3://BUCKET?region=R, gs://BUCKET,
-// azblob://CONTAINER, file:///path (a local folder used as a bucket). A URL may hold a
+// named by URL: file:///path (a local folder used as a bucket), and, once their driver
+// packages are imported (blobio/s3, blobio/gcs, blobio/azure, through the Go CDK),
+// s3://BUCKET?region=R, gs://BUCKET and azblob://CONTAINER. A URL may hold a
 // prefix parameter (s3://b?prefix=photos/) to work under a "folder" of the bucket. Workers
 // on different machines then read and write the same place. An object write is atomic by
 // nature: a reader sees the whole object or none.
@@ -13,15 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
-
-	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
 
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/stages"
@@ -57,14 +56,6 @@ func OpenStore(ctx context.Context, loc string) (Store, error) {
 		return nil, err
 	}
 	return &bucketStore{b: b}, nil
-}
-
-func openBucket(ctx context.Context, url string) (*blob.Bucket, error) {
-	b, err := blob.OpenBucket(ctx, url)
-	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", url, err)
-	}
-	return b, nil
 }
 
 // Output opens loc, a folder path or a bucket URL, as the sink of a run's outputs; close
@@ -119,8 +110,8 @@ func CopyObject(ctx context.Context, loc, name string, w io.Writer) (found bool,
 		return false, err
 	}
 	defer b.Close()
-	r, err := b.NewReader(ctx, name, nil)
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	r, _, err := b.NewReader(ctx, name)
+	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
@@ -154,15 +145,15 @@ func (d dirStore) Stat(_ context.Context, name string) (int64, time.Time, error)
 
 func (dirStore) Close() error { return nil }
 
-type bucketStore struct{ b *blob.Bucket }
+type bucketStore struct{ b Bucket }
 
 func (s *bucketStore) Input(name string) pipeline.Input {
 	return pipeline.Input{Name: name, Open: func(ctx context.Context) (io.ReadCloser, int64, error) {
-		r, err := s.b.NewReader(ctx, name, nil)
+		r, size, err := s.b.NewReader(ctx, name)
 		if err != nil {
 			return nil, 0, objectError(err)
 		}
-		return r, r.Size(), nil
+		return r, size, nil
 	}}
 }
 
@@ -179,7 +170,7 @@ func (s *bucketStore) Close() error { return s.b.Close() }
 // objectError says what became of an object without the driver's long text when the
 // reason is a plain one.
 func objectError(err error) error {
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if errors.Is(err, fs.ErrNotExist) {
 		return errors.New("open: no such object")
 	}
 	return err
@@ -262,20 +253,16 @@ func (src *bucketSource) list(ctx context.Context, rel string) (*level, error) {
 		prefix = rel + "/"
 	}
 	l := &level{rel: rel}
-	it := src.s.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
-	for {
-		o, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	objs, err := src.s.b.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
 		name := strings.TrimSuffix(strings.TrimPrefix(o.Key, prefix), "/")
 		if name == "" || strings.Contains(name, "/") {
 			continue // a "folder" marker object, or a key the delimiter did not split
 		}
-		if o.IsDir || src.sel.Takes(path.Join(rel, name)) {
+		if o.IsDir || (src.sel.Takes(path.Join(rel, name)) && src.sel.TakesInfo(o.Size, o.ModTime)) {
 			l.entries = append(l.entries, entry{name: name, dir: o.IsDir, size: o.Size, modTime: o.ModTime})
 		}
 	}
@@ -297,7 +284,7 @@ func (src *bucketSource) list(ctx context.Context, rel string) (*level, error) {
 }
 
 // bucketSink writes each output as an object at its Result.Output key.
-type bucketSink struct{ b *blob.Bucket }
+type bucketSink struct{ b Bucket }
 
 func (s bucketSink) Write(ctx context.Context, r *pipeline.Result, enc *pipeline.Encoder) error {
 	m := r.Image
@@ -313,19 +300,7 @@ func (s bucketSink) Write(ctx context.Context, r *pipeline.Result, enc *pipeline
 
 func (bucketSink) Done(context.Context, *pipeline.Result) error { return nil }
 
-// put writes one object. Closing the writer commits it; an error before that (or a
-// cancelled ctx) abandons it, so no partial object is ever visible.
+// put writes one object whole, or none on an error or a cancelled ctx.
 func (s bucketSink) put(ctx context.Context, key string, write func(io.Writer) error) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := s.b.NewWriter(wctx, key, nil)
-	if err != nil {
-		return err
-	}
-	if err := write(w); err != nil {
-		cancel() // abandons the write
-		w.Close()
-		return err
-	}
-	return w.Close()
+	return s.b.Put(ctx, key, write)
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/imgpipe/imgpipe/pipeline"
 )
@@ -104,6 +105,17 @@ func TestBucketWalkIsFolderWalk(t *testing.T) {
 	}
 	if len(want) != 7 || !strings.Contains(want[4].Err, "already that of") {
 		t.Errorf("the folder walk is not what the test means: %+v", want)
+	}
+	// Selections pick the same inputs from both: by name at any depth, by size (the files
+	// hold their names), by age.
+	for _, sel := range []pipeline.Selection{
+		{Include: []string{"*.png"}}, {Exclude: []string{"a/*"}}, {MinSize: 6}, {MaxSize: 5},
+		{ModifiedBefore: time.Now().Add(-time.Hour)},
+	} {
+		want := walk(t, local.Source(filepath.Join(dir, "out"), sel), readFile)
+		if got := walk(t, bucket.Source("out", sel), readObject); !reflect.DeepEqual(got, want) {
+			t.Errorf("%+v: bucket walk:\n%+v\nfolder walk:\n%+v", sel, got, want)
+		}
 	}
 	for _, st := range []Store{local, bucket} {
 		size, _, err := st.Stat(ctx, "a/b.png")

@@ -73,6 +73,11 @@ func Files(paths []string, sel Selection) (Source, error) {
 		if !sel.Takes(rel) {
 			continue
 		}
+		if sel.ByInfo() {
+			if fi, err := os.Stat(paths[i]); err == nil && !sel.TakesInfo(fi.Size(), fi.ModTime()) {
+				continue // a file that cannot be read is kept, to fail when it is read
+			}
+		}
 		in := Input{Name: rel, Path: paths[i]}
 		if j, dup := first[a]; dup {
 			in.Err = fmt.Errorf("listed twice (also as %s, which is processed)", paths[j])

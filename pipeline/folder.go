@@ -158,6 +158,8 @@ func (s *folderSource) list(rel string) (*dirList, error) {
 		if err != nil {
 			// Selected as an image but unreadable as one: reported, never silently left out.
 			e.err = fmt.Errorf("walk: %w", err)
+		} else if !s.sel.TakesInfo(fi.Size(), fi.ModTime()) {
+			continue
 		} else {
 			e.size, e.modTime = fi.Size(), fi.ModTime()
 		}

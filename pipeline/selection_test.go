@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSelectionTakes(t *testing.T) {
@@ -21,7 +22,27 @@ func TestSelectionTakes(t *testing.T) {
 		{Selection{Exts: []string{"heic"}}, "x/y.heic", true},
 		{Selection{Include: []string{"**/*.jpg"}}, "a.jpg", true},
 		{Selection{Include: []string{"**/*.jpg"}}, "a/b/c.jpg", true},
-		{Selection{Include: []string{"*.jpg"}}, "a/b.jpg", false}, // * does not cross '/'
+		// Without '/', a pattern matches the base name at any depth (as rclone's).
+		{Selection{Include: []string{"*.jpg"}}, "a/b.jpg", true},
+		{Selection{Include: []string{"*.jpg"}}, "b.jpg", true},
+		{Selection{Exclude: []string{"*Storm*"}}, "2024/x/Storm_1.jpg", false},
+		{Selection{Exclude: []string{"*Storm*"}}, "Storm/calm.jpg", true}, // a folder's name is not the file's
+		{Selection{Include: []string{"b.jpg"}}, "a/b.jpg", true},
+		{Selection{Include: []string{"{a,b}.png"}}, "x/y/a.png", true},
+		// With '/', it matches the whole path from the root; '*' does not cross '/'.
+		{Selection{Include: []string{"a/*.jpg"}}, "a/b.jpg", true},
+		{Selection{Include: []string{"a/*.jpg"}}, "x/a/b.jpg", false},
+		{Selection{Include: []string{"a/*.jpg"}}, "a/c/b.jpg", false},
+		{Selection{Include: []string{"/b.jpg"}}, "b.jpg", true}, // a leading '/' only anchors
+		{Selection{Include: []string{"/b.jpg"}}, "a/b.jpg", false},
+		// The README's table of examples.
+		{Selection{Include: []string{"*Storm*"}}, "2024/Storm_2.jpg", true},
+		{Selection{Include: []string{"*Storm*"}}, "Storm/calm.jpg", false},
+		{Selection{Include: []string{"raw/*.png"}}, "raw/deep/a.png", false},
+		{Selection{Include: []string{"raw/**"}}, "x/raw/a.png", false},
+		{Selection{Include: []string{"**/raw/**"}}, "raw/a.png", true},
+		{Selection{Include: []string{"**/raw/**"}}, "x/raw/deep/a.png", true},
+		{Selection{Include: []string{"**/raw/**"}}, "rawish/a.png", false},
 		{Selection{Include: []string{"raw/**"}}, "raw/x/y.png", true},
 		{Selection{Include: []string{"raw/**"}}, "cooked/y.png", false},
 		{Selection{Include: []string{"{a,b}/*.png"}}, "b/1.png", true},
@@ -39,6 +60,34 @@ func TestSelectionTakes(t *testing.T) {
 	}
 }
 
+func TestSelectionTakesInfo(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		sel  Selection
+		size int64
+		mod  time.Time
+		want bool
+	}{
+		{Selection{}, 0, time.Time{}, true},
+		{Selection{MinSize: 100}, 100, t0, true},
+		{Selection{MinSize: 100}, 99, t0, false},
+		{Selection{MaxSize: 100}, 100, t0, true},
+		{Selection{MaxSize: 100}, 101, t0, false},
+		{Selection{ModifiedAfter: t0}, 1, t0.Add(time.Second), true},
+		{Selection{ModifiedAfter: t0}, 1, t0, false},
+		{Selection{ModifiedBefore: t0}, 1, t0.Add(-time.Second), true},
+		{Selection{ModifiedBefore: t0}, 1, t0.Add(time.Second), false},
+		{Selection{MinSize: 1, ModifiedBefore: t0}, 0, t0.Add(-time.Second), false},
+	} {
+		if got := tc.sel.TakesInfo(tc.size, tc.mod); got != tc.want {
+			t.Errorf("%+v.TakesInfo(%d, %v) = %v, want %v", tc.sel, tc.size, tc.mod, got, tc.want)
+		}
+		if tc.sel.ByInfo() != (tc.sel.MinSize != 0 || tc.sel.MaxSize != 0 || !tc.sel.ModifiedAfter.IsZero() || !tc.sel.ModifiedBefore.IsZero()) {
+			t.Errorf("%+v.ByInfo() = %v", tc.sel, tc.sel.ByInfo())
+		}
+	}
+}
+
 func TestSelectionCheckReportsEveryError(t *testing.T) {
 	err := Selection{Include: []string{"[a", "ok/**"}, Exclude: []string{""}, Exts: []string{"", "a/b", "jpg"}}.Check()
 	got := Errors(err)
@@ -49,6 +98,25 @@ func TestSelectionCheckReportsEveryError(t *testing.T) {
 	for i, w := range want {
 		if !strings.HasPrefix(got[i].Error(), w) {
 			t.Errorf("error %d = %v, want it to start with %s", i, got[i], w)
+		}
+	}
+}
+
+func TestSelectionCheckBounds(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		sel  Selection
+		want string // "" for no error
+	}{
+		{Selection{MinSize: 1, MaxSize: 1}, ""},
+		{Selection{MinSize: 2, MaxSize: 1}, "the minimum not over the maximum"},
+		{Selection{MinSize: -1}, "want sizes of 0 or more"},
+		{Selection{ModifiedAfter: t0, ModifiedBefore: t0.Add(time.Hour)}, ""},
+		{Selection{ModifiedAfter: t0, ModifiedBefore: t0}, "--max-age must be the longer"},
+	} {
+		err := tc.sel.Check()
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v.Check() = %v, want %q", tc.sel, err, tc.want)
 		}
 	}
 }
@@ -70,6 +138,8 @@ func TestFolderSelect(t *testing.T) {
 		{"include", Selection{Include: []string{"raw/**"}}, "raw/c.jpg>raw/c raw/deep/d.jpg>raw/deep/d"},
 		{"exclude", Selection{Exclude: []string{"raw/**", "*.png"}}, "a.jpg>a keep/e.tif>keep/e"},
 		{"ext not decodable", Selection{Exts: []string{"heic"}}, "f.heic>f"},
+		{"name at any depth", Selection{Include: []string{"*.jpg"}}, "a.jpg>a raw/c.jpg>raw/c raw/deep/d.jpg>raw/deep/d"},
+		{"no file that small", Selection{MaxSize: 1, Include: []string{"none"}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string

@@ -38,6 +38,12 @@ func selectionFolder(t *testing.T) string {
 
 func TestRunInputSelection(t *testing.T) {
 	in := selectionFolder(t)
+	old := time.Now().Add(-72 * time.Hour)
+	if err := os.Chtimes(filepath.Join(in, "b.jpg"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	patterns := filepath.Join(t.TempDir(), "exclude.txt")
+	write(t, filepath.Dir(patterns), "exclude.txt", []byte("# the raw ones\nraw/**\n\n"))
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -49,6 +55,14 @@ func TestRunInputSelection(t *testing.T) {
 		{"include twice", []string{"--include", "a.*", "--include", "**/d.png"}, "", []string{"a.png", "raw/deep/d.png"}},
 		{"exclude", []string{"--exclude", "raw/deep/**", "--exclude", "b.jpg"}, "", []string{"a.png", "raw/c.png"}},
 		{"ext", []string{"--ext", "jpg"}, "", []string{"b.png"}},
+		// As in rclone: a pattern without '/' matches the file name at any depth.
+		{"include name", []string{"--include", "*.png"}, "", []string{"a.png", "raw/c.png", "raw/deep/d.png"}},
+		{"exclude name", []string{"--exclude", "d.png"}, "", []string{"a.png", "b.png", "raw/c.png"}},
+		{"exclude-from", []string{"--exclude-from", patterns}, "", []string{"a.png", "b.png"}},
+		{"include-from", []string{"--include-from", patterns, "--include", "b.jpg"}, "", []string{"b.png", "raw/c.png", "raw/deep/d.png"}},
+		{"max-age", []string{"--max-age", "1d"}, "", []string{"a.png", "raw/c.png", "raw/deep/d.png"}},
+		{"min-age", []string{"--min-age", "2d"}, "", []string{"b.png"}},
+		{"min-size", []string{"--min-size", "1b", "--max-size", "1G"}, "", []string{"a.png", "b.png", "raw/c.png", "raw/deep/d.png"}},
 		{"single file", []string{"-i", filepath.Join(in, "raw/deep/d.png")}, "", []string{"d.png"}},
 		{"stdin list", []string{"-i", "-"}, filepath.Join(in, "raw/c.png") + "\n" + filepath.Join(in, "raw/deep/d.png") + "\n", []string{"c.png", "deep/d.png"}},
 	} {
@@ -84,6 +98,8 @@ func TestRunInputSelectionErrors(t *testing.T) {
 	}{
 		{"bad globs, all reported", []string{"--include", "[x", "--exclude", "{a"}, "", []string{`--include "[x"`, `--exclude "{a"`}},
 		{"bad ext", []string{"--ext", "a/b"}, "", []string{`--ext "a/b"`}},
+		{"bad filters, all reported", []string{"--min-size", "huge", "--max-age", "soon", "--include-from", "/nonexistent/p.txt", "--include", "[x"},
+			"", []string{`--min-size "huge"`, `--max-age "soon"`, "--include-from /nonexistent/p.txt", `--include "[x"`}},
 		{"empty stdin", []string{"-i", "-"}, "\n\n", []string{"-i -: no paths on stdin"}},
 		{"progress mode", []string{"--progress", "fancy"}, "", []string{`--progress "fancy": want one of auto, json, none`}},
 		{"env var", []string{"--workers", "1"}, "", nil}, // see below: the flag wins

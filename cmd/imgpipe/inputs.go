@@ -6,26 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/spf13/cobra"
-
 	"github.com/imgpipe/imgpipe/pipeline"
 )
-
-// inputFlags are run's input selection flags.
-type inputFlags struct {
-	include, exclude, ext []string
-}
-
-func (f *inputFlags) register(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.StringArrayVar(&f.include, "include", nil, "take only inputs whose relative path matches GLOB (repeatable; ** matches any folders)")
-	fl.StringArrayVar(&f.exclude, "exclude", nil, "drop inputs whose relative path matches GLOB (repeatable; wins over --include)")
-	fl.StringSliceVar(&f.ext, "ext", nil, "take only these extensions, e.g. jpg,png (default: every format decode reads)")
-}
-
-func (f *inputFlags) selection() pipeline.Selection {
-	return pipeline.Selection{Include: f.include, Exclude: f.exclude, Exts: f.ext}
-}
 
 // dryRun prints each input with the output it would get, and whether --resume would skip
 // it, on stdout, then a count on stderr; it writes nothing. src is the run's source (with

@@ -13,9 +13,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/imgpipe/imgpipe/cmd/imgpipe/internal/termbar"
 	"github.com/imgpipe/imgpipe/pipeline"
 )
 
@@ -38,7 +38,7 @@ const progressInterval = time.Second
 // failures to list after the run, and counts the inputs in flight for the interrupt notice.
 type progress struct {
 	w        io.Writer
-	bar      *progressbar.ProgressBar
+	bar      *termbar.Bar
 	failures []string
 
 	mu                   sync.Mutex // guards the counts, which the JSON ticker reads
@@ -64,15 +64,7 @@ func newProgress(stderr io.Writer, quiet bool, mode string, count func() int) *p
 			return p
 		}
 		p.total = count()
-		p.bar = progressbar.NewOptions(p.total,
-			progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("imgpipe"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("img"),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionClearOnFinish(),
-		)
+		p.bar = termbar.New(stderr, p.total, "imgpipe", "img")
 	}
 	return p
 }
@@ -153,10 +145,10 @@ func (p *progress) update(r *pipeline.Result) {
 	if p.bar == nil {
 		return
 	}
-	if r.Status == pipeline.StatusSkipped && p.bar.GetMax() > 0 {
+	if r.Status == pipeline.StatusSkipped {
 		// The bar counts this run's work only: a skipped input leaves the total, so the
 		// rate and the time left are those of the images really processed.
-		p.bar.ChangeMax(p.bar.GetMax() - 1)
+		p.bar.Drop(1)
 		return
 	}
 	p.bar.Add(1)
@@ -168,10 +160,11 @@ func (p *progress) counts(ok, failed, skipped int) {
 	p.ok, p.failed, p.skipped = ok, failed, skipped
 	p.mu.Unlock()
 	if p.bar != nil {
-		if p.total >= 0 {
-			p.bar.ChangeMax(p.total - skipped) // as update does: the bar counts this run's work
+		total := p.total
+		if total >= 0 {
+			total -= skipped // as update does: the bar counts this run's work
 		}
-		p.bar.Set(ok + failed)
+		p.bar.Set(ok+failed, total)
 	}
 }
 
@@ -229,7 +222,6 @@ func (p *progress) finish() {
 		p.writeLine(time.Now()) // the final counts, always
 	}
 	if p.bar != nil {
-		p.bar.Finish()
 		p.bar.Clear()
 	}
 }

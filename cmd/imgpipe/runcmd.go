@@ -8,9 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/imgpipe/imgpipe/cmd/imgpipe/internal/selectflags"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 	"github.com/imgpipe/imgpipe/pipeline/job"
@@ -23,7 +25,7 @@ type runFlags struct {
 	quiet    bool
 	dryRun   bool
 	progress string
-	inputs   inputFlags
+	inputs   selectflags.Flags
 	// server and tokenFile send the run to an imgpipe serve (runRemote).
 	server, tokenFile string
 }
@@ -57,7 +59,7 @@ func jobFlags(cmd *cobra.Command, f *runFlags) {
 	fl.StringP("output", "o", "", "output folder (created if missing) or bucket URL")
 	fl.StringVarP(&f.spec, "pipeline", "p", "", "the chain, e.g. 'decode | grayscale | save' (see 'imgpipe stages')")
 	fl.String("report", "", "JSON Lines report file (default OUT/"+folderrun.ReportName+")")
-	f.inputs.register(cmd)
+	f.inputs.Register(cmd.Flags())
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar, no summary line")
 }
 
@@ -93,7 +95,8 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 	if err := job.Complete(); err != nil {
 		errs = append(errs, pipeline.Errors(err)...)
 	}
-	sel := f.inputs.selection()
+	sel, err := f.inputs.Selection(time.Now())
+	errs = append(errs, pipeline.Errors(err)...)
 	if err := sel.Check(); err != nil {
 		errs = append(errs, pipeline.Errors(err)...)
 	}
