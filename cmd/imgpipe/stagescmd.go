@@ -41,7 +41,7 @@ func newStagesCmd(stdout io.Writer) *cobra.Command {
 			return nil
 		},
 	})
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stages and their parameters as a JSON schema")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stages and their parameters as JSON data (the registry's definitions, not a JSON Schema of job files)")
 	return cmd
 }
 
