@@ -47,7 +47,12 @@ func writeStagesJSON(w io.Writer, defs []*pipeline.StageDef) error {
 		}
 		out = append(out, s)
 	}
+	return writeJSON(w, out)
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return enc.Encode(v)
 }
