@@ -8,6 +8,8 @@ require (
 	github.com/disintegration/imaging v1.6.2
 	github.com/ebitengine/purego v0.11.3
 	github.com/reugn/go-streams v0.12.0
+	// Tests only: pipeline/job's tests validate the sample jobs against the job schema.
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	// Tests only: engine's tests check that Close leaves no goroutine.

@@ -13,7 +13,7 @@ import (
 	"github.com/imgpipe/imgpipe/stages/stagestest"
 )
 
-// invertDef is the README's "adding a pixel stage" recipe, done in a test: a definition
+// invertDef is docs/development.md's "adding a pixel stage" recipe, done in a test: a definition
 // (the second of the recipe's four files, pipeline/stage_invert.go, which registers itself;
 // here it joins a fresh registry, so that Builtin stays the builtin stages) over a CPU
 // reference (the first, here inline).

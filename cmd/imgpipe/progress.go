@@ -160,10 +160,11 @@ func (p *progress) counts(ok, failed, skipped int) {
 	p.ok, p.failed, p.skipped = ok, failed, skipped
 	p.mu.Unlock()
 	if p.bar != nil {
-		if p.total >= 0 {
-			p.bar.ChangeMax(p.total - skipped) // as update does: the bar counts this run's work
+		total := p.total
+		if total >= 0 {
+			total -= skipped // as update does: the bar counts this run's work
 		}
-		p.bar.Set(ok + failed)
+		p.bar.Set(ok+failed, total)
 	}
 }
 

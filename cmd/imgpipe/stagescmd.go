@@ -9,14 +9,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/pipeline"
+	"github.com/imgpipe/imgpipe/pipeline/job"
 )
 
 func newStagesCmd(stdout io.Writer) *cobra.Command {
-	var asJSON bool
+	var asJSON, asSchema bool
 	cmd := withHelp("stages", &cobra.Command{
 		Use:   "stages [STAGE...]",
 		Short: "List the stages with their parameters",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asSchema {
+				if len(args) > 0 || asJSON {
+					return usageError("--json-schema describes every stage: it takes no stage names and no --json")
+				}
+				return writeJSON(stdout, job.Schema(pipeline.Builtin))
+			}
 			defs := pipeline.Builtin.Stages()
 			if len(args) > 0 {
 				defs = defs[:0]
@@ -41,7 +48,8 @@ func newStagesCmd(stdout io.Writer) *cobra.Command {
 			return nil
 		},
 	})
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stages and their parameters as a JSON schema")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stages and their parameters as JSON data (the registry's definitions, not a JSON Schema of job files)")
+	cmd.Flags().BoolVar(&asSchema, "json-schema", false, "print a JSON Schema (draft 2020-12) of job files, generated from the stages and settings, for editors")
 	return cmd
 }
 

@@ -7,8 +7,8 @@ import (
 	"github.com/imgpipe/imgpipe/pipeline"
 )
 
-// stageSchema is one stage in `imgpipe stages --json`: the registry's definition as data,
-// for editors, UIs and job generators.
+// stageSchema is one stage in `imgpipe stages --json`: the registry's definition as data, for
+// editors, UIs and job generators. It is not a JSON Schema; `imgpipe validate` checks job files.
 type stageSchema struct {
 	Name string `json:"name"`
 	Kind string `json:"kind"` // source, pixel or sink
@@ -47,7 +47,12 @@ func writeStagesJSON(w io.Writer, defs []*pipeline.StageDef) error {
 		}
 		out = append(out, s)
 	}
+	return writeJSON(w, out)
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return enc.Encode(v)
 }

@@ -18,6 +18,12 @@ type Flags struct {
 	minSize, maxSize, maxAge, minAge                string
 }
 
+// Any reports whether any selection flag is set.
+func (f *Flags) Any() bool {
+	return len(f.include)+len(f.exclude)+len(f.includeFrom)+len(f.excludeFrom)+len(f.ext) > 0 ||
+		f.minSize+f.maxSize+f.maxAge+f.minAge != ""
+}
+
 // Register adds the selection flags to fs.
 func (f *Flags) Register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.include, "include", nil, "take only inputs matching `GLOB`: without '/' it matches the file name at any depth (*.jpg), with '/' the path from the input root (raw/**) (repeatable)")

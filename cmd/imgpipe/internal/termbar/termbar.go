@@ -57,6 +57,17 @@ func (b *Bar) Add(n int) {
 	}
 }
 
+// Set sets the items done and the total (-1 or 0 when unknown) to a count made elsewhere
+// (a server's), and redraws as Add does.
+func (b *Bar) Set(done, max int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.done, b.max = done, max
+	if t := b.now(); !b.drawn || t.Sub(b.hit) >= Interval || b.done == b.max {
+		b.draw(t)
+	}
+}
+
 // Drop takes n items out of the total: items that need no work, so that the rate and the
 // time left are those of the work. It does nothing to a bar of unknown total.
 func (b *Bar) Drop(n int) {
