@@ -93,12 +93,12 @@ func remoteOutcome(ctx context.Context, c *server.Client, rj server.Job, ui *pro
 			fmt.Fprintf(stderr, "imgpipe: the job's report: %v\n", err)
 		}
 		for _, l := range failed {
-			ui.failures = append(ui.failures, fmt.Sprintf("imgpipe: %s: %s", printable(l.Input), l.Error))
+			ui.failures = append(ui.failures, failure{l.Input, l.Error})
 		}
 		ui.printFailures()
 	}
 	if !quiet {
-		fmt.Fprintln(stderr, summaryLine(*rj.Summary))
+		printSummary(stderr, "", *rj.Summary)
 	}
 	// runOutcome says what an interrupted run's report holds; the exit code is the server's.
 	_ = runOutcome(*rj.Summary, nil, "", stderr)

@@ -23,6 +23,7 @@ import (
 type runFlags struct {
 	spec     string
 	quiet    bool
+	null     bool // -0: the list on stdin is NUL-separated
 	dryRun   bool
 	progress string
 	inputs   selectflags.Flags
@@ -44,7 +45,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	settingFlags(cmd, false)
 	fl := cmd.Flags()
 	fl.BoolVarP(&f.dryRun, "dry-run", "n", false, "list every input with its output name (and what --resume would skip); write nothing")
-	fl.StringVar(&f.progress, "progress", progressAuto, "progress on stderr: auto (a bar on a terminal), json (one JSON line a second), none")
+	fl.StringVar(&f.progress, "progress", progressAuto, "progress on stderr: auto (a bar on a terminal), json (every stderr line a JSON object: docs/progress-json.md), none")
 	registerEnum(cmd, "progress", progressModes...)
 	fl.StringVar(&f.server, "server", "", "run on the 'imgpipe serve' at this URL, its paths absolute there")
 	fl.StringVar(&f.tokenFile, "token-file", "", "with --server: file holding the server's bearer token [$IMGPIPE_TOKEN]")
@@ -59,6 +60,7 @@ func jobFlags(cmd *cobra.Command, f *runFlags) {
 	fl.StringP("output", "o", "", "output folder (created if missing) or bucket URL")
 	fl.StringVarP(&f.spec, "pipeline", "p", "", "the chain, e.g. 'decode | grayscale | save' (see 'imgpipe stages')")
 	fl.String("report", "", "JSON Lines report file (default OUT/"+folderrun.ReportName+")")
+	fl.BoolVarP(&f.null, "null", "0", false, "with -i -: each path on stdin ends with a NUL byte (find -print0), as xargs -0 reads them")
 	f.inputs.Register(cmd.Flags())
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar, no summary line")
 }
@@ -107,17 +109,18 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 		return nil, req, &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
 	}
 	req = jobRequest(job)
-	req.Plan, req.Selection, req.Stdin, req.Stdout = plan, sel, cmd.InOrStdin(), cmd.OutOrStdout()
-	req.GPUs, req.Notice = gpus(false, ""), func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
+	req.Plan, req.Selection, req.Stdin, req.Stdout, req.NullList = plan, sel, cmd.InOrStdin(), cmd.OutOrStdout(), f.null
+	pr := asPrinter(stderr)
+	req.GPUs, req.Notice = gpus(false, ""), pr.Warning
 	if !f.quiet {
-		req.Info = req.Notice
+		req.Info = pr.Notice
 	}
 	return job, req, nil
 }
 
 // jobRequest is the request of a job's folders, report and settings, its chain aside.
 func jobRequest(j *job.Job) folderrun.Request {
-	r := folderrun.Request{Input: j.InputDir, Output: j.OutputDir, Report: j.Report, Exec: j.Exec}
+	r := folderrun.Request{Plan: j.Plan, Input: j.InputDir, Output: j.OutputDir, Report: j.Report, Exec: j.Exec}
 	if j.File != "" {
 		r.Pos = j.PosOf
 	}
@@ -146,6 +149,7 @@ func moveReport(report, oldOut, newOut string) string {
 // runRun runs the job through folderrun, showing its progress, and prints what it did.
 func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Writer) error {
 	ctx := cmd.Context()
+	asPrinter(stderr).SetJSON(f.progress == progressJSON)
 	j, req, err := loadConfig(cmd, args, f, stderr)
 	if err != nil {
 		return err
@@ -182,10 +186,11 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 	}
 	ui.finish()
 	// What failed once the run was done (the report's rename, the trace) never hides what
-	// the run did: the failures and the summary are printed first.
+	// the run did: the failures and the summary are printed first. A run that did nothing
+	// has no summary: its error, or the notice that nothing was selected, says it all.
 	ui.printFailures()
-	if !f.quiet {
-		fmt.Fprintln(stderr, summaryLine(sum))
+	if !f.quiet && sum.Total() > 0 {
+		printSummary(stderr, "", sum)
 	}
 	return runOutcome(sum, err, p.ReportPath(), stderr)
 }
@@ -207,8 +212,19 @@ func runOutcome(sum pipeline.Summary, err error, report string, stderr io.Writer
 			fmt.Fprintf(stderr, "imgpipe: %v (on_error: fail)\n", err)
 		}
 		return reported{code: exitSomeFailed}
+	case sum.Total() == 0 && err == nil:
+		asPrinter(stderr).Warning(fmt.Sprintf("no input selected (the input holds no file the chain reads, or the selection flags took none): nothing was done (exit %d)", exitNoInputs))
+		return reported{code: exitNoInputs}
 	}
 	return nil
+}
+
+// printSummary prints a summary line, after prefix, for run, wait and worker alike: the
+// summary completed as a report's is (its megapixels per second), so that line and report
+// agree.
+func printSummary(stderr io.Writer, prefix string, s pipeline.Summary) {
+	s = s.Final()
+	asPrinter(stderr).Summary(prefix+summaryLine(s), s)
 }
 
 // summaryLine is the one-line summary printed on stderr.

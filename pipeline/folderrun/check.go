@@ -43,6 +43,9 @@ func CheckPaths(r Request) error {
 	if err := checkOutput(&r, fi); err != nil {
 		return err
 	}
+	if err := checkWrites(&r); err != nil {
+		return err
+	}
 	if r.ReportPath() == StdoutPath && r.Exec.Resume {
 		return badf("%s--resume reads the previous report, which --report - does not keep; name a report file", r.at("output.report"))
 	}
@@ -52,6 +55,20 @@ func CheckPaths(r Request) error {
 		}
 	}
 	return checkWriteTargets(&r, fi)
+}
+
+// checkWrites refuses what would silently do nothing: -0 without a list on stdin, and an
+// output folder for a chain that would write nothing into it (no save stage, and nothing
+// but statuses in its report; a report-only chain's folder holds its report).
+func checkWrites(r *Request) error {
+	switch {
+	case r.NullList && r.Input != StdinInput:
+		return badf("-0/--null reads a NUL-separated list of paths on stdin: it needs -i -")
+	case r.Plan != nil && r.Plan.Save == nil && r.Output != "" && !r.Plan.ReportOnly():
+		return badf("%sthe chain %q has no save stage, so nothing would be written into the output folder %s: end it with save, or drop -o and name --report FILE to only check the inputs",
+			r.at("output.dir"), r.Plan, r.Output)
+	}
+	return nil
 }
 
 // checkOutput checks a local output folder against the input folder (fi, nil when the

@@ -36,7 +36,10 @@ func openInputs(ctx context.Context, r *Request, sel pipeline.Selection) (*input
 	if r.Input == StdinInput {
 		var paths []string
 		var err error
-		if r.Stdin != nil {
+		switch {
+		case r.Stdin != nil && r.NullList:
+			paths, err = pipeline.ReadNullList(r.Stdin)
+		case r.Stdin != nil:
 			paths, err = pipeline.ReadFileList(r.Stdin)
 		}
 		if err != nil {

@@ -52,6 +52,9 @@ type Request struct {
 	Pos func(field string) pipeline.Pos
 	// Stdin holds the list of paths of StdinInput.
 	Stdin io.Reader
+	// NullList says the paths on Stdin are each ended by a NUL byte (find -print0), not a
+	// newline; it needs StdinInput.
+	NullList bool
 	// Stdout receives a report or trace sent to StdoutPath.
 	Stdout io.Writer
 	// GPUs says how the run opens its GPUs; the zero value uses the CUDA driver.
