@@ -134,18 +134,10 @@ func flagSuggestion(c *cobra.Command, err error) string {
 	return ""
 }
 
-// asPrinter is the printer of stderr (run makes it), or a text one on w.
-func asPrinter(w io.Writer) *printer.Printer {
-	if p, ok := w.(*printer.Printer); ok {
-		return p
-	}
-	return printer.New(w)
-}
-
 // printSpecErrors shows spec errors under the spec with a caret at each column; in JSON
 // mode each is an error object.
 func printSpecErrors(w io.Writer, spec string, err error) {
-	if pr := asPrinter(w); pr.JSON() {
+	if pr := printer.Of(w); pr.JSON() {
 		for _, e := range pipeline.Errors(err) {
 			pr.Error("bad pipeline spec: "+e.Error(), exitUsage)
 		}

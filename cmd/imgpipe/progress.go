@@ -55,7 +55,7 @@ type failure struct{ input, err string }
 // newProgress sets up the progress display for mode; count gives the number of inputs (a
 // cheap walk; -1 when unknown) and is only called when a display needs it.
 func newProgress(stderr io.Writer, quiet bool, mode string, count func() int) *progress {
-	p := &progress{w: asPrinter(stderr), total: -1, start: time.Now()}
+	p := &progress{w: printer.Of(stderr), total: -1, start: time.Now()}
 	switch mode {
 	case progressJSON:
 		p.total = count()

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/blobio"
+	"github.com/imgpipe/imgpipe/cmd/imgpipe/internal/printer"
 	"github.com/imgpipe/imgpipe/engine"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/folderrun"
@@ -94,6 +95,9 @@ func runSubmit(cmd *cobra.Command, args []string, f *runFlags, q *queueFlags, s 
 		return err
 	}
 	defer p.Close()
+	if j.Report == folderrun.NoReport {
+		return usageError("--report %s: wait writes the job's report; name a file or leave the default", folderrun.NoReport)
+	}
 	if p.Store() == nil {
 		return usageError("submit takes an input folder or bucket, not %s (workers find the inputs by their path inside it)", describeInput(j.InputDir))
 	}
@@ -185,7 +189,7 @@ func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool
 		return err
 	}
 	defer nc.Close()
-	notice := asPrinter(stderr).Warning
+	notice := printer.Of(stderr).Warning
 	if q.name == "" {
 		return serveWorker(cmd, js, queue.WorkOptions{ID: id, IdleExit: idle, Notice: notice}, quiet, stderr)
 	}

@@ -72,6 +72,8 @@ func remoteJob(j *job.Job, f *runFlags) error {
 		return usageError("--dry-run runs locally only, not with --server")
 	case j.InputDir == "-" || j.Report == "-" || j.Exec.Trace == "-":
 		return usageError("with --server, -i, --report and --trace name paths on the server, not '-'")
+	case f.name != "":
+		return usageError("--name is not part of a job file, so not sent with --server")
 	case f.inputs.Any():
 		return usageError("the selection flags (--include, --exclude, --ext, sizes and ages) are not part of a job file, so not sent with --server")
 	}

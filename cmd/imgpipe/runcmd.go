@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/imgpipe/imgpipe/cmd/imgpipe/internal/printer"
 	"github.com/imgpipe/imgpipe/cmd/imgpipe/internal/selectflags"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/folderrun"
@@ -23,7 +24,8 @@ import (
 type runFlags struct {
 	spec     string
 	quiet    bool
-	null     bool // -0: the list on stdin is NUL-separated
+	null     bool   // -0: the list on stdin is NUL-separated
+	name     string // --name: the outputs' name template
 	dryRun   bool
 	progress string
 	inputs   selectflags.Flags
@@ -44,6 +46,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	jobFlags(cmd, &f)
 	settingFlags(cmd, false)
 	fl := cmd.Flags()
+	fl.StringVar(&f.name, "name", "", "name outputs by `TEMPLATE`: {stem} (the input's name without extension) and {ext} (the format's), e.g. {stem}_256.{ext}")
 	fl.BoolVarP(&f.dryRun, "dry-run", "n", false, "list every input with its output name (and what --resume would skip); write nothing")
 	fl.StringVar(&f.progress, "progress", progressAuto, "progress on stderr: auto (a bar on a terminal), json (every stderr line a JSON object: docs/progress-json.md), none")
 	registerEnum(cmd, "progress", progressModes...)
@@ -59,7 +62,7 @@ func jobFlags(cmd *cobra.Command, f *runFlags) {
 	fl.StringP("input", "i", "", "input folder (walked recursively) or bucket URL, one image file, or - to read a list of paths from stdin")
 	fl.StringP("output", "o", "", "output folder (created if missing) or bucket URL")
 	fl.StringVarP(&f.spec, "pipeline", "p", "", "the chain, e.g. 'decode | grayscale | save' (see 'imgpipe stages')")
-	fl.String("report", "", "JSON Lines report file (default OUT/"+folderrun.ReportName+")")
+	fl.String("report", "", "JSON Lines report file (default OUT/"+folderrun.ReportName+"; - for stdout, "+folderrun.NoReport+" for none)")
 	fl.BoolVarP(&f.null, "null", "0", false, "with -i -: each path on stdin ends with a NUL byte (find -print0), as xargs -0 reads them")
 	f.inputs.Register(cmd.Flags())
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar, no summary line")
@@ -109,8 +112,8 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 		return nil, req, &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
 	}
 	req = jobRequest(job)
-	req.Plan, req.Selection, req.Stdin, req.Stdout, req.NullList = plan, sel, cmd.InOrStdin(), cmd.OutOrStdout(), f.null
-	pr := asPrinter(stderr)
+	req.Plan, req.Selection, req.Stdin, req.Stdout, req.NullList, req.Name = plan, sel, cmd.InOrStdin(), cmd.OutOrStdout(), f.null, f.name
+	pr := printer.Of(stderr)
 	req.GPUs, req.Notice = gpus(false, ""), pr.Warning
 	if !f.quiet {
 		req.Info = pr.Notice
@@ -149,7 +152,7 @@ func moveReport(report, oldOut, newOut string) string {
 // runRun runs the job through folderrun, showing its progress, and prints what it did.
 func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Writer) error {
 	ctx := cmd.Context()
-	asPrinter(stderr).SetJSON(f.progress == progressJSON)
+	printer.Of(stderr).SetJSON(f.progress == progressJSON)
 	j, req, err := loadConfig(cmd, args, f, stderr)
 	if err != nil {
 		return err
@@ -213,7 +216,7 @@ func runOutcome(sum pipeline.Summary, err error, report string, stderr io.Writer
 		}
 		return reported{code: exitSomeFailed}
 	case sum.Total() == 0 && err == nil:
-		asPrinter(stderr).Warning(fmt.Sprintf("no input selected (the input holds no file the chain reads, or the selection flags took none): nothing was done (exit %d)", exitNoInputs))
+		printer.Of(stderr).Warning(fmt.Sprintf("no input selected (the input holds no file the chain reads, or the selection flags took none): nothing was done (exit %d)", exitNoInputs))
 		return reported{code: exitNoInputs}
 	}
 	return nil
@@ -224,7 +227,7 @@ func runOutcome(sum pipeline.Summary, err error, report string, stderr io.Writer
 // agree.
 func printSummary(stderr io.Writer, prefix string, s pipeline.Summary) {
 	s = s.Final()
-	asPrinter(stderr).Summary(prefix+summaryLine(s), s)
+	printer.Of(stderr).Summary(prefix+summaryLine(s), s)
 }
 
 // summaryLine is the one-line summary printed on stderr.

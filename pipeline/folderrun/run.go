@@ -36,6 +36,9 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	if r.Stdout == nil {
 		r.Stdout = os.Stdout
 	}
+	if err := namedOutput(&r); err != nil {
+		return nil, err
+	}
 	if r.Work == nil { // the queue's submit checked the paths the workers share
 		if err := r.Selection.Check(); err != nil {
 			return nil, &RequestError{Err: err}
@@ -231,12 +234,15 @@ func (p *Prepared) open(ctx context.Context, opt *pipeline.Options) (_ *session,
 		}
 		s.undo = append(s.undo, lock.Unlock)
 	}
-	local := s.report != StdoutPath && !s.toBucket
+	local := s.report != StdoutPath && s.report != NoReport && !s.toBucket
 	if local {
 		p.removeTemps(s.report)
 	}
 	s.undo = append(s.undo, pipeline.SetGoMemoryLimit(opt.MemoryBudget))
 	opt.Report = r.Stdout
+	if s.report == NoReport {
+		opt.Report = io.Discard
+	}
 	var prev []string // resume needs a report file or object (CheckPaths): the journal's for a file
 	if local {
 		if err := os.MkdirAll(filepath.Dir(s.report), 0o755); err != nil {
@@ -269,7 +275,7 @@ func lockDir(outDir, report string) string {
 	switch {
 	case outDir != "" && !blobio.IsURL(outDir):
 		return outDir
-	case report != StdoutPath && !blobio.IsURL(report):
+	case report != StdoutPath && report != NoReport && !blobio.IsURL(report):
 		return filepath.Dir(report)
 	}
 	return ""

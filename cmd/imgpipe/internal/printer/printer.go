@@ -39,6 +39,14 @@ type Printer struct {
 // New returns a text Printer on w.
 func New(w io.Writer) *Printer { return &Printer{w: w} }
 
+// Of is w when it is a Printer (the command's stderr), or a text Printer on w.
+func Of(w io.Writer) *Printer {
+	if p, ok := w.(*Printer); ok {
+		return p
+	}
+	return New(w)
+}
+
 // SetJSON switches the printer to JSON Lines (--progress json) or back to text.
 func (p *Printer) SetJSON(on bool) {
 	p.mu.Lock()
