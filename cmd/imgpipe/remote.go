@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 	"github.com/imgpipe/imgpipe/pipeline/job"
 	"github.com/imgpipe/imgpipe/server"
 )
@@ -70,8 +71,8 @@ func remoteJob(j *job.Job, f *runFlags) error {
 	switch {
 	case f.dryRun:
 		return usageError("--dry-run runs locally only, not with --server")
-	case j.InputDir == "-" || j.Report == "-" || j.Exec.Trace == "-":
-		return usageError("with --server, -i, --report and --trace name paths on the server, not '-'")
+	case j.InputDir == "-" || j.Report == "-" || j.Exec.Trace == "-" || j.Report == folderrun.NoReport:
+		return usageError("with --server, -i, --report and --trace name paths on the server, not '-' (nor --report %s)", folderrun.NoReport)
 	case f.name != "":
 		return usageError("--name is not part of a job file, so not sent with --server")
 	case f.inputs.Any():

@@ -226,8 +226,7 @@ func runOutcome(sum pipeline.Summary, err error, report string, stderr io.Writer
 // summary completed as a report's is (its megapixels per second), so that line and report
 // agree.
 func printSummary(stderr io.Writer, prefix string, s pipeline.Summary) {
-	s = s.Final()
-	printer.Of(stderr).Summary(prefix+summaryLine(s), s)
+	printer.Of(stderr).Summary(prefix+summaryLine(s.Final()), s.Final())
 }
 
 // summaryLine is the one-line summary printed on stderr.

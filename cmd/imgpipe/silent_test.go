@@ -142,6 +142,8 @@ func TestMessages(t *testing.T) {
 		{"include", []string{"run", "-i", in, "-o", out, "-p", "decode | save", "--incldue", "a"}, "did you mean --include?"},
 		{"nothing near", []string{"run", "-i", in, "-o", out, "-p", "decode | save", "--zzzzzzzz"}, "unknown flag: --zzzzzzzz (see"},
 		{"wait", []string{"wait", "--nme", "x"}, "did you mean --name?"},
+		{"no report with --server", []string{"run", "-i", in, "-o", out, "-p", "decode | save", "--report", "none", "--server", "http://127.0.0.1:9"}, "not '-' (nor --report none)"},
+		{"no report with submit", []string{"submit", "-i", in, "-o", out, "-p", "decode | save", "--report", "none", "--queue", "nats://127.0.0.1:9"}, "--report none: wait writes the job's report"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := cli(t, tc.args...)
