@@ -69,6 +69,22 @@ func TestOutputNaming(t *testing.T) {
 	}
 }
 
+// TestNamedOutputTemps: a run to a named file removes what a killed run left of that file,
+// and does not walk the folder that holds it.
+func TestNamedOutputTemps(t *testing.T) {
+	in := selectionFolder(t)
+	out := t.TempDir()
+	write(t, out, ".t.png.tmp123", []byte("x"))
+	write(t, out, "sub/.o.png.tmp7", []byte("x"))
+	code, _, stderr := cli(t, "run", "-i", filepath.Join(in, "a.png"), "-o", filepath.Join(out, "t.png"), "-p", "decode | save")
+	if code != exitOK || !strings.Contains(stderr, "removed 1 temporary files") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "sub/.o.png.tmp7")); err != nil {
+		t.Errorf("another folder's temporary file: %v", err)
+	}
+}
+
 // TestSummaryFromOneFunction: a merged summary (wait's) gets its megapixels per second
 // as its report does, so that the line and the report agree.
 func TestSummaryFromOneFunction(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
@@ -284,11 +285,15 @@ func lockDir(outDir, report string) string {
 // removeTemps removes the temporary files a killed run left under the output folder and
 // beside the report, saying what it did.
 func (p *Prepared) removeTemps(report string) {
-	outDir := p.req.Output
+	outDir, files := p.req.Output, []string{report}
 	if blobio.IsURL(outDir) {
 		outDir = ""
 	}
-	if n, err := removeTemps(outDir, report); err != nil {
+	if p.req.named { // one named file: its temporaries, not a walk of the folder that holds it (often the working one)
+		files = append(files, filepath.Join(outDir, strings.Replace(p.req.Name, pipeline.NameExt, p.req.Plan.Save.Ext, 1)))
+		outDir = ""
+	}
+	if n, err := removeTemps(outDir, files...); err != nil {
 		p.req.notice("removing temporary files a previous run left: %v", err)
 	} else if n > 0 {
 		p.req.info("removed %d temporary files a previous run left (it was killed mid-write)", n)
