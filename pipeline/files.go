@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -26,17 +27,34 @@ const maxListLine = 64 << 10
 
 // ReadFileList reads a list of file paths, one a line, as `imgpipe run -i -` takes them on
 // stdin: a trailing '\r' is dropped (lists made on Windows), empty lines are skipped, and
-// nothing else is interpreted (spaces and quotes are part of the name). A list of more
+// nothing else is interpreted (spaces and quotes are part of the name). A line holding a
+// NUL byte is an error: such a list (find -print0) is read by ReadNullList. A list of more
 // than MaxListedFiles lines or MaxFileListBytes bytes is an error, found as it is read.
-func ReadFileList(r io.Reader) ([]string, error) {
+func ReadFileList(r io.Reader) ([]string, error) { return readList(r, false) }
+
+// ReadNullList reads a list of file paths each ended by a NUL byte, as `find -print0` writes
+// them and `xargs -0` reads them (`imgpipe run -i - -0`): a name is taken byte for byte,
+// newlines included; empty names are skipped. Its bounds are ReadFileList's.
+func ReadNullList(r io.Reader) ([]string, error) { return readList(r, true) }
+
+func readList(r io.Reader, null bool) ([]string, error) {
 	sc := bufio.NewScanner(fsguard.Bounded(r, MaxFileListBytes))
 	sc.Buffer(make([]byte, 4096), maxListLine)
+	if null {
+		sc.Split(splitNull)
+	}
 	var paths []string
 	for n := 1; sc.Scan(); n++ {
 		if n > MaxListedFiles {
 			return nil, fmt.Errorf("file list: more than %d lines", MaxListedFiles)
 		}
-		line := strings.TrimSuffix(sc.Text(), "\r")
+		line := sc.Text()
+		if !null {
+			line = strings.TrimSuffix(line, "\r")
+			if strings.IndexByte(line, 0) >= 0 {
+				return nil, fmt.Errorf("file list: line %d holds a NUL byte: for a NUL-separated list (find -print0) give -0/--null", n)
+			}
+		}
 		if line == "" {
 			continue
 		}
@@ -46,6 +64,17 @@ func ReadFileList(r io.Reader) ([]string, error) {
 		return nil, fmt.Errorf("file list: %w", err)
 	}
 	return paths, nil
+}
+
+// splitNull is a bufio.SplitFunc that cuts at NUL bytes; a last name without one counts.
+func splitNull(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }
 
 // Files returns a source of the listed files (a single file given as -i, or a list read

@@ -78,6 +78,17 @@ type ParamSpec struct {
 	Values []string
 	// Help is a one-line description.
 	Help string
+	// AppliesIf, when set, are the conditions (all of them) under which the parameter has
+	// an effect; given explicitly where one fails, it is an error naming it, since the
+	// stage would silently ignore it (save quality=80 with format=png).
+	AppliesIf []ParamIf
+}
+
+// ParamIf is a condition on another parameter of the same stage: its value, as a spec
+// writes it, is one of Values.
+type ParamIf struct {
+	Param  string
+	Values []string
 }
 
 // check reports whether the spec is self-consistent, default included.
@@ -287,7 +298,33 @@ func NewParams(d *StageDef, args map[string]any) (Params, error) {
 		p.vals[name] = v
 	}
 	p.fixSet(args)
+	if len(errs) == 0 {
+		for _, name := range p.set {
+			if err := p.applies(name); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	return p, joinErrors(errs)
+}
+
+// applies says why the parameter name, given explicitly, has no effect with the values of
+// the others (its ParamSpec.AppliesIf), or returns nil when it has one.
+func (p Params) applies(name string) error {
+	ps := p.def.Param(name)
+	for _, c := range ps.AppliesIf {
+		v := p.def.Param(c.Param).format(p.vals[c.Param])
+		if slices.Contains(c.Values, v) {
+			continue
+		}
+		how := "the default "
+		if slices.Contains(p.set, c.Param) {
+			how = ""
+		}
+		return fmt.Errorf("%s: %s=%s has no effect with %s%s=%s (it applies to %s=%s only); drop it",
+			p.def.Name, name, ps.format(p.vals[name]), how, c.Param, v, c.Param, strings.Join(c.Values, "|"))
+	}
+	return nil
 }
 
 // fixSet records which parameters were given, in definition order.

@@ -288,6 +288,20 @@ func (p *Plan) HasHistogram() bool {
 	return false
 }
 
+// ReportOnly reports whether the chain saves nothing but puts values in the report: a
+// histogram, or an array stage's reduction (sum, min, max). Its report is its output.
+func (p *Plan) ReportOnly() bool {
+	if p.Save != nil {
+		return false
+	}
+	for _, s := range p.Steps {
+		if s.Def.Histogram || s.Def.Reduces {
+			return true
+		}
+	}
+	return false
+}
+
 // bindOp binds a pixel step with a GPU kernel into the scheduler's op: its name, canonical
 // text, output shape, histogram flag, bound CPU function and launch arguments. Everything
 // the device layers know of a stage comes from here.

@@ -261,6 +261,13 @@ func (d *StageDef) check() error {
 			return fmt.Errorf("stage %s: %w", d.Name, err)
 		}
 	}
+	for _, ps := range d.Params {
+		for _, c := range ps.AppliesIf {
+			if on := d.Param(c.Param); on == nil || on == d.Param(ps.Name) || len(c.Values) == 0 {
+				return fmt.Errorf("stage %s: parameter %s applies if %s, which is not another parameter with values", d.Name, ps.Name, c.Param)
+			}
+		}
+	}
 	return nil
 }
 

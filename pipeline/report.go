@@ -153,6 +153,16 @@ type Summary struct {
 // Total is the number of inputs reported.
 func (s Summary) Total() int { return s.OK + s.Failed + s.Skipped }
 
+// Final is the summary as a report's summary line holds it: its megapixels per second
+// worked out from Megapixels and Seconds where the summary was merged, not timed (a queue
+// job's).
+func (s Summary) Final() Summary {
+	if s.MegapixelsPerSecond == 0 {
+		s.finish(s.Seconds)
+	}
+	return s
+}
+
 func (s *Summary) finish(seconds float64) {
 	s.Seconds = round3(seconds)
 	s.Megapixels = round3(s.Megapixels)

@@ -201,6 +201,13 @@ func ParseParams(def *StageDef, args map[string]string, pos map[string]Pos) (Par
 		given[k] = v
 	}
 	p.fixSet(given)
+	if len(errs) == 0 {
+		for _, k := range p.set {
+			if err := p.applies(k); err != nil {
+				errs = append(errs, &PosError{Pos: pos[k], Err: err})
+			}
+		}
+	}
 	return p, joinErrors(errs)
 }
 

@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/imgpipe/imgpipe/cmd/imgpipe/internal/printer"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 )
@@ -20,6 +22,7 @@ const (
 	exitSomeFailed  = 1   // some inputs failed, the rest were done
 	exitUsage       = 2   // usage, spec or YAML error; nothing was processed
 	exitFatal       = 3   // fatal runtime error (device fault, unwritable output, ...)
+	exitNoInputs    = 4   // no input selected: nothing was done
 	exitInterrupted = 130 // interrupted; in-flight outputs finished or removed
 )
 
@@ -51,7 +54,8 @@ var stdin io.Reader = os.Stdin
 // run is the whole CLI: it parses args, runs the command and returns the exit code. ctx is
 // cancelled on SIGINT. Nothing here calls os.Exit, so tests drive it directly.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
+	pr := printer.New(stderr) // the one writer of stderr: run --progress json makes it JSON Lines
+	root := newRoot(stdout, pr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -63,9 +67,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	code, ours := exitCode(err)
 	for _, e := range pipeline.Errors(err) {
-		fmt.Fprintf(stderr, "imgpipe: %v\n", e)
+		pr.Error(e.Error(), code)
 	}
-	if !ours {
+	if !ours && !pr.JSON() {
 		fmt.Fprintln(stderr, "Run 'imgpipe --help' for usage.")
 	}
 	return code
@@ -98,7 +102,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.SetIn(stdin)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError("%v (see 'imgpipe %s --help')", err, c.Name())
+		return usageError("%v%s (see 'imgpipe %s --help')", err, flagSuggestion(c, err), c.Name())
 	})
 	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout, stderr), newStagesCmd(stdout), newVersionCmd(stdout))
 	root.AddCommand(newDevicesCmd(stdout), newServeCmd(stdout, stderr))
@@ -115,8 +119,30 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
-// printSpecErrors shows spec errors under the spec with a caret at each column.
+// flagSuggestion is "; did you mean --workers?" for pflag's error about an unknown flag
+// close to one of c's, "" otherwise: cobra suggests commands, not flags.
+func flagSuggestion(c *cobra.Command, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if near := pipeline.Nearest(name, names); near != "" {
+		return fmt.Sprintf("; did you mean --%s?", near)
+	}
+	return ""
+}
+
+// printSpecErrors shows spec errors under the spec with a caret at each column; in JSON
+// mode each is an error object.
 func printSpecErrors(w io.Writer, spec string, err error) {
+	if pr := printer.Of(w); pr.JSON() {
+		for _, e := range pipeline.Errors(err) {
+			pr.Error("bad pipeline spec: "+e.Error(), exitUsage)
+		}
+		return
+	}
 	fmt.Fprintf(w, "imgpipe: bad pipeline spec:\n")
 	for _, e := range pipeline.Errors(err) {
 		var pe *pipeline.PosError

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/imgpipe/imgpipe/cmd/imgpipe/internal/printer"
 	"github.com/imgpipe/imgpipe/cmd/imgpipe/internal/termbar"
 	"github.com/imgpipe/imgpipe/pipeline"
 )
@@ -37,9 +37,9 @@ const progressInterval = time.Second
 // progress shows the run's progress on stderr (a bar, or JSON lines), keeps the first
 // failures to list after the run, and counts the inputs in flight for the interrupt notice.
 type progress struct {
-	w        io.Writer
+	w        *printer.Printer
 	bar      *termbar.Bar
-	failures []string
+	failures []failure
 
 	mu                   sync.Mutex // guards the counts, which the JSON ticker reads
 	ok, failed, skipped  int
@@ -49,17 +49,20 @@ type progress struct {
 	stopTicker, finished chan struct{}
 }
 
+// failure is one failed input listed after the run.
+type failure struct{ input, err string }
+
 // newProgress sets up the progress display for mode; count gives the number of inputs (a
 // cheap walk; -1 when unknown) and is only called when a display needs it.
 func newProgress(stderr io.Writer, quiet bool, mode string, count func() int) *progress {
-	p := &progress{w: stderr, total: -1, start: time.Now()}
+	p := &progress{w: printer.Of(stderr), total: -1, start: time.Now()}
 	switch mode {
 	case progressJSON:
 		p.total = count()
 		p.stopTicker, p.finished = make(chan struct{}), make(chan struct{})
 		go p.tick()
 	case progressAuto:
-		f, ok := stderr.(*os.File)
+		f, ok := p.w.Underlying().(*os.File)
 		if quiet || !ok || !term.IsTerminal(int(f.Fd())) {
 			return p
 		}
@@ -134,7 +137,7 @@ func (p *progress) update(r *pipeline.Result) {
 	case pipeline.StatusFailed:
 		p.failed++
 		if len(p.failures) < maxListedFailures {
-			p.failures = append(p.failures, fmt.Sprintf("imgpipe: %s: %v", printable(r.Input), r.Err))
+			p.failures = append(p.failures, failure{r.Input, fmt.Sprint(r.Err)})
 		}
 	case pipeline.StatusSkipped:
 		p.skipped++
@@ -195,10 +198,7 @@ func (p *progress) line(now time.Time) progressLine {
 	return l
 }
 
-func (p *progress) writeLine(now time.Time) {
-	b, _ := json.Marshal(p.line(now)) // a struct of numbers always marshals
-	fmt.Fprintf(p.w, "%s\n", b)
-}
+func (p *progress) writeLine(now time.Time) { p.w.Progress(p.line(now)) }
 
 // tick writes a JSON line every progressInterval until finish.
 func (p *progress) tick() {
@@ -228,7 +228,7 @@ func (p *progress) finish() {
 
 func (p *progress) printFailures() {
 	for _, f := range p.failures {
-		fmt.Fprintln(p.w, f)
+		p.w.Failure(f.input, printable(f.input), f.err)
 	}
 	if more := p.failed - len(p.failures); more > 0 {
 		fmt.Fprintf(p.w, "imgpipe: ... and %d more failures (see the report)\n", more)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imgpipe/imgpipe/blobio"
+	"github.com/imgpipe/imgpipe/cmd/imgpipe/internal/printer"
 	"github.com/imgpipe/imgpipe/engine"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/folderrun"
@@ -94,6 +95,9 @@ func runSubmit(cmd *cobra.Command, args []string, f *runFlags, q *queueFlags, s 
 		return err
 	}
 	defer p.Close()
+	if j.Report == folderrun.NoReport {
+		return usageError("--report %s: wait writes the job's report; name a file or leave the default", folderrun.NoReport)
+	}
 	if p.Store() == nil {
 		return usageError("submit takes an input folder or bucket, not %s (workers find the inputs by their path inside it)", describeInput(j.InputDir))
 	}
@@ -185,7 +189,7 @@ func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool
 		return err
 	}
 	defer nc.Close()
-	notice := func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
+	notice := printer.Of(stderr).Warning
 	if q.name == "" {
 		return serveWorker(cmd, js, queue.WorkOptions{ID: id, IdleExit: idle, Notice: notice}, quiet, stderr)
 	}
@@ -217,7 +221,7 @@ func runWorker(cmd *cobra.Command, q *queueFlags, idle time.Duration, quiet bool
 		return err
 	}
 	if !quiet {
-		fmt.Fprintf(stderr, "imgpipe: worker %s: %d tasks done, %d retried, %d handed back; %s\n", id, st.Done, st.Retried, st.Abandoned, summaryLine(sum))
+		printSummary(stderr, fmt.Sprintf("imgpipe: worker %s: %d tasks done, %d retried, %d handed back; ", id, st.Done, st.Retried, st.Abandoned), sum)
 	}
 	if ctx.Err() != nil {
 		return reported{code: exitInterrupted}
@@ -245,7 +249,7 @@ func serveWorker(cmd *cobra.Command, js jetstream.JetStream, wo queue.WorkOption
 	}})
 	for _, j := range jobs {
 		if !quiet {
-			fmt.Fprintf(stderr, "imgpipe: worker %s: job %s: %d tasks done, %d retried, %d handed back; %s\n", wo.ID, j.Job, j.Done, j.Retried, j.Abandoned, summaryLine(j.Summary))
+			printSummary(stderr, fmt.Sprintf("imgpipe: worker %s: job %s: %d tasks done, %d retried, %d handed back; ", wo.ID, j.Job, j.Done, j.Retried, j.Abandoned), j.Summary)
 		}
 	}
 	if err != nil {
@@ -312,7 +316,7 @@ func runWait(ctx context.Context, q *queueFlags, report string, quiet bool, stde
 		return fatalError("report %s: %v", report, err)
 	}
 	if !quiet {
-		fmt.Fprintln(stderr, summaryLine(sum))
+		printSummary(stderr, "", sum)
 	}
 	if sum.Failed > 0 {
 		return reported{code: exitSomeFailed}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 	"github.com/imgpipe/imgpipe/pipeline/job"
 	"github.com/imgpipe/imgpipe/server"
 )
@@ -70,8 +71,10 @@ func remoteJob(j *job.Job, f *runFlags) error {
 	switch {
 	case f.dryRun:
 		return usageError("--dry-run runs locally only, not with --server")
-	case j.InputDir == "-" || j.Report == "-" || j.Exec.Trace == "-":
-		return usageError("with --server, -i, --report and --trace name paths on the server, not '-'")
+	case j.InputDir == "-" || j.Report == "-" || j.Exec.Trace == "-" || j.Report == folderrun.NoReport:
+		return usageError("with --server, -i, --report and --trace name paths on the server, not '-' (nor --report %s)", folderrun.NoReport)
+	case f.name != "":
+		return usageError("--name is not part of a job file, so not sent with --server")
 	case f.inputs.Any():
 		return usageError("the selection flags (--include, --exclude, --ext, sizes and ages) are not part of a job file, so not sent with --server")
 	}
@@ -93,12 +96,12 @@ func remoteOutcome(ctx context.Context, c *server.Client, rj server.Job, ui *pro
 			fmt.Fprintf(stderr, "imgpipe: the job's report: %v\n", err)
 		}
 		for _, l := range failed {
-			ui.failures = append(ui.failures, fmt.Sprintf("imgpipe: %s: %s", printable(l.Input), l.Error))
+			ui.failures = append(ui.failures, failure{l.Input, l.Error})
 		}
 		ui.printFailures()
 	}
 	if !quiet {
-		fmt.Fprintln(stderr, summaryLine(*rj.Summary))
+		printSummary(stderr, "", *rj.Summary)
 	}
 	// runOutcome says what an interrupted run's report holds; the exit code is the server's.
 	_ = runOutcome(*rj.Summary, nil, "", stderr)

@@ -121,7 +121,7 @@ func TestRunServer(t *testing.T) {
 			{ID: "j1", State: "done", Progress: server.Progress{Done: 2, Total: 2, OK: 2}, Summary: &sumOK}}},
 			nil, exitOK, []string{summaryLine(sumOK) + "\n"}},
 		{"progress json", &fakeServer{states: []server.Job{running, {ID: "j1", State: "done", Progress: server.Progress{Done: 2, Total: 2, OK: 2}, Summary: &sumOK}}},
-			[]string{"--progress", "json"}, exitOK, []string{`{"done":2,"ok":2,"failed":0,"skipped":0,"total":2,`, summaryLine(sumOK)}},
+			[]string{"--progress", "json"}, exitOK, []string{`{"type":"progress","done":2,"ok":2,"failed":0,"skipped":0,"total":2,`, summaryLine(sumOK)}},
 		{"quiet", &fakeServer{states: []server.Job{{ID: "j1", State: "done", Progress: server.Progress{Done: 2, Total: 2, OK: 2}, Summary: &sumOK}}},
 			[]string{"-q"}, exitOK, nil},
 		{"some failed", &fakeServer{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/imgpipe/imgpipe/cmd/imgpipe/internal/printer"
 	"github.com/imgpipe/imgpipe/cmd/imgpipe/internal/selectflags"
 	"github.com/imgpipe/imgpipe/pipeline"
 	"github.com/imgpipe/imgpipe/pipeline/folderrun"
@@ -23,6 +24,8 @@ import (
 type runFlags struct {
 	spec     string
 	quiet    bool
+	null     bool   // -0: the list on stdin is NUL-separated
+	name     string // --name: the outputs' name template
 	dryRun   bool
 	progress string
 	inputs   selectflags.Flags
@@ -43,8 +46,9 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	jobFlags(cmd, &f)
 	settingFlags(cmd, false)
 	fl := cmd.Flags()
+	fl.StringVar(&f.name, "name", "", "name outputs by `TEMPLATE`: {stem} (the input's name without extension) and {ext} (the format's), e.g. {stem}_256.{ext}")
 	fl.BoolVarP(&f.dryRun, "dry-run", "n", false, "list every input with its output name (and what --resume would skip); write nothing")
-	fl.StringVar(&f.progress, "progress", progressAuto, "progress on stderr: auto (a bar on a terminal), json (one JSON line a second), none")
+	fl.StringVar(&f.progress, "progress", progressAuto, "progress on stderr: auto (a bar on a terminal), json (every stderr line a JSON object: docs/progress-json.md), none")
 	registerEnum(cmd, "progress", progressModes...)
 	fl.StringVar(&f.server, "server", "", "run on the 'imgpipe serve' at this URL, its paths absolute there")
 	fl.StringVar(&f.tokenFile, "token-file", "", "with --server: file holding the server's bearer token [$IMGPIPE_TOKEN]")
@@ -58,7 +62,8 @@ func jobFlags(cmd *cobra.Command, f *runFlags) {
 	fl.StringP("input", "i", "", "input folder (walked recursively) or bucket URL, one image file, or - to read a list of paths from stdin")
 	fl.StringP("output", "o", "", "output folder (created if missing) or bucket URL")
 	fl.StringVarP(&f.spec, "pipeline", "p", "", "the chain, e.g. 'decode | grayscale | save' (see 'imgpipe stages')")
-	fl.String("report", "", "JSON Lines report file (default OUT/"+folderrun.ReportName+")")
+	fl.String("report", "", "JSON Lines report file (default OUT/"+folderrun.ReportName+"; - for stdout, "+folderrun.NoReport+" for none)")
+	fl.BoolVarP(&f.null, "null", "0", false, "with -i -: each path on stdin ends with a NUL byte (find -print0), as xargs -0 reads them")
 	f.inputs.Register(cmd.Flags())
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar, no summary line")
 }
@@ -107,17 +112,18 @@ func loadConfig(cmd *cobra.Command, args []string, f *runFlags, stderr io.Writer
 		return nil, req, &exitError{code: exitUsage, err: pipeline.ErrorList(errs)}
 	}
 	req = jobRequest(job)
-	req.Plan, req.Selection, req.Stdin, req.Stdout = plan, sel, cmd.InOrStdin(), cmd.OutOrStdout()
-	req.GPUs, req.Notice = gpus(false, ""), func(msg string) { fmt.Fprintf(stderr, "imgpipe: %s\n", msg) }
+	req.Plan, req.Selection, req.Stdin, req.Stdout, req.NullList, req.Name = plan, sel, cmd.InOrStdin(), cmd.OutOrStdout(), f.null, f.name
+	pr := printer.Of(stderr)
+	req.GPUs, req.Notice = gpus(false, ""), pr.Warning
 	if !f.quiet {
-		req.Info = req.Notice
+		req.Info = pr.Notice
 	}
 	return job, req, nil
 }
 
 // jobRequest is the request of a job's folders, report and settings, its chain aside.
 func jobRequest(j *job.Job) folderrun.Request {
-	r := folderrun.Request{Input: j.InputDir, Output: j.OutputDir, Report: j.Report, Exec: j.Exec}
+	r := folderrun.Request{Plan: j.Plan, Input: j.InputDir, Output: j.OutputDir, Report: j.Report, Exec: j.Exec}
 	if j.File != "" {
 		r.Pos = j.PosOf
 	}
@@ -146,6 +152,7 @@ func moveReport(report, oldOut, newOut string) string {
 // runRun runs the job through folderrun, showing its progress, and prints what it did.
 func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Writer) error {
 	ctx := cmd.Context()
+	printer.Of(stderr).SetJSON(f.progress == progressJSON)
 	j, req, err := loadConfig(cmd, args, f, stderr)
 	if err != nil {
 		return err
@@ -182,10 +189,11 @@ func runRun(cmd *cobra.Command, args []string, f *runFlags, stdout, stderr io.Wr
 	}
 	ui.finish()
 	// What failed once the run was done (the report's rename, the trace) never hides what
-	// the run did: the failures and the summary are printed first.
+	// the run did: the failures and the summary are printed first. A run that did nothing
+	// has no summary: its error, or the notice that nothing was selected, says it all.
 	ui.printFailures()
-	if !f.quiet {
-		fmt.Fprintln(stderr, summaryLine(sum))
+	if !f.quiet && sum.Total() > 0 {
+		printSummary(stderr, "", sum)
 	}
 	return runOutcome(sum, err, p.ReportPath(), stderr)
 }
@@ -207,8 +215,18 @@ func runOutcome(sum pipeline.Summary, err error, report string, stderr io.Writer
 			fmt.Fprintf(stderr, "imgpipe: %v (on_error: fail)\n", err)
 		}
 		return reported{code: exitSomeFailed}
+	case sum.Total() == 0 && err == nil:
+		printer.Of(stderr).Warning(fmt.Sprintf("no input selected (the input holds no file the chain reads, or the selection flags took none): nothing was done (exit %d)", exitNoInputs))
+		return reported{code: exitNoInputs}
 	}
 	return nil
+}
+
+// printSummary prints a summary line, after prefix, for run, wait and worker alike: the
+// summary completed as a report's is (its megapixels per second), so that line and report
+// agree.
+func printSummary(stderr io.Writer, prefix string, s pipeline.Summary) {
+	printer.Of(stderr).Summary(prefix+summaryLine(s.Final()), s.Final())
 }
 
 // summaryLine is the one-line summary printed on stderr.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/fsguard"
+	"github.com/imgpipe/imgpipe/pipeline"
 )
 
 // CheckPaths checks the request's input, its output against it, and the report and trace
@@ -21,6 +22,9 @@ import (
 //   - the report or the trace could clobber something (see checkWriteTargets), or
 //     resume has no report file to read (a report on standard output).
 func CheckPaths(r Request) error {
+	if err := namedOutput(&r); err != nil {
+		return err
+	}
 	if err := checkBuckets(&r); err != nil {
 		return err
 	}
@@ -52,6 +56,9 @@ func CheckPaths(r Request) error {
 	if err := checkOutput(&r, fi); err != nil {
 		return err
 	}
+	if err := checkWrites(&r); err != nil {
+		return err
+	}
 	if r.ReportPath() == StdoutPath && r.Exec.Resume {
 		return badf("%s--resume reads the previous report, which --report - does not keep; name a report file", r.at("output.report"))
 	}
@@ -63,10 +70,69 @@ func CheckPaths(r Request) error {
 	return checkWriteTargets(&r, fi)
 }
 
+// checkWrites refuses what would silently do nothing: -0 without a list on stdin, and an
+// output folder for a chain that would write nothing into it (no save stage, and nothing
+// but statuses in its report; a report-only chain's folder holds its report).
+func checkWrites(r *Request) error {
+	switch {
+	case r.NullList && r.Input != StdinInput:
+		return badf("-0/--null reads a NUL-separated list of paths on stdin: it needs -i -")
+	case r.Report == NoReport && r.Exec.Resume:
+		return badf("%s--resume reads the previous report, which --report none does not write", r.at("output.report"))
+	case r.Report == NoReport && r.Plan != nil && r.Plan.Save == nil:
+		return badf("%s--report none with a chain that saves nothing would write nothing at all", r.at("output.report"))
+	case r.Name != "" && r.Plan != nil && r.Plan.Save == nil:
+		return badf("--name names saved outputs, and the chain %q has no save stage", r.Plan)
+	case r.Plan != nil && r.Plan.Save == nil && r.Output != "" && !r.Plan.ReportOnly():
+		return badf("%sthe chain %q has no save stage, so nothing would be written into the output folder %s: end it with save, or drop -o and name --report FILE to only check the inputs",
+			r.at("output.dir"), r.Plan, r.Output)
+	}
+	return nil
+}
+
+// namedOutput turns an Output that names the one output file of a single-file input (its
+// extension is the save format's) into its folder and a Name; it checks Name.
+func namedOutput(r *Request) error {
+	if r.named || r.Plan == nil || r.Plan.Save == nil || filepath.Ext(r.Output) == "" || blobio.IsURL(r.Output) || blobio.IsURL(r.Input) || r.Input == StdinInput {
+		return checkName(r)
+	}
+	if fi, err := os.Stat(r.Input); err != nil || fi.IsDir() {
+		return checkName(r)
+	}
+	if fi, err := os.Stat(r.Output); err == nil && fi.IsDir() {
+		return checkName(r)
+	}
+	base, ext := filepath.Base(r.Output), r.Plan.Save.Ext
+	stem, ok := strings.CutSuffix(base, "."+ext)
+	switch {
+	case !ok:
+		return badf("%s-o %s names one output file, and the chain saves .%s files: name it %s.%s, or set save format= to its format",
+			r.at("output.dir"), r.Output, ext, strings.TrimSuffix(base, filepath.Ext(base)), ext)
+	case samePath(r.Output, r.Input):
+		return badf("%s-o %s is the input file; name another", r.at("output.dir"), r.Output)
+	case r.Name != "":
+		return badf("-o %s names the one output file; --name names outputs in a folder: give one of them", r.Output)
+	}
+	r.Output, r.Name, r.named = filepath.Dir(r.Output), stem+"."+pipeline.NameExt, true
+	return nil
+}
+
+// checkName checks the --name template.
+func checkName(r *Request) error {
+	if r.Name == "" || r.named {
+		return nil
+	}
+	if err := pipeline.CheckNameTemplate(r.Name); err != nil {
+		return badf("--name: %v", err)
+	}
+	return nil
+}
+
 // checkOutput checks a local output folder against the input folder (fi, nil when the
 // input is not a folder); see CheckPaths.
 func checkOutput(r *Request, fi os.FileInfo) error {
-	if r.Output == "" || r.Input == StdinInput || blobio.IsURL(r.Output) {
+	// A named output file (namedOutput) is not the input: its folder may hold the input.
+	if r.Output == "" || r.Input == StdinInput || blobio.IsURL(r.Output) || r.named {
 		return nil
 	}
 	fo, err := os.Stat(r.Output)
@@ -153,7 +219,7 @@ func checkWriteTargets(r *Request, inInfo os.FileInfo) error {
 	report, trace := r.ReportPath(), r.Exec.Trace
 	targets := []struct{ flag, field, path string }{{"--report", "output.report", report}, {"--trace", "execution.trace", trace}}
 	for _, t := range targets {
-		if t.path == "" || t.path == StdoutPath {
+		if t.path == "" || t.path == StdoutPath || t.path == NoReport && t.flag == "--report" {
 			continue
 		}
 		if err := checkWriteTarget(t.path, r, inInfo); err != nil {

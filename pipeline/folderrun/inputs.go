@@ -21,6 +21,7 @@ type inputs struct {
 	files   []string     // the single file or the listed paths
 	sel     pipeline.Selection
 	exclude string // what the walk leaves out (outputPrefix)
+	name    string // the outputs' name template; "" for none
 	shard   [2]int // index and count; count 0 for no shard
 }
 
@@ -28,7 +29,7 @@ type inputs struct {
 // bucket URL is walked, a file is the one input, anything else is a folder (CheckPaths
 // has checked it).
 func openInputs(ctx context.Context, r *Request, sel pipeline.Selection) (*inputs, error) {
-	in := &inputs{sel: sel, exclude: outputPrefix(r)}
+	in := &inputs{sel: sel, exclude: outputPrefix(r), name: r.Name}
 	if r.Exec.Shard != "" {
 		i, n, _ := pipeline.ParseShard(r.Exec.Shard) // the settings table checked it
 		in.shard = [2]int{i, n}
@@ -36,7 +37,10 @@ func openInputs(ctx context.Context, r *Request, sel pipeline.Selection) (*input
 	if r.Input == StdinInput {
 		var paths []string
 		var err error
-		if r.Stdin != nil {
+		switch {
+		case r.Stdin != nil && r.NullList:
+			paths, err = pipeline.ReadNullList(r.Stdin)
+		case r.Stdin != nil:
 			paths, err = pipeline.ReadFileList(r.Stdin)
 		}
 		if err != nil {
@@ -96,6 +100,9 @@ func (in *inputs) source() pipeline.Source {
 			// Only an unusable working folder makes paths fail to resolve; every input then fails.
 			return failingSource{err}
 		}
+	}
+	if in.name != "" {
+		src = pipeline.Rename(src, in.name)
 	}
 	if in.shard[1] > 0 {
 		src = pipeline.Shard(src, in.shard[0], in.shard[1])

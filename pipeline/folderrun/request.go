@@ -30,6 +30,9 @@ const StdinInput = "-"
 // StdoutPath is the Request.Report (and execution trace) that means Request.Stdout.
 const StdoutPath = "-"
 
+// NoReport is the Request.Report that keeps no report (./none names a file of that name).
+const NoReport = "none"
+
 // Request says what to run, where from and where to, and what to tell the caller.
 type Request struct {
 	// Plan is the compiled chain.
@@ -40,8 +43,14 @@ type Request struct {
 	// Output is the output folder (made if missing) or bucket URL; "" for a chain that
 	// saves nothing.
 	Output string
-	// Report is the report's path: "" for ReportName in Output, StdoutPath for Stdout.
+	// Report is the report's path: "" for ReportName in Output, StdoutPath for Stdout,
+	// NoReport for none.
 	Report string
+	// Name, when set, is the outputs' name template (pipeline.CheckNameTemplate). An Output
+	// with the save format's extension, for a single-file Input, names the one output file
+	// instead: Output is then its folder, and the report goes there.
+	Name  string
+	named bool // Output was a file's name, now its folder (namedOutput)
 	// Selection picks the inputs; without extensions, every format the chain's source reads.
 	Selection pipeline.Selection
 	// Exec are the execution settings: the run's options, and the device, GPUs, shard,
@@ -52,6 +61,9 @@ type Request struct {
 	Pos func(field string) pipeline.Pos
 	// Stdin holds the list of paths of StdinInput.
 	Stdin io.Reader
+	// NullList says the paths on Stdin are each ended by a NUL byte (find -print0), not a
+	// newline; it needs StdinInput.
+	NullList bool
 	// Stdout receives a report or trace sent to StdoutPath.
 	Stdout io.Writer
 	// GPUs says how the run opens its GPUs; the zero value uses the CUDA driver.

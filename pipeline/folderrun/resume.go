@@ -72,10 +72,10 @@ func fetchReport(ctx context.Context, bucket string) ([]*os.File, error) {
 }
 
 // removeTemps removes the temporary files a killed run left (see stages.IsTempName): under
-// the output folder, and beside the report ("" for none) for the report's own name. It
-// returns how many it removed. Only exact temporary names of WriteFileAtomic are taken, so
-// no user file can go.
-func removeTemps(outDir, report string) (int, error) {
+// the output folder, and beside each of files (the report, a named output file; "" for
+// none) for its own name. It returns how many it removed. Only exact temporary names of
+// WriteFileAtomic are taken, so no user file can go.
+func removeTemps(outDir string, files ...string) (int, error) {
 	n := 0
 	if outDir != "" {
 		var err error
@@ -83,9 +83,14 @@ func removeTemps(outDir, report string) (int, error) {
 			return n, err
 		}
 	}
-	if report == "" {
-		return n, nil
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		m, err := stages.RemoveTempsOf(f)
+		if n += m; err != nil {
+			return n, err
+		}
 	}
-	m, err := stages.RemoveTempsOf(report)
-	return n + m, err
+	return n, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/imgpipe/imgpipe/blobio"
 	"github.com/imgpipe/imgpipe/cudastage/sched"
@@ -34,6 +35,9 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	}
 	if r.Stdout == nil {
 		r.Stdout = os.Stdout
+	}
+	if err := namedOutput(&r); err != nil {
+		return nil, err
 	}
 	if r.Work == nil { // the queue's submit checked the paths the workers share
 		if err := r.Selection.Check(); err != nil {
@@ -230,7 +234,7 @@ func (p *Prepared) open(ctx context.Context, opt *pipeline.Options) (_ *session,
 		}
 		s.undo = append(s.undo, lock.Unlock)
 	}
-	local := s.report != StdoutPath && !s.toBucket
+	local := s.report != StdoutPath && s.report != NoReport && !s.toBucket
 	if local {
 		p.removeTemps(s.report)
 	} else if localOutput(r.Output) != "" {
@@ -243,6 +247,9 @@ func (p *Prepared) open(ctx context.Context, opt *pipeline.Options) (_ *session,
 	}
 	s.undo = append(s.undo, pipeline.SetGoMemoryLimit(opt.MemoryBudget))
 	opt.Report = r.Stdout
+	if s.report == NoReport {
+		opt.Report = io.Discard
+	}
 	var prev []string // resume needs a report file or object (CheckPaths): the journal's for a file
 	if local {
 		if err := os.MkdirAll(filepath.Dir(s.report), 0o755); err != nil {
@@ -276,7 +283,7 @@ func lockDir(outDir, report string) string {
 	switch {
 	case outDir != "" && !blobio.IsURL(outDir):
 		return outDir
-	case report != StdoutPath && !blobio.IsURL(report):
+	case report != StdoutPath && report != NoReport && !blobio.IsURL(report):
 		return filepath.Dir(report)
 	}
 	return ""
@@ -285,7 +292,12 @@ func lockDir(outDir, report string) string {
 // removeTemps removes the temporary files a killed run left under the output folder (a
 // file:// bucket's included) and beside the report ("" for none), saying what it did.
 func (p *Prepared) removeTemps(report string) {
-	if n, err := removeTemps(localOutput(p.req.Output), report); err != nil {
+	outDir, files := localOutput(p.req.Output), []string{report}
+	if p.req.named { // one named file: its temporaries, not a walk of the folder that holds it (often the working one)
+		files = append(files, filepath.Join(outDir, strings.Replace(p.req.Name, pipeline.NameExt, p.req.Plan.Save.Ext, 1)))
+		outDir = ""
+	}
+	if n, err := removeTemps(outDir, files...); err != nil {
 		p.req.notice("removing temporary files a previous run left: %v", err)
 	} else if n > 0 {
 		p.req.info("removed %d temporary files a previous run left (it was killed mid-write)", n)
