@@ -91,8 +91,16 @@ func (b *fileBucket) List(_ context.Context, prefix string) ([]Object, error) {
 		switch {
 		case e.IsDir():
 			out = append(out, Object{Key: key + "/", IsDir: true})
-		case e.Type().IsRegular() && !strings.HasSuffix(e.Name(), ".attrs"): // fileblob's metadata files
+		case !strings.HasSuffix(e.Name(), ".attrs"): // fileblob's metadata files
+			// A link, FIFO or device is listed too, as a folder walk yields it: a link to a
+			// file is read through (its target's size), anything else fails as an input
+			// with its reason instead of vanishing from the run.
 			fi, err := e.Info()
+			if e.Type()&fs.ModeSymlink != 0 {
+				if target, err := b.root.Stat(path.Join(dir, e.Name())); err == nil {
+					fi = target
+				}
+			}
 			if err != nil {
 				continue // gone since the listing
 			}
