@@ -68,7 +68,7 @@ func TestFileBucket(t *testing.T) {
 			t.Errorf("%s: size %d", o.Key, o.Size)
 		}
 	}
-	slices.Sort(keys) // a listing is in the folder's order
+	slices.Sort(keys)                                                           // a listing is in the folder's order
 	if want := []string{"a.png", "link.png", "s/"}; !slices.Equal(keys, want) { // no metadata file; a link, as a folder walk yields it
 		t.Errorf("List = %v, want %v", keys, want)
 	}
