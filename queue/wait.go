@@ -125,7 +125,10 @@ func (f *follower) fetch(ctx context.Context) ([]jetstream.Msg, error) {
 // try makes the consumer if needed and fetches what came within DefaultPoll.
 func (f *follower) try(ctx context.Context) ([]jetstream.Msg, error) {
 	if f.cons == nil {
-		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}}
+		// Without a bound on its resets, an ordered consumer's Fetch retries forever, ignoring
+		// every deadline, while the server is down: one reset, and the follower makes the
+		// consumer again at its next try.
+		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}, MaxResetAttempts: 1}
 		if f.next > 0 {
 			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, f.next
 		}
@@ -139,6 +142,7 @@ func (f *follower) try(ctx context.Context) ([]jetstream.Msg, error) {
 	}
 	batch, err := f.cons.Fetch(256, jetstream.FetchMaxWait(DefaultPoll))
 	if err != nil {
+		f.cons = nil
 		return nil, fmt.Errorf("results: %w", err)
 	}
 	var msgs []jetstream.Msg
