@@ -15,15 +15,6 @@ import (
 	"github.com/imgpipe/imgpipe/pipeline/job"
 )
 
-// Exit codes of a job, as imgpipe run's (README.md#report-and-exit-codes).
-const (
-	exitOK          = 0
-	exitSomeFailed  = 1
-	exitUsage       = 2
-	exitFatal       = 3
-	exitInterrupted = 130
-)
-
 // defaultJobName names a submitted job file in its errors when the request names none.
 const defaultJobName = "job.yaml"
 
@@ -137,15 +128,15 @@ func (s *Server) runJob(ctx context.Context, j *task, id string, p *folderrun.Pr
 		return src
 	}
 	sum, err := s.eng.Run(ctx, req)
-	code := exitCode(sum, err)
+	code := folderrun.ExitCode(sum, err)
 	defer close(j.ended) // after the state below is recorded
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.state.ExitCode = code
 	switch code {
-	case exitOK, exitSomeFailed:
+	case folderrun.ExitOK, folderrun.ExitSomeFailed, folderrun.ExitNoInputs:
 		j.state.State = StateDone
-	case exitInterrupted:
+	case folderrun.ExitInterrupted:
 		j.state.State = StateCancelled
 	default:
 		j.state.State = StateFailed
@@ -156,21 +147,4 @@ func (s *Server) runJob(ctx context.Context, j *task, id string, p *folderrun.Pr
 	if j.started {
 		j.state.Summary = &sum
 	}
-}
-
-// exitCode is the exit code imgpipe run gives a run that ended with sum and err.
-func exitCode(sum pipeline.Summary, err error) int {
-	switch {
-	case errors.As(err, new(*folderrun.RequestError)):
-		return exitUsage
-	case errors.As(err, new(*folderrun.RunError)):
-		return exitFatal
-	case sum.Interrupted:
-		return exitInterrupted
-	case sum.Failed > 0:
-		return exitSomeFailed
-	case err != nil:
-		return exitFatal
-	}
-	return exitOK
 }

@@ -184,7 +184,7 @@ func TestJobLocked(t *testing.T) {
 	defer lock.Unlock()
 	s := newServer(t, Config{AllowRoots: []string{root}})
 	_, j := submit(t, s, jobFile(in, out))
-	if j.State != StateFailed || j.ExitCode != exitFatal || j.Error == "" || j.Summary != nil {
+	if j.State != StateFailed || j.ExitCode != folderrun.ExitFatal || j.Error == "" || j.Summary != nil {
 		t.Fatalf("job into a locked folder: %+v", j)
 	}
 	if entries, _ := os.ReadDir(out); len(entries) > 1 {
@@ -217,7 +217,7 @@ func TestJobCancel(t *testing.T) {
 		t.Fatalf("DELETE: %d %s", w.Code, w.Body)
 	}
 	s.runJob(ctx, j, id, p, req) // cancelled before its first input
-	if got := getJob(t, s, id); got.State != StateCancelled || got.ExitCode != exitInterrupted {
+	if got := getJob(t, s, id); got.State != StateCancelled || got.ExitCode != folderrun.ExitInterrupted {
 		t.Fatalf("cancelled job %+v", got)
 	}
 	if w := call(s, http.MethodGet, "/v1/jobs/"+id+"/report", nil); w.Code != 200 || w.Body.Len() != 0 {
@@ -258,26 +258,6 @@ func TestRegistryBound(t *testing.T) {
 	running.state.State = StateDone
 	g.done()
 	g.wait()
-}
-
-func TestExitCode(t *testing.T) {
-	for _, tc := range []struct {
-		sum  pipeline.Summary
-		err  error
-		code int
-	}{
-		{pipeline.Summary{OK: 2}, nil, exitOK},
-		{pipeline.Summary{OK: 1, Failed: 1}, nil, exitSomeFailed},
-		{pipeline.Summary{Failed: 1, Stopped: true}, pipeline.ErrStopped, exitSomeFailed},
-		{pipeline.Summary{OK: 1, Interrupted: true}, context.Canceled, exitInterrupted},
-		{pipeline.Summary{}, &folderrun.RequestError{Err: os.ErrNotExist}, exitUsage},
-		{pipeline.Summary{OK: 1}, &folderrun.RunError{Err: os.ErrPermission}, exitFatal},
-		{pipeline.Summary{}, os.ErrClosed, exitFatal},
-	} {
-		if got := exitCode(tc.sum, tc.err); got != tc.code {
-			t.Errorf("%+v %v: exit %d, want %d", tc.sum, tc.err, got, tc.code)
-		}
-	}
 }
 
 // TestReportFiles: a running job's report is its journal, a finished one's the report,

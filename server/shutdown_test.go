@@ -86,7 +86,7 @@ func TestShutdownCancels(t *testing.T) {
 	j := s.jobs.list()[0]
 	switch j.State {
 	case StateCancelled:
-		if j.ExitCode != exitInterrupted {
+		if j.ExitCode != folderrun.ExitInterrupted {
 			t.Fatalf("cancelled job %+v", j)
 		}
 	case StateDone: // it was done before the cancel reached it

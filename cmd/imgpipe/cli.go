@@ -16,14 +16,14 @@ import (
 	"github.com/imgpipe/imgpipe/pipeline/folderrun"
 )
 
-// Exit codes, as README.md#report-and-exit-codes fixes them.
+// Exit codes: folderrun's, under the names the CLI's code reads.
 const (
-	exitOK          = 0   // every input ok
-	exitSomeFailed  = 1   // some inputs failed, the rest were done
-	exitUsage       = 2   // usage, spec or YAML error; nothing was processed
-	exitFatal       = 3   // fatal runtime error (device fault, unwritable output, ...)
-	exitNoInputs    = 4   // no input selected: nothing was done
-	exitInterrupted = 130 // interrupted; in-flight outputs finished or removed
+	exitOK          = folderrun.ExitOK
+	exitSomeFailed  = folderrun.ExitSomeFailed
+	exitUsage       = folderrun.ExitUsage
+	exitFatal       = folderrun.ExitFatal
+	exitNoInputs    = folderrun.ExitNoInputs
+	exitInterrupted = folderrun.ExitInterrupted
 )
 
 // exitError carries the exit code an error should end the process with.
