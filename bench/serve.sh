@@ -57,38 +57,12 @@ server=""
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server"; rm -rf "$work"' EXIT
 url=http://127.0.0.1:$port
 
-folder() {  # folder N: $work/inN holds N files, the photos repeated under new names
-  local dir=$work/in$1 i=0
-  mkdir -p "$dir"
-  while [ "$i" -lt "$1" ]; do
-    local src=${sources[i % ${#sources[@]}]}
-    ln "$src" "$dir/$i-${src##*/}" 2>/dev/null || cp "$src" "$dir/$i-${src##*/}"
-    i=$((i + 1))
-  done
-}
-# timed N CMD...: CMD's seconds with its output on $work/out (emptied first), or "failed" when
-# it fails or writes other than N thumbnails (its stderr then goes to $work/errors).
-timed() {
-  local n=$1; shift
-  rm -rf "$work/out" && mkdir -p "$work/out"
-  local t0=$EPOCHREALTIME rc=0
-  "$@" >/dev/null 2>"$work/stderr" || rc=$?
-  local t1=$EPOCHREALTIME got
-  got=$(find "$work/out" -name '*.jpg' | wc -l)
-  if [ "$rc" = 0 ] && [ "$got" -eq "$n" ]; then
-    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", b - a }'
-    return
-  fi
-  { echo "$* (status $rc, $got of $n thumbnails):"; head -n 3 "$work/stderr"; } >>"$work/errors"
-  echo failed
-}
+. "$(dirname "$0")/timing.sh"  # folder, timed, ratio, joined
 warm_run() { "$imgpipe" run --server "$url" -i "$work/in$1" -o "$work/out" -p "$spec" --progress none --quiet; }
 fresh_run() { "$imgpipe" run -i "$work/in$1" -o "$work/out" -p "$spec" --device "$device" --progress none --quiet; }
 libvips_run() {
   find "$work/in$1" -type f | VIPS_CONCURRENCY=1 xargs -P "$cores" -n 30 "${vips[@]}" -s 256 -o "$work/out/%s.jpg[Q=75]"
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "failed" || b == "failed" || b + 0 == 0) print "-"; else printf "%.1f", a / b }'; }
-joined() { echo "$*" | sed 's/ /, /g'; }
 
 IFS=, read -ra counts <<<"$sizes"
 for n in "${counts[@]}"; do folder "$n"; done
