@@ -67,14 +67,15 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 		answer(w, err)
 		return
 	}
-	w.Header().Set(ReportHeader, headerJSON(res.Line()))
+	line := res.Line()
+	w.Header().Set(ReportHeader, headerJSON(line))
 	switch {
 	case res.Status == pipeline.StatusFailed:
 		writeError(w, http.StatusUnprocessableEntity, cmp.Or(res.Err, errors.New("the input failed")))
 	case r.URL.Query().Get("report") == "json":
-		writeJSON(w, http.StatusOK, ProcessResult{Report: res.Line(), Output: res.Encoded})
+		writeJSON(w, http.StatusOK, ProcessResult{Report: line, Output: res.Encoded})
 	case plan.Save == nil:
-		writeJSON(w, http.StatusOK, res.Line())
+		writeJSON(w, http.StatusOK, line)
 	default:
 		w.Header().Set("Content-Type", ContentType(plan.Save.Options.Format))
 		w.WriteHeader(http.StatusOK)
